@@ -75,6 +75,34 @@ def _c(name: str, type_: str, doc: str, nullable: bool = True) -> Column:
 PARTITION_KEY = _c("partition_key", "VARCHAR", "Dagster partition that wrote the row (e.g. release month 2024-03)", False)
 AVAILABLE_AT = _c("available_at", "TIMESTAMPTZ", "UTC time the fact became knowable (point-in-time filter)", False)
 
+INDICATOR_CATALOG = Table(
+    name="indicator_catalog",
+    doc="The 16 LiveMacroEval indicators (Table 2, App. C, App. I transform codes, Table 9 reference beta/SE).",
+    grain="one row per indicator_id",
+    columns=(
+        _c("indicator_id", "VARCHAR", "catalog id (matches the released LiveMacroEval field_id)", False),
+        _c("title", "VARCHAR", "Table 2 title with transformation and seasonal adjustment", False),
+        _c("unit", "VARCHAR", "reporting unit", False),
+        _c("transformation", "VARCHAR", "qoq_saar_pct | mom_pct | yoy_pct | level | mom_change", False),
+        _c("seasonal_adjustment", "VARCHAR", "SA | SAAR | NSA", False),
+        _c("guardrail_lo", "DOUBLE", "lowest plausible value, reporting unit", False),
+        _c("guardrail_hi", "DOUBLE", "highest plausible value, reporting unit", False),
+        _c("guardrail_text", "VARCHAR", "Table 2 scale guardrail wording", False),
+        _c("source_label", "VARCHAR", "Table 2 source label", False),
+        _c("theme", "VARCHAR", "supply_production | demand_inflation | labor_market | housing (§3.3)", False),
+        _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)", False),
+        _c("frequency", "VARCHAR", "monthly | quarterly", False),
+        _c("release_time_et", "VARCHAR", "usual release slot, America/New_York HH:MM", False),
+        _c("agency", "VARCHAR", "issuing agency (App. C)", False),
+        _c("fred_series", "VARCHAR", "FRED series ids, comma-separated", False),
+        _c("fred_md_column", "VARCHAR", "FRED-MD/QD column (NULL if not in the database)"),
+        _c("fred_md_tcode", "INTEGER", "McCracken-Ng transform code (NULL for ISM indices)"),
+        _c("beta_table9", "DOUBLE", "paper Table 9 beta, x1e-4 log return per standardized surprise", False),
+        _c("se_table9", "DOUBLE", "paper Table 9 HC1 SE, x1e-4", False),
+    ),
+    primary_key=("indicator_id",),
+)
+
 # ---------------------------------------------------------------------------------------------
 # Macro track: releases, announcement windows, surprises (issue: foundation)
 # ---------------------------------------------------------------------------------------------
@@ -224,7 +252,7 @@ NOWCASTS = Table(
 # Later stages register their tables here too (one schema definition per table).
 TABLES: dict[str, Table] = {
     t.name: t
-    for t in (RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS)
+    for t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS)
 }
 
 
@@ -393,19 +421,19 @@ def replace_partition(
     con.execute(table.ddl())
     cols = ", ".join(f'"{c}"' for c in table.column_names)
     cond = " AND ".join(f'"{k}" = ?' for k in where) or "TRUE"
-    con.execute("BEGIN TRANSACTION")
+    con.register("_incoming_partition", data.to_arrow())
     try:
-        con.execute(f'DELETE FROM "{name}" WHERE {cond}', list(where.values()))
-        if data.height:
-            con.register("_incoming_partition", data.to_arrow())
-            try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(f'DELETE FROM "{name}" WHERE {cond}', list(where.values()))
+            if data.height:
                 con.execute(f'INSERT INTO "{name}" ({cols}) SELECT {cols} FROM _incoming_partition')
-            finally:
-                con.unregister("_incoming_partition")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.unregister("_incoming_partition")
     return data.height
 
 
@@ -415,7 +443,7 @@ def read_table(con: duckdb.DuckDBPyConnection, name: str, where: str = "", param
     cols = ", ".join(f'"{c}"' for c in table.column_names)
     sql = f'SELECT {cols} FROM "{name}"' + (f" WHERE {where}" if where else "")
     rel = con.execute(sql, list(params))
-    return pl.from_arrow(rel.fetch_arrow_table()) if rel is not None else empty_frame(name)
+    return pl.from_arrow(rel.to_arrow_table())
 
 
 def table_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:

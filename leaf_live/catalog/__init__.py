@@ -8,6 +8,7 @@ from leaf_live.catalog.indicators import (
     Guardrail,
     Indicator,
     UnknownIndicatorError,
+    catalog_frame,
     get_indicator,
     indicators_in_group,
     indicators_in_theme,
@@ -15,5 +16,5 @@ from leaf_live.catalog.indicators import (
 
 __all__ = [
     "INDICATOR_IDS", "INDICATORS", "PROMPT_GROUPS", "THEMES", "Guardrail", "Indicator",
-    "UnknownIndicatorError", "get_indicator", "indicators_in_group", "indicators_in_theme",
+    "UnknownIndicatorError", "catalog_frame", "get_indicator", "indicators_in_group", "indicators_in_theme",
 ]

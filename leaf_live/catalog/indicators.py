@@ -204,3 +204,35 @@ def indicators_in_group(group: str) -> tuple[str, ...]:
     if group not in PROMPT_GROUPS:
         raise ValueError(f"unknown prompt group {group!r}; expected one of {PROMPT_GROUPS}")
     return tuple(i.id for i in INDICATORS if i.prompt_group == group)
+
+
+def catalog_frame():
+    """The catalog as a polars frame with the ``indicator_catalog`` table's columns (16 rows)."""
+    import polars as pl
+
+    return pl.DataFrame(
+        [
+            {
+                "indicator_id": i.id,
+                "title": i.title,
+                "unit": i.unit,
+                "transformation": i.transformation,
+                "seasonal_adjustment": i.seasonal_adjustment,
+                "guardrail_lo": i.guardrail.lo,
+                "guardrail_hi": i.guardrail.hi,
+                "guardrail_text": i.guardrail.text,
+                "source_label": i.source_label,
+                "theme": i.theme,
+                "prompt_group": i.prompt_group,
+                "frequency": i.frequency,
+                "release_time_et": i.release_time_et.strftime("%H:%M"),
+                "agency": i.agency,
+                "fred_series": ",".join(i.fred_series),
+                "fred_md_column": i.fred_md_column,
+                "fred_md_tcode": i.fred_md_tcode,
+                "beta_table9": i.beta_table9,
+                "se_table9": i.se_table9,
+            }
+            for i in INDICATORS
+        ]
+    )

@@ -1,0 +1,190 @@
+"""Macro track, foundation stage: catalog -> release calendar -> first releases -> announcement-window
+returns -> surprise scales -> timestamp-group surprise events (LiveMacroEval §3.6, App. K.1).
+
+Wiring only: the science is in ``leaf_live.sources`` and ``leaf_live.scoring.surprises``.
+Monthly assets use the single-run backfill policy: one run materializes any range of release months,
+each month replaced in its own transaction.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetDep,
+    AssetExecutionContext,
+    MaterializeResult,
+    TimeWindowPartitionMapping,
+    asset,
+    asset_check,
+)
+
+from assets.common import RELEASE_MONTHS, SINGLE_RUN, run_partition_keys, write_partitions
+from leaf_live import storage
+from leaf_live.catalog import catalog_frame
+from leaf_live.scoring import surprises
+from leaf_live.sources.futures import load_window_prices
+from leaf_live.sources.releases import load_release_calendar
+from resources import LeafLiveDB, SourcesResource
+
+# The first-release rule looks back at earlier months (a GDP third estimate lands ~3 months after the
+# advance); 12 months covers every revision in the panel.
+FIRST_RELEASE_LOOKBACK_MONTHS = 12
+
+
+def _month_shift(key: str, months: int) -> str:
+    y, m = map(int, key.split("-"))
+    idx = y * 12 + (m - 1) + months
+    return f"{idx // 12:04d}-{idx % 12 + 1:02d}"
+
+
+def _result(written: dict[str, int], **extra) -> MaterializeResult:
+    keys = sorted(written)
+    return MaterializeResult(
+        metadata={"rows": sum(written.values()), "partitions": len(keys), "first": keys[0], "last": keys[-1], **extra}
+    )
+
+
+@asset(group_name="macro", description="The 16 LiveMacroEval indicators: Table 2 title, unit, transformation, "
+       "guardrail, theme, prompt group, release slot, agency, FRED ids, FRED-MD tcode, Table 9 beta/SE.")
+def indicator_catalog(db: LeafLiveDB) -> MaterializeResult:
+    with db.get_connection() as con:
+        n = storage.replace_partition(con, "indicator_catalog", catalog_frame())
+    return MaterializeResult(metadata={"rows": n})
+
+
+@asset(
+    group_name="macro",
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    deps=[indicator_catalog],
+    description="Scheduled releases as each calendar source reported them (actual, consensus, ET time -> UTC), "
+    "before the first-release rule. Partition = release month (America/New_York).",
+)
+def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    cal = load_release_calendar(
+        sources.transport,
+        sources.snapshot_path,
+        sources=tuple(sources.calendar_sources),
+        calendar_file=sources.calendar_file,
+        months=keys,
+    )
+    cal = cal.filter(pl.col("partition_key").is_in(keys))
+    with db.get_connection() as con:
+        written = write_partitions(con, "release_calendar", cal, keys)
+    return _result(written)
+
+
+@asset(
+    group_name="macro",
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    deps=[
+        AssetDep(
+            release_calendar,
+            partition_mapping=TimeWindowPartitionMapping(
+                start_offset=-FIRST_RELEASE_LOOKBACK_MONTHS, allow_nonexistent_upstream_partitions=True
+            ),
+        )
+    ],
+    description="Canonical first releases: actual A and consensus C per indicator and reference period "
+    "(earliest release per indicator and period label; GDP = advance estimate).",
+)
+def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    lo = _month_shift(min(keys), -FIRST_RELEASE_LOOKBACK_MONTHS)
+    with db.get_connection() as con:
+        cal = storage.read_table(con, "release_calendar", "partition_key BETWEEN ? AND ?", [lo, max(keys)])
+        rel = surprises.first_releases(cal).filter(pl.col("partition_key").is_in(keys))
+        written = write_partitions(con, "releases", rel, keys)
+    return _result(written)
+
+
+@asset(
+    group_name="macro",
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    deps=[releases],
+    description="E-mini S&P 500 announcement-window log returns r_g = log P(T+30m) - log P(T-5m) per release "
+    "timestamp (App. K Eq. 4); windows without prices are kept with status no_prices.",
+)
+def announcement_returns(
+    context: AssetExecutionContext, db: LeafLiveDB, sources: SourcesResource
+) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    prices = load_window_prices(sources.transport, sources.snapshot_path)
+    with db.get_connection() as con:
+        rel = storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
+        times = rel.select("partition_key", "release_at").unique()
+        ret = surprises.announcement_returns(prices, times).filter(pl.col("partition_key").is_in(keys))
+        written = write_partitions(con, "announcement_returns", ret, keys)
+    return _result(written)
+
+
+@asset(
+    group_name="macro",
+    deps=[releases],
+    description="sigma_i: sample sd (ddof 1) of A - C per indicator over the frozen historical window "
+    "Jan 2010 - Oct 2025, every release with A and C (App. K.1 Eq. 3).",
+)
+def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
+    with db.get_connection() as con:
+        rel = storage.read_table(con, "releases")
+        scales = surprises.surprise_scales(rel)
+        n = storage.replace_partition(con, "surprise_scales", scales)
+    return MaterializeResult(metadata={"rows": n})
+
+
+@asset(
+    group_name="macro",
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    deps=[releases, announcement_returns, surprise_scales],
+    description="Timestamp-group events (App. K.1): releases sharing a timestamp, window return r_g and the "
+    "16 standardized surprises S = (A - C)/sigma_i with structural zeros.",
+)
+def surprise_events(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    with db.get_connection() as con:
+        where, params = "partition_key BETWEEN ? AND ?", [min(keys), max(keys)]
+        rel = storage.read_table(con, "releases", where, params)
+        ret = storage.read_table(con, "announcement_returns", where, params)
+        scales = storage.read_table(con, "surprise_scales")
+        ev = surprises.timestamp_group_events(rel, ret, scales).filter(pl.col("partition_key").is_in(keys))
+        written = write_partitions(con, "surprise_events", ev, keys)
+    return _result(written)
+
+
+@asset_check(asset=releases, description="At most one first release per indicator and period label.")
+def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        dup = con.execute(
+            "SELECT indicator_id, period_label, count(*) n FROM releases GROUP BY 1, 2 HAVING n > 1"
+        ).fetchall()
+    return AssetCheckResult(passed=not dup, metadata={"duplicates": len(dup), "first": str(dup[:3])})
+
+
+@asset_check(
+    asset=surprise_events,
+    description="Point-in-time: every event is knowable no earlier than its window closes; r_g is present "
+    "exactly where the window is usable.",
+)
+def surprise_events_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        early, bad_status = con.execute(
+            "SELECT count(*) FILTER (WHERE available_at < release_at), "
+            "count(*) FILTER (WHERE (r_g IS NULL) <> (window_status <> 'usable')) FROM surprise_events"
+        ).fetchone()
+    return AssetCheckResult(passed=early == 0 and bad_status == 0, metadata={"early": early, "bad_status": bad_status})
+
+
+MACRO_RELEASE_ASSETS = [
+    indicator_catalog,
+    release_calendar,
+    releases,
+    announcement_returns,
+    surprise_scales,
+    surprise_events,
+]
+MACRO_RELEASE_CHECKS = [releases_first_release_unique, surprise_events_point_in_time]

@@ -1,0 +1,142 @@
+"""The ``leaf-live`` command.
+
+``leaf-live run [--snapshot DIR] [--db PATH] [--start YYYY-MM] [--end YYYY-MM]``
+    materializes the main job in-process for every release month the sources cover and prints a summary.
+``leaf-live tables``
+    prints every table an analyst can query (name, grain, columns, units) as Markdown.
+``leaf-live sql "SELECT ..."``
+    runs a query on a read-only connection (safe while nothing writes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import leaf_live  # noqa: F401  (no-network switches)
+from leaf_live import storage
+from leaf_live.settings import get_settings
+
+
+def _instance():
+    from dagster import DagsterInstance
+
+    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+
+
+def _snapshot_month_range(resources: dict) -> tuple[str, str]:
+    """First and last release month present in the configured calendar sources."""
+    from leaf_live.sources.releases import load_release_calendar
+
+    src = resources["sources"]
+    cal = load_release_calendar(
+        src.transport, src.snapshot_path, sources=tuple(src.calendar_sources), calendar_file=src.calendar_file
+    )
+    if cal.height == 0:
+        raise SystemExit("leaf-live run: the configured calendar sources hold no releases")
+    return str(cal["partition_key"].min()), str(cal["partition_key"].max())
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dagster import materialize
+
+    from leaf_live.definitions import ALL_ASSETS
+    from resources import default_resources
+
+    if args.snapshot is not None and not Path(args.snapshot).is_dir():
+        raise SystemExit(f"leaf-live run: --snapshot {args.snapshot}: not a directory")
+    resources = default_resources(db=args.db, snapshot=args.snapshot)
+    first, last = _snapshot_month_range(resources)
+    start, end = args.start or max(first, "2010-01"), args.end or last
+    db = resources["db"].database
+    print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
+    t0 = time.monotonic()
+    result = materialize(
+        ALL_ASSETS,
+        resources=resources,
+        instance=_instance(),
+        tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
+        raise_on_error=False,
+    )
+    if not result.success:
+        for ev in result.all_events:
+            if ev.is_failure:
+                print(ev.message, file=sys.stderr)
+                if ev.step_failure_data and ev.step_failure_data.error:
+                    print(ev.step_failure_data.error.to_string(), file=sys.stderr)
+        print("leaf-live run: FAILED", file=sys.stderr)
+        return 1
+    print(f"finished in {time.monotonic() - t0:.1f} s")
+    print(summary(db))
+    return 0
+
+
+def summary(db: str | Path) -> str:
+    """Rows per table and the span of its main timestamp, read through a read-only connection."""
+    con = storage.connect_read_only(db)
+    try:
+        lines = [f"{'table':<24} {'rows':>9}  span"]
+        for name, n in storage.table_summary(con):
+            cols = storage.get_table(name).column_names
+            span = ""
+            for col in ("release_at", "issued_at", "reference_period"):
+                if col in cols and n:
+                    lo, hi = con.execute(f'SELECT min("{col}"), max("{col}") FROM "{name}"').fetchone()
+                    span = f"{col} {lo:%Y-%m-%d} .. {hi:%Y-%m-%d}"
+                    break
+            lines.append(f"{name:<24} {n:>9}  {span}")
+        return "\n".join(lines)
+    finally:
+        con.close()
+
+
+def tables_markdown() -> str:
+    """Markdown documentation of every registered table (name, grain, columns, units)."""
+    out = []
+    for t in storage.TABLES.values():
+        part = f" Partitioned by `{', '.join(t.partition_by)}`." if t.partition_by else ""
+        out.append(f"### `{t.name}`\n{t.doc}\n\nGrain: {t.grain}.{part}\n")
+        out.append("| column | type | meaning (unit) |\n|---|---|---|")
+        out.extend(f"| `{c.name}` | {c.type} | {c.doc} |" for c in t.columns)
+        out.append("")
+    return "\n".join(out)
+
+
+def cmd_tables(args: argparse.Namespace) -> int:
+    print(tables_markdown())
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    con = storage.connect_read_only(args.db)
+    try:
+        print(con.sql(args.query))
+    finally:
+        con.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="leaf-live", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="materialize the main job for every release month the sources cover")
+    r.add_argument("--snapshot", help="snapshot directory (default LEAF_LIVE_SNAPSHOT or ../shared/data)")
+    r.add_argument("--db", help=f"DuckDB file (default LEAF_LIVE_DB or {get_settings().db_path})")
+    r.add_argument("--start", help="first release month YYYY-MM (default: first month in the sources, >= 2010-01)")
+    r.add_argument("--end", help="last release month YYYY-MM (default: last month in the sources)")
+    r.set_defaults(func=cmd_run)
+    t = sub.add_parser("tables", help="print the analyst-facing table documentation")
+    t.set_defaults(func=cmd_tables)
+    q = sub.add_parser("sql", help="run a read-only SQL query")
+    q.add_argument("query")
+    q.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
+    q.set_defaults(func=cmd_sql)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The storage layer: schemas, the partition-replace helper's atomicity, read-only access."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import duckdb
+import polars as pl
+import pytest
+
+from leaf_live import storage
+from leaf_live.catalog import INDICATOR_IDS, catalog_frame, get_indicator
+
+
+def _scales(n: int, sigma: float = 1.0) -> pl.DataFrame:
+    ids = INDICATOR_IDS[:n]
+    return pl.DataFrame(
+        {
+            "indicator_id": list(ids),
+            "n_releases": [10] * n,
+            "mean_surprise": [0.0] * n,
+            "sigma": [sigma] * n,
+            "window_start": [date(2010, 1, 1)] * n,
+            "window_end": [date(2025, 10, 31)] * n,
+            "available_at": [datetime(2025, 11, 1, tzinfo=timezone.utc)] * n,
+        }
+    )
+
+
+def _returns(key: str, n: int) -> pl.DataFrame:
+    y, m = map(int, key.split("-"))
+    ts = [datetime(y, m, d + 1, 13, 30, tzinfo=timezone.utc) for d in range(n)]
+    return pl.DataFrame(
+        {
+            "partition_key": [key] * n,
+            "release_at": ts,
+            "contract_code": ["H10"] * n,
+            "price_before": [100.0] * n,
+            "price_after": [101.0] * n,
+            "r_g": [0.00995] * n,
+            "window_status": ["usable"] * n,
+            "source": ["test"] * n,
+            "available_at": ts,
+        }
+    )
+
+
+@pytest.fixture()
+def con(tmp_path):
+    c = storage.connect(tmp_path / "t.duckdb")
+    yield c
+    c.close()
+
+
+def test_every_table_has_available_at_and_creates(con):
+    for t in storage.TABLES.values():
+        assert "available_at" in t.column_names or t.name == "indicator_catalog", t.name
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert set(storage.TABLES) <= present
+
+
+def test_replace_partition_twice_keeps_counts_and_isolates_partitions(con):
+    storage.replace_partition(con, "announcement_returns", _returns("2010-01", 3), {"partition_key": "2010-01"})
+    storage.replace_partition(con, "announcement_returns", _returns("2010-02", 2), {"partition_key": "2010-02"})
+    storage.replace_partition(con, "announcement_returns", _returns("2010-01", 3), {"partition_key": "2010-01"})
+    counts = dict(con.execute("SELECT partition_key, count(*) FROM announcement_returns GROUP BY 1").fetchall())
+    assert counts == {"2010-01": 3, "2010-02": 2}
+
+
+def test_failed_replace_leaves_previous_rows(con):
+    storage.replace_partition(con, "announcement_returns", _returns("2010-01", 3), {"partition_key": "2010-01"})
+    bad = _returns("2010-01", 2).with_columns(pl.lit(None, pl.Utf8).alias("window_status"))
+    with pytest.raises(storage.StorageError, match="window_status"):
+        storage.replace_partition(con, "announcement_returns", bad, {"partition_key": "2010-01"})
+    stray = _returns("2010-02", 1)
+    with pytest.raises(storage.StorageError, match="outside partition partition_key='2010-01'"):
+        storage.replace_partition(con, "announcement_returns", stray, {"partition_key": "2010-01"})
+    dup = pl.concat([_returns("2010-01", 1), _returns("2010-01", 1)])
+    with pytest.raises(storage.StorageError, match="duplicate primary key"):
+        storage.replace_partition(con, "announcement_returns", dup, {"partition_key": "2010-01"})
+    assert con.execute("SELECT count(*) FROM announcement_returns").fetchone()[0] == 3
+
+
+def test_insert_failure_rolls_back_delete(con):
+    # A constraint the frame check does not know about fails inside the transaction, after the DELETE.
+    bad = _scales(2, sigma=float("nan"))
+    con.execute("DROP TABLE surprise_scales")
+    con.execute(storage.get_table("surprise_scales").ddl().replace('"sigma" DOUBLE NOT NULL', '"sigma" DOUBLE NOT NULL CHECK (NOT isnan(sigma))'))
+    storage.replace_partition(con, "surprise_scales", _scales(4), None)
+    with pytest.raises(duckdb.ConstraintException):
+        storage.replace_partition(con, "surprise_scales", bad, None)
+    assert con.execute("SELECT count(*), min(sigma) FROM surprise_scales").fetchone() == (4, 1.0)
+
+
+def test_naive_timestamps_and_unknown_columns_are_refused(con):
+    naive = _returns("2010-01", 1).with_columns(pl.col("release_at").dt.replace_time_zone(None))
+    with pytest.raises(storage.StorageError, match="release_at: timestamp without time zone"):
+        storage.conform("announcement_returns", naive)
+    with pytest.raises(storage.StorageError, match=r"unknown columns \['extra'\]"):
+        storage.conform("announcement_returns", _returns("2010-01", 1).with_columns(pl.lit(1).alias("extra")))
+    with pytest.raises(storage.StorageError, match="unknown table 'nope'"):
+        storage.get_table("nope")
+
+
+def test_timestamps_round_trip_in_utc(con):
+    storage.replace_partition(con, "announcement_returns", _returns("2010-01", 1), {"partition_key": "2010-01"})
+    back = storage.read_table(con, "announcement_returns")
+    assert back["release_at"].dtype == pl.Datetime("us", "UTC")
+    assert back["release_at"][0] == datetime(2010, 1, 1, 13, 30, tzinfo=timezone.utc)
+
+
+def test_read_only_connection_reads_and_cannot_write(tmp_path):
+    path = tmp_path / "ro.duckdb"
+    with storage.open_db(path) as c:
+        storage.replace_partition(c, "indicator_catalog", catalog_frame())
+    ro = storage.connect_read_only(path)
+    try:
+        assert ro.execute("SELECT count(*) FROM indicator_catalog").fetchone()[0] == 16
+        with pytest.raises(duckdb.Error):
+            ro.execute("DELETE FROM indicator_catalog")
+    finally:
+        ro.close()
+    with pytest.raises(storage.StorageError, match="does not exist"):
+        storage.connect_read_only(tmp_path / "missing.duckdb")
+
+
+def test_catalog_matches_table9_and_groups():
+    cat = catalog_frame()
+    assert cat.height == 16 and set(cat["indicator_id"]) == set(INDICATOR_IDS)
+    assert get_indicator("cpi").beta_table9 == -11.240 and get_indicator("ism_manufacturing").se_table9 == 1.525
+    groups = cat.group_by("prompt_group").len().sort("prompt_group")
+    assert groups.rows() == [("demand_sectoral", 7), ("output_core", 9)]
+    themes = dict(cat.group_by("theme").len().rows())
+    assert themes == {"supply_production": 4, "demand_inflation": 6, "labor_market": 2, "housing": 4}
+    # Table 9 betas sum of squares: CPI share 33.0% (Table 11, economic weight column).
+    b = cat["beta_table9"].to_numpy()
+    share = b**2 / (b**2).sum()
+    assert round(100 * share[list(INDICATOR_IDS).index("cpi")], 1) == 33.0
+    with pytest.raises(KeyError, match="unknown indicator_id 'gdp'"):
+        get_indicator("gdp")
