@@ -286,11 +286,56 @@ LLM_CALLS = Table(
     primary_key=("call_id",),
 )
 
+NOWCAST_WINDOWS = Table(
+    name="nowcast_windows",
+    doc="Prediction window of each (indicator, reference period) (LiveMacroEval Sec. 3.4): opens 00:00 "
+    "America/New_York on the 25th of the reference month (of the quarter's last month for quarterly GDP) and "
+    "closes at the scheduled release timestamp. Hourly nowcasts are issued at every full hour in "
+    "[opens_at, closes_at); a nowcast issued at or after closes_at is after_release.",
+    grain="one row per (indicator_id, reference_period)",
+    columns=(
+        _c("partition_key", "VARCHAR", "release month in America/New_York, YYYY-MM", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("reference_period", "DATE", "first day of the reference period (quarter start for GDP)", False),
+        _c("target_month", "DATE", "month whose 25th opens the window (the quarter's last month for GDP)", False),
+        _c("opens_at", "TIMESTAMPTZ", "window opens (first hourly nowcast), UTC", False),
+        _c("closes_at", "TIMESTAMPTZ", "scheduled release timestamp, UTC (no nowcast at or after it is scored)", False),
+        _c("release_time_et", "VARCHAR", "release clock time in America/New_York, HH:MM", False),
+        _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)", False),
+        _c("n_issue_hours", "INTEGER", "number of full hours in [opens_at, closes_at)", False),
+        _c("available_at", "TIMESTAMPTZ", "= opens_at: the window is declared when it opens (release "
+           "calendars are public well before)", False),
+    ),
+    partition_by=("partition_key",),
+)
+
+PREDICTION_MARKET_PRICES = Table(
+    name="prediction_market_prices",
+    doc="Prediction-market bucket prices (Polymarket YES price, 0-1) for the macro markets used by the "
+    "LiveBetting score (App. L), long format; bucket labels kept verbatim as the market titles them "
+    "(parsing them is the scorer's job).",
+    grain="one row per (source, market_id, bucket_label, ts)",
+    columns=(
+        _c("partition_key", "VARCHAR", "market_id the row belongs to", False),
+        _c("source", "VARCHAR", "polymarket_grid (hourly CSV grid) | polymarket_clob (CLOB /prices-history)", False),
+        _c("market_id", "VARCHAR", "market (event) id: grid file stem or Gamma event slug", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
+        _c("reference_period", "DATE", "first day of the reference period the market resolves on", False),
+        _c("bucket_label", "VARCHAR", "bucket title verbatim (e.g. '2.0–2.5%', '≥2.8%')", False),
+        _c("token_id", "VARCHAR", "CLOB YES token id (NULL for grid files)"),
+        _c("ts", "TIMESTAMPTZ", "price time, UTC", False),
+        _c("price", "DOUBLE", "YES price in [0, 1] (pool-implied probability of the bucket)", False),
+        _c("source_file", "VARCHAR", "file or URL the row came from", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
 # Later stages register their tables here too (one schema definition per table).
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS,
-              LLM_CALLS)
+              LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES)
 }
 
 
