@@ -1,0 +1,46 @@
+"""Assemble rows into a frame of the shared ``nowcasts`` table (one schema for every macro forecaster).
+
+Every producer (recorded runs, comparators, LLM agents, auto-ARIMA) fills the columns it knows; the others
+are NULL. ``after_release`` defaults to False until :func:`leaf_live.forecasters.windows.mark_after_release`
+sets it from the release timestamps.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaf_live.storage import conform, empty_frame, polars_schema
+
+PRODUCERS = ("llm_nowcasts", "recorded_nowcasts", "arima_nowcasts", "comparator_nowcasts")
+
+_REQUIRED = ("partition_key", "model_id", "indicator_id", "reference_period", "issued_at", "value")
+
+
+def build_nowcasts(frame: pl.DataFrame, *, producer: str) -> pl.DataFrame:
+    """Return ``frame`` as a ``nowcasts`` table frame.
+
+    ``frame`` must hold ``partition_key, model_id, indicator_id, reference_period, issued_at`` (tz-aware) and
+    ``value``; any other ``nowcasts`` column it holds is kept, the missing ones become NULL, except
+    ``valid`` (default: ``value`` is not NULL), ``after_release`` (default False) and ``available_at``
+    (default = ``issued_at``). Raises :class:`ValueError` for an unknown producer or a missing column, and
+    :class:`leaf_live.storage.StorageError` when a column does not cast to the table type.
+    """
+    if producer not in PRODUCERS:
+        raise ValueError(f"producer {producer!r}: expected one of {PRODUCERS}")
+    missing = [c for c in _REQUIRED if c not in frame.columns]
+    if missing:
+        raise ValueError(f"nowcast frame lacks column(s) {missing}; has {frame.columns}")
+    schema = polars_schema("nowcasts")
+    if frame.height == 0:
+        return empty_frame("nowcasts")
+    out = frame.with_columns(pl.lit(producer).alias("producer"))
+    if "valid" not in out.columns:
+        out = out.with_columns(pl.col("value").is_not_null().alias("valid"))
+    if "after_release" not in out.columns:
+        out = out.with_columns(pl.lit(False).alias("after_release"))
+    if "available_at" not in out.columns:
+        out = out.with_columns(pl.col("issued_at").alias("available_at"))
+    for name, dtype in schema.items():
+        if name not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype=dtype).alias(name))
+    return conform("nowcasts", out.select(list(schema)))

@@ -1,0 +1,148 @@
+"""Nowcast windows (LiveMacroEval Sec. 3.4) on the real live-window release calendar."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+
+from leaf_live.forecasters.windows import (
+    WindowError,
+    hourly_issue_times,
+    mark_after_release,
+    nowcast_windows,
+    target_month,
+)
+from leaf_live.settings import get_settings
+from leaf_live.storage import conform
+
+ET = ZoneInfo("America/New_York")
+UTC = timezone.utc
+LIVE = "livemacroeval/Results/ground_truth/data/field_releases_live.csv"
+
+
+def live_releases() -> pl.DataFrame:
+    """(indicator_id, reference_period, release_at UTC) from the paper's live-window ground truth (ET times)."""
+    path = get_settings().require_snapshot() / LIVE
+    raw = pl.read_csv(path, infer_schema=False)
+    q = raw.get_column("ref_period").str.extract(r"^(\d{4})-Q(\d)$", 2)
+    y = raw.get_column("ref_period").str.slice(0, 4).cast(pl.Int32)
+    m = pl.Series([3 * int(x) - 2 if x is not None else None for x in q]).fill_null(
+        raw.get_column("ref_period").str.slice(5, 2).cast(pl.Int32, strict=False)
+    )
+    return pl.DataFrame(
+        {
+            "indicator_id": raw.get_column("field_id"),
+            "reference_period": [date(a, b, 1) for a, b in zip(y, m)],
+            "release_at": raw.get_column("release_datetime_et")
+            .str.to_datetime("%Y-%m-%d %H:%M:%S")
+            .dt.replace_time_zone("America/New_York")
+            .dt.convert_time_zone("UTC"),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def windows() -> pl.DataFrame:
+    return nowcast_windows(live_releases())
+
+
+def _one(w: pl.DataFrame, ind: str, ref: date) -> dict:
+    rows = w.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
+    assert rows.height == 1
+    return rows.row(0, named=True)
+
+
+def test_live_calendar_gives_one_window_per_release(windows):
+    # 103 live-window releases (PROVENANCE: 2025-11 .. 2026-05), all distinct (indicator, period)
+    assert windows.height == 103
+    conform("nowcast_windows", windows)  # schema holds
+    assert (windows.get_column("closes_at") > windows.get_column("opens_at")).all()
+
+
+def test_march_2026_cpi_window(windows):
+    w = _one(windows, "cpi", date(2026, 3, 1))
+    # opens 2026-03-25 00:00 EDT (UTC-4), closes at the 2026-04-10 08:30 EDT release
+    assert w["opens_at"] == datetime(2026, 3, 25, 4, 0, tzinfo=UTC)
+    assert w["opens_at"].astimezone(ET) == datetime(2026, 3, 25, 0, 0, tzinfo=ET)
+    assert w["closes_at"] == datetime(2026, 4, 10, 12, 30, tzinfo=UTC)
+    assert w["partition_key"] == "2026-04"
+    assert w["release_time_et"] == "08:30"
+    assert w["prompt_group"] == "output_core"
+    assert w["available_at"] == w["opens_at"]
+    times = hourly_issue_times(w)
+    # 16 days x 24 h (03-25 04:00Z .. 04-10 03:00Z) + 04:00Z..12:00Z on 04-10 = 384 + 9
+    assert len(times) == 393 == w["n_issue_hours"]
+    assert times[0] == w["opens_at"]
+    assert times[-1] == datetime(2026, 4, 10, 12, 0, tzinfo=UTC)  # 08:00 ET: last hour strictly before 08:30
+    assert all(b - a == timedelta(hours=1) for a, b in zip(times, times[1:]))
+
+
+def test_quarterly_gdp_window_opens_in_last_month_of_quarter(windows):
+    w = _one(windows, "real_gdp_advance", date(2026, 1, 1))
+    assert w["target_month"] == date(2026, 3, 1)
+    assert w["opens_at"] == datetime(2026, 3, 25, 4, 0, tzinfo=UTC)
+    assert w["closes_at"] == datetime(2026, 4, 30, 12, 30, tzinfo=UTC)
+    assert w["n_issue_hours"] == 36 * 24 + 9  # 03-25 04:00Z .. 04-30 12:00Z
+
+
+def test_ten_oclock_release_last_issue_is_nine(windows):
+    w = _one(windows, "ism_manufacturing", date(2026, 2, 1))
+    times = hourly_issue_times(w)
+    assert times[0].astimezone(ET) == datetime(2026, 2, 25, 0, 0, tzinfo=ET)  # EST, UTC-5
+    assert times[-1].astimezone(ET) == datetime(2026, 3, 2, 9, 0, tzinfo=ET)
+    assert len(times) == 4 * 24 + 24 + 10  # Feb 25..28, Mar 1, Mar 2 00:00..09:00
+
+
+def test_window_across_spring_forward_skips_2am_like_the_paper_runner(windows):
+    # Feb-2026 CPI: window 2026-02-25 .. release 2026-03-11 08:30 EDT spans the 2026-03-08 DST change
+    times = hourly_issue_times(_one(windows, "cpi", date(2026, 2, 1)))
+    local = [t.astimezone(ET) for t in times]
+    on_dst_day = [t.hour for t in local if t.date() == date(2026, 3, 8)]
+    assert on_dst_day == [0, 1] + list(range(3, 24))  # 23 runs: no 02:00, as in the recorded GPT-5 file
+    # 02-25 05:00Z .. 03-11 12:00Z inclusive
+    assert len(times) == (datetime(2026, 3, 11, 12, tzinfo=UTC) - datetime(2026, 2, 25, 5, tzinfo=UTC)) // timedelta(hours=1) + 1
+
+
+def test_target_month_and_bad_reference_periods():
+    assert target_month("real_gdp_advance", date(2025, 10, 1)) == date(2025, 12, 1)
+    assert target_month("cpi", date(2025, 10, 1)) == date(2025, 10, 1)
+    with pytest.raises(WindowError, match="first day of a quarter"):
+        target_month("real_gdp_advance", date(2026, 2, 1))
+    with pytest.raises(WindowError, match="not the first day of a month"):
+        target_month("cpi", date(2026, 3, 15))
+
+
+def test_bad_release_rows_are_named():
+    rel = datetime(2026, 4, 10, 12, 30, tzinfo=UTC)
+    base = {"indicator_id": ["cpi"], "reference_period": [date(2026, 3, 1)], "release_at": [rel]}
+    with pytest.raises(WindowError, match=r"row 0, field indicator_id='cpi_yoy'"):
+        nowcast_windows(pl.DataFrame({**base, "indicator_id": ["cpi_yoy"]}))
+    with pytest.raises(WindowError, match="second release"):
+        nowcast_windows(pl.concat([pl.DataFrame(base)] * 2))
+    with pytest.raises(WindowError, match="at or before its window opens"):
+        nowcast_windows(pl.DataFrame({**base, "release_at": [datetime(2026, 3, 20, 12, 30, tzinfo=UTC)]}))
+    with pytest.raises(WindowError, match="tz-aware"):
+        nowcast_windows(pl.DataFrame({**base, "release_at": [datetime(2026, 4, 10, 12, 30)]}))
+    with pytest.raises(WindowError, match="lacks column"):
+        nowcast_windows(pl.DataFrame({"indicator_id": ["cpi"]}))
+
+
+def test_mark_after_release_uses_greater_or_equal(windows):
+    rel = datetime(2026, 4, 10, 12, 30, tzinfo=UTC)
+    nc = pl.DataFrame(
+        {
+            "indicator_id": ["cpi", "cpi", "cpi", "ppi"],
+            "reference_period": [date(2026, 3, 1)] * 3 + [date(2030, 1, 1)],
+            "issued_at": [rel - timedelta(minutes=1), rel, rel + timedelta(hours=1), rel],
+            "value": [3.0, 3.3, 3.3, 0.1],
+        }
+    )
+    out = mark_after_release(nc, windows)
+    assert out.get_column("after_release").to_list() == [False, True, True, False]  # no window for ppi 2030-01
+    assert out.columns == nc.columns + ["after_release"]
+    assert out.get_column("value").to_list() == [3.0, 3.3, 3.3, 0.1]
+    with pytest.raises(WindowError, match="more than one window"):
+        mark_after_release(nc, pl.concat([windows, windows]))
