@@ -15,35 +15,12 @@ from leaf_live.forecasters.windows import (
     nowcast_windows,
     target_month,
 )
-from leaf_live.settings import get_settings
 from leaf_live.storage import conform
+
+from livemacro_helpers import live_releases
 
 ET = ZoneInfo("America/New_York")
 UTC = timezone.utc
-LIVE = "livemacroeval/Results/ground_truth/data/field_releases_live.csv"
-
-
-def live_releases() -> pl.DataFrame:
-    """(indicator_id, reference_period, release_at UTC) from the paper's live-window ground truth (ET times)."""
-    path = get_settings().require_snapshot() / LIVE
-    raw = pl.read_csv(path, infer_schema=False)
-    q = raw.get_column("ref_period").str.extract(r"^(\d{4})-Q(\d)$", 2)
-    y = raw.get_column("ref_period").str.slice(0, 4).cast(pl.Int32)
-    m = pl.Series([3 * int(x) - 2 if x is not None else None for x in q]).fill_null(
-        raw.get_column("ref_period").str.slice(5, 2).cast(pl.Int32, strict=False)
-    )
-    return pl.DataFrame(
-        {
-            "indicator_id": raw.get_column("field_id"),
-            "reference_period": [date(a, b, 1) for a, b in zip(y, m)],
-            "release_at": raw.get_column("release_datetime_et")
-            .str.to_datetime("%Y-%m-%d %H:%M:%S")
-            .dt.replace_time_zone("America/New_York")
-            .dt.convert_time_zone("UTC"),
-        }
-    )
-
-
 @pytest.fixture(scope="module")
 def windows() -> pl.DataFrame:
     return nowcast_windows(live_releases())
