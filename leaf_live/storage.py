@@ -127,6 +127,9 @@ RELEASE_CALENDAR = Table(
         _c("event", "VARCHAR", "source event text"),
         _c("source_file", "VARCHAR", "file (or URL) the row was read from", False),
         _c("source_row", "INTEGER", "1-based data row in source_file", False),
+        _c("marked_revision", "BOOLEAN", "the source itself lists the row as a later estimate (LiveMacroEval "
+           "dropped_revisions.csv); the first-release rule never keeps it, even when the earlier release it "
+           "revises is missing from the files"),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),

@@ -128,7 +128,9 @@ INDICATORS: tuple[Indicator, ...] = (
     Indicator(
         "real_pce", "Real PCE (MoM %, SA)", "Real PCE", "percent", "mom_pct", "SA", _pct(-30.0, 30.0), "FRED",
         "demand_inflation", "Inflation_Consumption_Services", "demand_sectoral", "monthly", time(8, 30), "BEA",
-        ("PCEC96", "DPCERA3M086SBEA"), "DPCERA3M086SBEA", 5, 1.0, 1, 2.581, 1.538, ("Personal Spending m/m",),
+        ("PCEC96", "DPCERA3M086SBEA"), "DPCERA3M086SBEA", 5, 1.0, 1, 2.581, 1.538,
+        # no ForexFactory event: its "Personal Spending m/m" is NOMINAL spending, not real PCE
+        (),
     ),
     Indicator(
         "retail_sales", "Retail and Food Services Sales (MoM %, SA)", "Retail sales", "percent", "mom_pct", "SA",
