@@ -1,0 +1,63 @@
+"""Shared fixtures: the real snapshot directory (tests FAIL without it) and a loopback HTTP server that
+answers GET requests in a service's own wire format."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from leaf_live.settings import get_settings
+
+
+@pytest.fixture(scope="session")
+def snapshot_dir() -> Path:
+    """``LEAF_LIVE_SNAPSHOT`` (default ../shared/data); raises SettingsError, failing the test, if missing."""
+    return get_settings().require_snapshot()
+
+
+@dataclass
+class GetServer:
+    """``routes`` maps a URL path to ``handler(query) -> (status, content_type, body)``; ``requests`` records
+    ``(path, query)`` of every request. Binds 127.0.0.1 only."""
+
+    routes: dict[str, Callable[[dict[str, list[str]]], tuple[int, str, str]]] = field(default_factory=dict)
+    requests: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
+    url: str = ""
+
+
+@pytest.fixture()
+def http_server() -> Iterator[GetServer]:
+    state = GetServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # keep test output clean
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            parts = urlsplit(self.path)
+            query = parse_qs(parts.query)
+            state.requests.append((parts.path, query))
+            route = state.routes.get(parts.path)
+            status, ctype, body = route(query) if route else (404, "text/plain", f"no route {parts.path}")
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
