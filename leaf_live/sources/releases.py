@@ -269,8 +269,8 @@ def _parse_livemacroeval(
 ) -> list[_Row]:
     header = text.lstrip("\ufeff").split("\n", 1)[0]
     cols = [c.strip() for c in header.split(",")]
-    a_col = "A" if "A" in cols else "actual"
-    c_col = "C" if "C" in cols else "forecast"
+    a_col = "actual" if "actual" in cols and "A" not in cols else "A"
+    c_col = "forecast" if "forecast" in cols and "C" not in cols else "C"
     out: list[_Row] = []
     for i, r in csv_rows(text, file=file, required=("field_id", "release_datetime_et", "event", a_col, c_col)):
         fid = (r["field_id"] or "").strip()
