@@ -334,11 +334,204 @@ PREDICTION_MARKET_PRICES = Table(
     partition_by=("partition_key",),
 )
 
+# ---------------------------------------------------------------------------------------------
+# Macro track: scoring (issue 3; science in leaf_live/scoring/)
+# ---------------------------------------------------------------------------------------------
+
+MARKET_BETAS = Table(
+    name="market_betas",
+    doc="Frozen Huber-ridge market betas (LiveMacroEval App. K.2, Eq. 5, 9-11): beta, HC1 SE and the full "
+    "V_beta per fit. A fit is identified by fit_id (hash of the events used and every setting); a refit on "
+    "other data or settings gets a new fit_id and never overwrites the rows scores used.",
+    grain="one row per (fit_id, indicator_id)",
+    columns=(
+        _c("fit_id", "VARCHAR", "fit identifier: hash of the event design and settings", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("position", "INTEGER", "0-based index of the indicator in beta / V_beta (catalog INDICATOR_IDS order)", False),
+        _c("beta", "DOUBLE", "announcement-window log return per standardized surprise", False),
+        _c("se", "DOUBLE", "HC1 robust standard error of beta (Eq. 11)", False),
+        _c("cov_row", "DOUBLE[]", "row `position` of V_beta (log return^2), entries in position order", False),
+        _c("lambda", "DOUBLE", "ridge penalty in the normal equations X'WX + lambda I", False),
+        _c("lambda_source", "VARCHAR", "cv (chosen by blocked chronological CV) | fixed (given)", False),
+        _c("cv_loss", "VARCHAR", "held-out fold loss of the CV: huber | mse (NULL when lambda was fixed)"),
+        _c("cv_grid", "DOUBLE[]", "lambda grid of the CV (NULL when fixed)"),
+        _c("cv_scores", "DOUBLE[]", "mean held-out loss per grid value (NULL when fixed)"),
+        _c("huber_c", "DOUBLE", "Huber tuning constant c (1.345)", False),
+        _c("delta", "DOUBLE", "converged Huber threshold c * scale, log-return units", False),
+        _c("scale", "DOUBLE", "converged robust scale 1.4826 * MAD of working residuals, log-return units", False),
+        _c("iterations", "INTEGER", "IRLS weighted solves after the ridge initialisation", False),
+        _c("df_eff", "DOUBLE", "effective degrees of freedom tr(X A^-1 X' W)", False),
+        _c("n_events", "INTEGER", "timestamp-group events in the fit", False),
+        _c("window_start", "TIMESTAMPTZ", "first event used, UTC", False),
+        _c("window_end", "TIMESTAMPTZ", "last event used, UTC", False),
+        _c("covid_excluded", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) were dropped (K.3)", False),
+        _c("n_covid_dropped", "INTEGER", "events dropped by the COVID exclusion", False),
+        _c("settings", "JSON", "every estimator setting (tolerance, MAD constant, grid, folds, ...)", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("fit_id",),
+    primary_key=("fit_id", "indicator_id"),
+)
+
+LIVEMACRO_SCORES = Table(
+    name="livemacro_scores",
+    doc="LiveMacro Score family per model (LiveMacroEval §3.6, App. K, N, P, S): score (target r_g) or "
+    "consensus-relative score (target Q_g), kappa/phi, directional score, parametric-bootstrap and sampling "
+    "intervals, by scope (overall or theme) and horizon. The consensus scores exactly 0.",
+    grain="one row per (model_id, fit_id, horizon, scope, target)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model scored (nowcasts.model_id)", False),
+        _c("fit_id", "VARCHAR", "market_betas fit used", False),
+        _c("horizon", "VARCHAR", "terminal | median_1d | median_3d | median_7d", False),
+        _c("scope", "VARCHAR", "overall | supply_production | demand_inflation | labor_market | housing", False),
+        _c("target", "VARCHAR", "return (LiveMacro Score, Y = r_g) | shock (consensus-relative, Y = Q_g)", False),
+        _c("n_events", "INTEGER", "timestamp-group events scored", False),
+        _c("n_releases", "INTEGER", "field releases of the scope in those events", False),
+        _c("n_events_dropped", "INTEGER", "events dropped (no nowcast for a release, or no usable return)", False),
+        _c("score", "DOUBLE", "(SS_cons - SS_model)/(SS_cons + SS_model), in [-1, 1] (Eq. 8/17)"),
+        _c("ss_model", "DOUBLE", "sum (Y - Q_hat)^2"),
+        _c("ss_cons", "DOUBLE", "sum Y^2 (consensus predicts 0)"),
+        _c("kappa", "DOUBLE", "position size sqrt(sum Q_hat^2 / sum Y^2) (Eq. 18)"),
+        _c("phi", "DOUBLE", "directional alignment, uncentered corr(Q_hat, Y) (Eq. 18; NULL when Q_hat = 0)"),
+        _c("lmd", "DOUBLE", "directional score: |Y|-weighted sign hit rate (Eq. 14)"),
+        _c("boot_draws", "INTEGER", "parametric bootstrap draws B (Eq. 12; NULL if not run)"),
+        _c("boot_seed", "BIGINT", "seed of the standard-normal draws"),
+        _c("boot_ci90_lo", "DOUBLE", "5th percentile of the bootstrap scores"),
+        _c("boot_ci90_hi", "DOUBLE", "95th percentile"),
+        _c("boot_ci95_lo", "DOUBLE", "2.5th percentile"),
+        _c("boot_ci95_hi", "DOUBLE", "97.5th percentile"),
+        _c("p_le_zero", "DOUBLE", "share of draws with score <= 0 (one-sided p of beating the consensus)"),
+        _c("p_ge_zero", "DOUBLE", "share of draws with score >= 0 (one-sided p of trailing the consensus)"),
+        _c("lmd_ci90_lo", "DOUBLE", "5th percentile of the bootstrap directional scores"),
+        _c("lmd_ci90_hi", "DOUBLE", "95th percentile of the bootstrap directional scores"),
+        _c("sampling_k", "INTEGER", "pre-release nowcasts per release used as samples (K.3; NULL if not run)"),
+        _c("sampling_mean", "DOUBLE", "mean score over the k samples"),
+        _c("sampling_ci95_lo", "DOUBLE", "Student-t 95% interval, lower"),
+        _c("sampling_ci95_hi", "DOUBLE", "Student-t 95% interval, upper"),
+        _c("window_start", "TIMESTAMPTZ", "first scored event, UTC"),
+        _c("window_end", "TIMESTAMPTZ", "last scored event, UTC"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "fit_id", "horizon", "scope", "target"),
+)
+
+SCORE_DECOMPOSITIONS = Table(
+    name="score_decompositions",
+    doc="Decompositions and diagnostics of the LiveMacro Score, long format: exact Shapley contributions per "
+    "indicator (App. M, sum = score), sizing discipline (S.4), aggregator shares (K.4 / Table 11), paired "
+    "event-bootstrap differences between two models (S.2).",
+    grain="one row per (model_id, comparator_model_id, fit_id, horizon, scope, target, decomposition, indicator_id, metric)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model (or 'pooled' for cross-model aggregates)", False),
+        _c("comparator_model_id", "VARCHAR", "second model of a paired comparison (NULL otherwise)"),
+        _c("fit_id", "VARCHAR", "market_betas fit used"),
+        _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
+        _c("scope", "VARCHAR", "overall | theme", False),
+        _c("target", "VARCHAR", "return | shock (NULL where not score-based)"),
+        _c("decomposition", "VARCHAR", "shapley | sizing_discipline | aggregator_share | paired_bootstrap", False),
+        _c("indicator_id", "VARCHAR", "indicator the value belongs to (NULL for model-level metrics)"),
+        _c("metric", "VARCHAR", "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | "
+           "mean_abs_s | n_field_events | raw_error_share | relative_error_share | economic_weight | delta | "
+           "ci95_lo | ci95_hi | n_events", False),
+        _c("value", "DOUBLE", "the number (score points, shares in %, counts)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
+RELATIVE_ERRORS = Table(
+    name="relative_errors",
+    doc="Real-time squared relative nowcast error (LiveMacroEval App. J): ((nowcast - actual)/s_i)^2 averaged "
+    "per model, indicator, reference period and day before the release; s_i = mean |actual| over the "
+    "evaluated target months.",
+    grain="one row per (model_id, indicator_id, reference_period, days_to_release)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("reference_period", "DATE", "first day of the reference period", False),
+        _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC", False),
+        _c("days_to_release", "INTEGER", "floor((release_at - issued_at) / 24 h): 0 = last 24 hours", False),
+        _c("n_nowcasts", "INTEGER", "valid pre-release nowcasts in that day", False),
+        _c("mean_sq_rel_error", "DOUBLE", "mean of ((nowcast - actual)/s_i)^2", False),
+        _c("s_i", "DOUBLE", "scale: mean |actual| of the indicator over the evaluated months, reporting unit", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "indicator_id", "reference_period", "days_to_release"),
+)
+
+LIVEBETTING_SCORES = Table(
+    name="livebetting_scores",
+    doc="LiveBetting Score (LiveMacroEval App. L Eq. 13, Table 13): $1 hourly bets on the bucket holding the "
+    "model's latest nowcast, per market window and segment, with the profit decomposition and every "
+    "excluded hour counted by reason.",
+    grain="one row per (model_id, market_id, segment); segment 'total' = the whole window",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model", False),
+        _c("market_id", "VARCHAR", "prediction market (prediction_market_prices.market_id)", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
+        _c("reference_period", "DATE", "reference period the market resolves on", False),
+        _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (bets strictly before it)", False),
+        _c("winning_bucket", "VARCHAR", "bucket label holding the released value", False),
+        _c("segment", "VARCHAR", "segment label (e.g. a target month) or 'total'", False),
+        _c("n_hours", "INTEGER", "price hours before the release in the segment", False),
+        _c("n_bets", "INTEGER", "$1 bets placed", False),
+        _c("n_wins", "INTEGER", "bets on the winning bucket", False),
+        _c("win_rate", "DOUBLE", "n_wins / n_bets"),
+        _c("profit", "DOUBLE", "sum of (1{win}/p - 1), dollars", False),
+        _c("segment_return", "DOUBLE", "profit / n_bets of the segment"),
+        _c("final_return", "DOUBLE", "Eq. 13 over the whole window: total profit / all bets"),
+        _c("return_if_segment_zero", "DOUBLE", "final return had this segment made zero profit (NULL for total)"),
+        _c("n_no_nowcast", "INTEGER", "hours excluded: no nowcast issued yet", False),
+        _c("n_no_bucket", "INTEGER", "hours excluded: nowcast in no bucket", False),
+        _c("n_missing_price", "INTEGER", "hours excluded: bucket price missing", False),
+        _c("n_zero_price", "INTEGER", "hours excluded: bucket price 0 (would divide by zero)", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "market_id", "segment"),
+)
+
+LIVEBETTING_BETS = Table(
+    name="livebetting_bets",
+    doc="The hour-by-hour bet stream behind livebetting_scores (App. L): one row per price hour before the "
+    "release, the bet placed or the reason none was, and the cumulative return curve.",
+    grain="one row per (model_id, market_id, bet_at)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model", False),
+        _c("market_id", "VARCHAR", "prediction market", False),
+        _c("bet_at", "TIMESTAMPTZ", "price hour, UTC (strictly before the release)", False),
+        _c("segment", "VARCHAR", "segment label", False),
+        _c("nowcast", "DOUBLE", "latest valid nowcast issued at or before bet_at, reporting unit"),
+        _c("nowcast_issued_at", "TIMESTAMPTZ", "when that nowcast was issued, UTC"),
+        _c("bucket", "VARCHAR", "bucket label holding the nowcast"),
+        _c("price", "DOUBLE", "that bucket's YES price at bet_at"),
+        _c("status", "VARCHAR", "bet | no_nowcast | no_bucket | missing_price | zero_price", False),
+        _c("won", "BOOLEAN", "the bucket was the winning one (NULL when no bet)"),
+        _c("payout", "DOUBLE", "1/p if won else 0, dollars per $1", False),
+        _c("profit", "DOUBLE", "payout - 1 for a bet, 0 otherwise", False),
+        _c("cum_bets", "INTEGER", "bets placed up to and including bet_at", False),
+        _c("cum_profit", "DOUBLE", "cumulative profit, dollars", False),
+        _c("cum_return", "DOUBLE", "cum_profit / cum_bets (Eq. 13 so far; NULL before the first bet)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "market_id", "bet_at"),
+)
+
 # Later stages register their tables here too (one schema definition per table).
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS,
-              LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES)
+              LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES,
+              MARKET_BETAS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES,
+              LIVEBETTING_BETS)
 }
 
 
