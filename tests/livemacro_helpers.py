@@ -30,3 +30,51 @@ def live_releases() -> pl.DataFrame:
             .dt.convert_time_zone("UTC"),
         }
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# a loopback HTTP server answering in the services' own formats (for the live transports)
+# ------------------------------------------------------------------------------------------------
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+Route = bytes | Callable[[dict[str, list[str]]], tuple[int, bytes]]
+
+
+@contextmanager
+def serve(routes: dict[str, Route]) -> Iterator[tuple[str, list[str]]]:
+    """Serve ``routes`` (URL path -> body bytes, or a function of the query dict returning (status, body)) on
+    127.0.0.1; yields (base URL, list of requested paths with queries). Unknown paths answer 404."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            seen.append(self.path)
+            parts = urlsplit(self.path)
+            route = routes.get(parts.path)
+            if route is None:
+                status, body = 404, b'{"error": "not found"}'
+            elif callable(route):
+                status, body = route(parse_qs(parts.query))
+            else:
+                status, body = 200, route
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,6 +7,8 @@ sets it from the release timestamps.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import polars as pl
 
 from leaf_live.storage import conform, empty_frame, polars_schema
@@ -44,3 +46,27 @@ def build_nowcasts(frame: pl.DataFrame, *, producer: str) -> pl.DataFrame:
         if name not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=dtype).alias(name))
     return conform("nowcasts", out.select(list(schema)))
+
+
+def latest_as_of(nowcasts: pl.DataFrame, at: datetime, *, strict: bool = False) -> pl.DataFrame:
+    """Evaluate nowcast series as step functions of publication time.
+
+    For each (model_id, indicator_id, reference_period), the valid row with the latest ``available_at``
+    that is ``<= at`` (``< at`` with ``strict=True``, e.g. "latest strictly before the release", App. L).
+    ``at`` must be tz-aware. Returns the selected rows (same columns); a series with no row by ``at`` is
+    absent. Ties in ``available_at`` keep the row that comes last in ``nowcasts``.
+    """
+    if at.tzinfo is None:
+        raise ValueError(f"at={at!r}: pass a tz-aware time")
+    at_utc = at.astimezone(timezone.utc)
+    cond = pl.col("available_at") < at_utc if strict else pl.col("available_at") <= at_utc
+    keys = ["model_id", "indicator_id", "reference_period"]
+    return (
+        nowcasts.with_row_index("_row")
+        .filter(pl.col("valid") & cond)
+        .sort("available_at", "_row")
+        .group_by(keys, maintain_order=True)
+        .last()
+        .sort(keys)
+        .select(nowcasts.columns)
+    )
