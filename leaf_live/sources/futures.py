@@ -111,7 +111,8 @@ def load_window_prices(
             raise ValueError(f"snapshot transport: snapshot_dir={snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT)")
         frame = _snapshot_prices(Path(snapshot_dir), include_coverage)
         if wanted is not None:
-            frame = frame.filter(pl.col("release_at").is_in(pl.Series(wanted, dtype=pl.Datetime("us", "UTC"))))
+            keep = pl.DataFrame({"release_at": pl.Series(wanted, dtype=pl.Datetime("us", "UTC"))})
+            frame = frame.join(keep, on="release_at", how="semi")
         return frame
     if transport == "live":
         if wanted is None:
