@@ -195,3 +195,38 @@ def test_first_releases_on_a_lookback_window_matches_the_full_run(panel):
     part = S.first_releases(cal).filter(pl.col("partition_key").is_between(pl.lit("2015-01"), pl.lit("2015-03")))
     full = panel["rel"].filter(pl.col("partition_key").is_between(pl.lit("2015-01"), pl.lit("2015-03")))
     assert part.height > 0 and part.equals(full)
+
+
+def test_consensus_priority_and_fill(tmp_path):
+    """Investing.com (calendar export) first; ForexFactory fills a missing consensus of the same release and
+    adds days the primary source misses. Times: 21:30 UTC+8 on 2024-03-08 = 08:30 EST; 20:30 UTC+8 after
+    the 2024-03-10 switch = 08:30 EDT."""
+    export = tmp_path / "export.csv"
+    export.write_text(
+        "field_id,release_datetime_et,event,A,C\n"
+        "nonfarm_payrolls,2024-03-08 08:30:00,Nonfarm Payrolls  (Feb),275000.0,\n"
+        "cpi,2024-03-12 08:30:00,CPI (YoY)  (Feb),3.2,3.1\n"
+    )
+    ff = tmp_path / "macro" / "calendar_forexfactory_spoluan"
+    ff.mkdir(parents=True)
+    (ff / "forex_factory_calendar_2024.csv").write_text(
+        "Date,Time,Currency,Event,Impact,Actual,Forecast,Previous,Combined DateTime\n"
+        "2024-03-08,9:30pm,USD,Non-Farm Employment Change,High,275K,198K,229K,2024-03-08 21:30:00\n"
+        "2024-03-12,8:30pm,USD,CPI y/y,High,3.2%,3.0%,3.1%,2024-03-12 20:30:00\n"
+        "2024-03-14,8:30pm,USD,PPI m/m,High,0.6%,0.3%,0.3%,2024-03-14 20:30:00\n"
+    )
+    cal = load_release_calendar("snapshot", tmp_path, sources=("livemacroeval_live", "forexfactory"),
+                                calendar_file=export)
+    rel = S.first_releases(cal)
+    assert rel.select("indicator_id", "release_at", "period_label", "actual", "consensus", "consensus_source",
+                      "surprise", "source").rows() == [
+        ("nonfarm_payrolls", datetime(2024, 3, 8, 13, 30, tzinfo=UTC), "2024-02", 275.0, 198.0, "forexfactory",
+         77.0, "livemacroeval_live"),
+        ("cpi", datetime(2024, 3, 12, 12, 30, tzinfo=UTC), "2024-02", 3.2, 3.1, "investing",
+         pytest.approx(0.1), "livemacroeval_live"),
+        ("ppi", datetime(2024, 3, 14, 12, 30, tzinfo=UTC), "2024-02", 0.6, 0.3, "forexfactory",
+         pytest.approx(0.3), "forexfactory"),
+    ]
+    # without ForexFactory the payrolls release keeps no consensus and so no surprise
+    no_ff = S.first_releases(cal.filter(pl.col("source") != "forexfactory"))
+    assert no_ff["consensus"].to_list() == [None, 3.1] and no_ff["surprise"].to_list()[0] is None
