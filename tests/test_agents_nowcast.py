@@ -4,6 +4,7 @@ answers in OpenAI Chat Completions and Anthropic Messages wire formats (tests/ll
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 from datetime import date, datetime, timezone
@@ -137,6 +138,14 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
                           & (pl.col("indicator_id") == "ism_services"))
     assert json.loads(svc["citations"][0]) == [
         "https://www.ismworld.org/report", "https://www.census.gov/construction/nrc/", "https://example.gov/ism_services"]
+
+    # the stored request is exactly what was hashed and what the OpenAI server received
+    for row in calls.iter_rows(named=True):
+        assert hashlib.sha256(row["request_messages"].encode()).hexdigest() == row["prompt_hash"]
+    sent = {json.dumps(r.body["messages"], sort_keys=True) for r in wire_server.requests if r.api == "openai"}
+    stored = {json.dumps(json.loads(m), sort_keys=True)
+              for m in calls.filter(pl.col("model") == "openai/gpt-5-search-api")["request_messages"]}
+    assert sent == stored
 
     # what went over the wire: web search per provider, the App. D messages, no key in stored rows
     oa = [r for r in wire_server.requests if r.api == "openai"]

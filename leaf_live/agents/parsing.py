@@ -37,7 +37,8 @@ from typing import Any
 import polars as pl
 
 from leaf_live.catalog import get_indicator, indicators_in_group
-from leaf_live.storage import conform, polars_schema
+from leaf_live.forecasters.nowcast_frame import build_nowcasts
+from leaf_live.storage import polars_schema
 
 PRODUCER = "llm_nowcasts"
 MAX_RATIONALE_CHARS = 4000  # kept text; longer rationales are cut, not rejected
@@ -351,7 +352,6 @@ def nowcast_rows(
         urls = list(dict.fromkeys([*response_urls, *v.sources]))
         rows.append(
             {
-                "producer": PRODUCER,
                 "partition_key": partition_key,
                 "model_id": model_id,
                 "indicator_id": iid,
@@ -372,8 +372,8 @@ def nowcast_rows(
                 "available_at": issued_at,
             }
         )
-    schema = polars_schema("nowcasts")
-    return conform("nowcasts", pl.DataFrame(rows, schema=schema))
+    schema = {k: v for k, v in polars_schema("nowcasts").items() if k != "producer"}
+    return build_nowcasts(pl.DataFrame(rows, schema=schema), producer=PRODUCER)
 
 
 __all__ = [
