@@ -10,7 +10,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -59,10 +59,6 @@ def parse_naive_datetime(text: str, *, file: str, row: int, field: str) -> datet
         except ValueError:
             continue
     raise SourceError("not a timestamp of the form YYYY-MM-DD HH:MM[:SS]", file=file, row=row, field=field, value=text)
-
-
-def et_month(local: datetime) -> str:
-    return f"{local.year:04d}-{local.month:02d}"
 
 
 def shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
@@ -212,5 +208,3 @@ def to_utc(dt: datetime) -> datetime:
         raise ValueError(f"timestamp {dt!r} has no time zone; pass tz-aware UTC times")
     return dt.astimezone(UTC)
 
-
-ONE_MINUTE = timedelta(minutes=1)
