@@ -1,0 +1,399 @@
+"""LiveMacro Score family (LiveMacroEval App. K, M, N, P, S): hand-worked numbers, identities that must
+hold (consensus = 0, Eq. 19, Shapley sums, theme isolation), paper Table 18, and the vectorized bootstrap,
+Shapley and paired bootstrap against direct computations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from datetime import date, datetime, timedelta, timezone
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from leaf_live import storage
+from leaf_live.catalog import INDICATOR_IDS, THEMES, get_indicator
+from leaf_live.scoring import livemacro as L
+from leaf_live.scoring.betas import MarketBetaFit
+from leaf_live.scoring.frames import livemacro_scores_frame, paired_frame, score_model, shapley_frame, sizing_frame
+
+UTC = timezone.utc
+P = len(INDICATOR_IDS)
+POS = {i: k for k, i in enumerate(INDICATOR_IDS)}
+BETA = np.array([5.567, 0.567, 1.099, 10.382, -11.240, -2.258, -3.372, 2.581, 6.095, 4.937, -1.473, 1.984,
+                 -1.501, 0.470, 4.063, 2.441]) * 1e-4
+
+
+def random_design(seed: int = 3, n: int = 40, zero_model: bool = False) -> L.LiveDesign:
+    """n events, each releasing 1-3 random indicators, with realized and model-implied surprises."""
+    rng = np.random.default_rng(seed)
+    S = np.zeros((n, P))
+    Sh = np.zeros((n, P))
+    rel = np.zeros((n, P), dtype=bool)
+    for g in range(n):
+        k = rng.choice(P, size=rng.integers(1, 4), replace=False)
+        rel[g, k] = True
+        S[g, k] = rng.normal(size=k.size)
+        Sh[g, k] = 0.0 if zero_model else 0.6 * S[g, k] + rng.normal(scale=0.8, size=k.size)
+    r = S @ BETA + rng.normal(scale=1e-3, size=n)
+    t = np.datetime64("2026-01-05T13:30") + np.arange(n).astype("timedelta64[D]")
+    return L.LiveDesign(t.astype("datetime64[us]"), r, S, Sh, rel)
+
+
+def cov_matrix(seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(P, P)) * 2e-5
+    return A @ A.T + np.diag((np.abs(BETA) * 0.15 + 5e-5) ** 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# hand-worked numbers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_skill_score_by_hand():
+    # SS_cons = 1 + 4 = 5, SS_model = 0.25 + 1 = 1.25 -> (5 - 1.25) / 6.25 = 0.6
+    assert L.skill_score([1.0, -2.0], [0.5, -1.0]) == pytest.approx(0.6, abs=1e-15)
+    assert L.skill_score([1.0, -2.0], [0.0, 0.0]) == 0.0
+    assert L.skill_score([1.0, -2.0], [1.0, -2.0]) == 1.0
+
+
+def test_directional_score_by_hand():
+    r = np.array([1.0, -2.0, 3.0, -4.0]) * 1e-3
+    r_hat = np.array([0.5, 1.0, 0.0, -1.0]) * 1e-3  # hit, miss, zero (never a hit), hit
+    assert L.directional_score(r, r_hat) == pytest.approx((1 + 4) / 10)
+
+
+def test_kappa_phi_by_hand_and_eq19_identity():
+    y, q = np.array([3.0, 4.0]), np.array([3.0, 0.0])
+    kappa, phi = L.kappa_phi(y, q)
+    assert kappa == pytest.approx(3 / 5) and phi == pytest.approx(9 / 15)
+    assert L.score_from_kappa_phi(kappa, phi) == pytest.approx(L.skill_score(y, q), abs=1e-15)
+    d = random_design()
+    for scope in ("overall", *THEMES):
+        for target in ("return", "shock"):
+            ps = L.point_score(d, BETA, scope=scope, target=target)
+            assert L.score_from_kappa_phi(ps.kappa, ps.phi) == pytest.approx(ps.score, abs=1e-12)
+            assert (ps.score > 0) == (ps.kappa < 2 * ps.phi)  # Eq. 20
+
+
+def test_table_18_scores_follow_from_kappa_phi_through_eq19():
+    rows = [  # (kappa, phi, score), Table 18
+        (0.34, -0.08, -0.080), (0.31, -0.03, -0.055), (0.10, 0.25, 0.020),
+        (0.72, -0.59, -0.404), (0.65, -0.32, -0.297), (0.21, 0.19, 0.019),
+    ]
+    for kappa, phi, score in rows:
+        k = np.linspace(kappa - 0.005, kappa + 0.005, 41)[:, None]
+        f = np.linspace(phi - 0.005, phi + 0.005, 41)[None, :]
+        eq19 = (2 * k * f - k**2) / (2 + k**2 - 2 * k * f)  # over the rounding box of kappa and phi
+        assert eq19.min() - 0.0005 <= score <= eq19.max() + 0.0005, (kappa, phi, score)
+        assert (score > 0) == (kappa < 2 * phi)
+    # and the optimum of S.3: at kappa* = phi the score is phi^2 / (2 - phi^2)
+    assert L.score_from_kappa_phi(0.25, 0.25) == pytest.approx(0.25**2 / (2 - 0.25**2))
+
+
+def test_sampling_interval_by_hand():
+    m, lo, hi = L.sampling_interval([0.1, 0.2, 0.3, 0.4, 0.5])
+    half = stats.t.ppf(0.975, 4) * np.std([0.1, 0.2, 0.3, 0.4, 0.5], ddof=1) / math.sqrt(5)
+    assert m == pytest.approx(0.3) and lo == pytest.approx(0.3 - half) and hi == pytest.approx(0.3 + half)
+    assert half == pytest.approx(0.19632, abs=1e-5)
+
+
+def test_sizing_discipline_by_hand():
+    pr = pl.DataFrame({"s": [1.0, -1.0, 0.5, 2.0], "s_hat": [0.5, 0.5, -0.5, 1.0]})
+    sd = L.sizing_discipline(pr)
+    assert sd.mean_abs_s_hat == pytest.approx(0.625)
+    assert sd.sign_accuracy == pytest.approx(0.5)
+    assert sd.mean_abs_s == pytest.approx(1.125)
+    assert sd.corr_abs_s_hat_abs_error == pytest.approx(np.corrcoef([0.5, 0.5, 0.5, 1.0], [0.5, 1.5, 1.0, 1.0])[0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# nowcast selection
+# ---------------------------------------------------------------------------------------------
+
+
+def _t(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=UTC)
+
+
+RELEASES = pl.DataFrame({
+    "indicator_id": ["cpi"], "reference_period": [date(2026, 2, 1)],
+    "release_at": [_t("2026-03-11 12:30")],  # 08:30 EDT
+    "actual": [2.4], "consensus": [2.5],
+})
+NOWCASTS = pl.DataFrame({
+    "model_id": ["m"] * 8, "indicator_id": ["cpi"] * 8, "reference_period": [date(2026, 2, 1)] * 8,
+    "issued_at": [_t(x) for x in ("2026-03-11 12:30", "2026-03-11 12:00", "2026-03-11 11:00", "2026-03-11 10:00",
+                                  "2026-03-10 16:00", "2026-03-10 15:00", "2026-03-10 03:00", "2026-03-01 00:00")],
+    "value": [9.0, 9.9, 2.45, 2.3, 2.2, 2.6, 5.0, 2.0],
+    "valid": [True, False, True, True, True, True, True, True],
+})
+SIGMA = {"cpi": 0.1}
+
+
+def test_terminal_nowcast_is_latest_valid_strictly_before_release():
+    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS)
+    row = pr.row(0, named=True)
+    assert row["nowcast"] == 2.45 and row["nowcast_issued_at"] == _t("2026-03-11 11:00")
+    assert row["s"] == pytest.approx(-1.0) and row["s_hat"] == pytest.approx(-0.5)
+    # rows tied at the latest instant are averaged
+    tie = pl.concat([NOWCASTS, NOWCASTS.filter(pl.col("value") == 2.45).with_columns(pl.lit(2.55).alias("value"))])
+    assert L.implied_surprises(RELEASES, SIGMA, tie)["nowcast"][0] == pytest.approx(2.5)
+
+
+def test_median_horizon_uses_the_new_york_calendar_day_and_the_consensus_then():
+    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_1d")
+    # 2026-03-10 ET holds the 15:00 and 16:00 UTC rows (2.6, 2.2); 03:00 UTC is 2026-03-09 23:00 EDT
+    assert pr["nowcast"][0] == pytest.approx(2.4) and pr["n_nowcasts"][0] == 2
+    assert pr["s_hat"][0] == pytest.approx(-1.0)
+    path = pl.DataFrame({
+        "indicator_id": ["cpi"] * 3, "reference_period": [date(2026, 2, 1)] * 3,
+        "issued_at": [_t("2026-03-10 12:00"), _t("2026-03-11 01:00"), _t("2026-03-11 05:00")],
+        "value": [2.6, 2.55, 2.7],
+    })
+    pr2 = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_1d", consensus_path=path)
+    assert pr2["consensus_used"][0] == 2.55  # 01:00 UTC = 21:00 EDT on the 10th; 05:00 UTC is the 11th
+    assert pr2["s_hat"][0] == pytest.approx(-1.5) and pr2["s"][0] == pytest.approx(-1.0)
+    seven = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_7d")
+    assert seven["n_nowcasts"][0] == 0 and seven["s_hat"][0] is None
+    # 2026-03-01 00:00 UTC is 2026-02-28 19:00 EST: 11 New York days before the release, not 10
+    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_10d")["nowcast"][0] is None
+    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_11d")["nowcast"][0] == 2.0
+
+
+def test_sampling_replicates_take_the_k_most_recent_nowcasts():
+    reps = L.sampling_surprises(RELEASES, SIGMA, NOWCASTS, k=5)
+    assert [r["nowcast"][0] for r in reps] == [2.45, 2.3, 2.2, 2.6, 5.0]
+    assert all(r["consensus_used"][0] == 2.5 for r in reps)
+
+
+def test_selection_errors_name_the_field():
+    with pytest.raises(L.ScoringError, match="horizon"):
+        L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_day")
+    with pytest.raises(L.ScoringError, match="no sigma for indicator_id=cpi"):
+        L.implied_surprises(RELEASES, {"ppi": 1.0}, NOWCASTS)
+    with pytest.raises(L.ScoringError, match="sigma must be finite and > 0"):
+        L.implied_surprises(RELEASES, {"cpi": 0.0}, NOWCASTS)
+    with pytest.raises(L.ScoringError, match="NULL consensus"):
+        L.implied_surprises(RELEASES.with_columns(pl.lit(None, pl.Float64).alias("consensus")), SIGMA, NOWCASTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# consensus = 0 by construction
+# ---------------------------------------------------------------------------------------------
+
+
+def _panel(n_events: int = 12, seed: int = 11) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
+    rng = np.random.default_rng(seed)
+    rel, ret = [], []
+    t0 = _t("2026-01-06 13:30")
+    for g in range(n_events):
+        t = t0 + timedelta(days=g)
+        for i in rng.choice(INDICATOR_IDS, size=rng.integers(1, 3), replace=False):
+            c = float(rng.normal(50, 5))
+            rel.append({"indicator_id": str(i), "reference_period": date(2025, 12, 1), "release_at": t,
+                        "actual": c + float(rng.normal()), "consensus": c})
+        ret.append({"release_at": t, "r_g": float(rng.normal(scale=2e-3))})
+    return pl.DataFrame(rel), pl.DataFrame(ret), {i: 1.0 + k / 10 for k, i in enumerate(INDICATOR_IDS)}
+
+
+def test_consensus_scores_exactly_zero():
+    rel, ret, sig = _panel()
+    cons = rel.select("indicator_id", "reference_period", pl.col("release_at").alias("issued_at"),
+                      pl.col("consensus").alias("value")).with_columns(pl.col("issued_at") - pl.duration(hours=2))
+    pr = L.implied_surprises(rel, sig, cons)
+    assert pr["s_hat"].to_list() == [0.0] * rel.height
+    d = L.live_design(pr, ret)
+    fit_cov = cov_matrix()
+    for scope in ("overall", *THEMES):
+        for target in ("return", "shock"):
+            ps = L.point_score(d, BETA, scope=scope, target=target)
+            if ps.n_events == 0:
+                continue
+            assert ps.score == 0.0 and ps.kappa == 0.0 and ps.lmd == 0.0
+            boot = L.bootstrap_scores(d, BETA, fit_cov, scope=scope, target=target, n_draws=500)
+            assert np.all(boot.scores == 0.0)
+    _, phi = L.shapley_allocation(d, BETA)
+    assert np.all(phi == 0.0)
+    pb = L.paired_event_bootstrap(d, d, BETA, n_draws=200)
+    assert pb.delta == 0.0 and np.all(pb.draws == 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# themes, Shapley, bootstraps
+# ---------------------------------------------------------------------------------------------
+
+
+def test_theme_scores_use_only_their_themes_events_and_fields():
+    d = random_design(seed=7, n=60)
+    for theme in THEMES:
+        idx = np.array([POS[i] for i in INDICATOR_IDS if get_indicator(i).theme == theme])
+        rows = d.released[:, idx].any(axis=1)
+        ps = L.point_score(d, BETA, scope=theme)
+        assert ps.n_events == rows.sum() and ps.n_releases == d.released[:, idx].sum()
+        expected = L.skill_score(d.r[rows], d.S_hat[rows][:, idx] @ BETA[idx])
+        assert ps.score == pytest.approx(expected, abs=1e-15)
+        # change everything outside the theme: other fields' implied surprises, other events' returns
+        other = np.setdiff1d(np.arange(P), idx)
+        Sh = d.S_hat.copy()
+        Sh[:, other] += 7.0
+        r = d.r.copy()
+        r[~rows] *= -3.0
+        d2 = L.LiveDesign(d.release_at, r, d.S, Sh, d.released)
+        assert L.point_score(d2, BETA, scope=theme).score == ps.score
+        assert L.point_score(d2, BETA, scope="overall").score != L.point_score(d, BETA, scope="overall").score
+
+
+def test_shapley_contributions_sum_to_the_score_and_match_permutations():
+    d = random_design(seed=9, n=50)
+    for target in ("return", "shock"):
+        idx, phi = L.shapley_allocation(d, BETA, target=target)
+        assert idx.tolist() == list(range(P))
+        assert phi.sum() == pytest.approx(L.point_score(d, BETA, target=target).score, abs=1e-12)
+    # housing: 4 players, Shapley by averaging marginal contributions over all 24 orderings, scored directly
+    idx, phi = L.shapley_allocation(d, BETA, scope="housing")
+    sd, _ = L.scoped_design(d, BETA, "housing")
+
+    def value(players: set[int]) -> float:
+        cols = [c for c in idx if c in players]
+        return L.skill_score(sd.r, sd.S_hat[:, cols] @ BETA[cols])
+
+    ref = np.zeros(idx.size)
+    for order in itertools.permutations(idx.tolist()):
+        have: set[int] = set()
+        for c in order:
+            ref[idx.tolist().index(c)] += value(have | {c}) - value(have)
+            have.add(c)
+    np.testing.assert_allclose(phi, ref / 24, atol=1e-12)
+    # a player whose implied surprise is always the consensus's gets exactly nothing
+    Sh = d.S_hat.copy()
+    Sh[:, POS["cpi"]] = 0.0
+    _, phi0 = L.shapley_allocation(L.LiveDesign(d.release_at, d.r, d.S, Sh, d.released), BETA)
+    assert abs(phi0[POS["cpi"]]) < 1e-15
+
+
+@pytest.mark.parametrize("scope,target", [("overall", "return"), ("overall", "shock"), ("labor_market", "return"),
+                                          ("demand_inflation", "shock")])
+def test_vectorized_bootstrap_equals_draw_by_draw(scope, target):
+    d = random_design(seed=21, n=45)
+    V = cov_matrix()
+    z = L.standard_normal_draws(400, P, seed=123)
+    res = L.bootstrap_scores(d, BETA, V, scope=scope, target=target, z=z)
+    sd, idx = L.scoped_design(d, BETA, scope)
+    Lc = np.linalg.cholesky(V[np.ix_(idx, idx)])  # theme block re-factored
+    direct, dlmd = [], []
+    for b in range(z.shape[0]):
+        beta_b = BETA.copy()
+        beta_b[idx] = BETA[idx] + Lc @ z[b, idx]
+        y, q = L.targets(sd, beta_b, target, idx)
+        direct.append(L.skill_score(y, q))
+        dlmd.append(L.directional_score(y, q))
+    np.testing.assert_allclose(res.scores, direct, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.lmd, dlmd, atol=1e-12)
+    assert res.ci90 == pytest.approx(tuple(np.percentile(direct, [5, 95])))
+    assert res.ci95 == pytest.approx(tuple(np.percentile(direct, [2.5, 97.5])))
+    assert res.p_le_zero == np.mean(np.array(direct) <= 0)
+
+
+def test_bootstrap_draws_have_the_theme_block_covariance():
+    V = cov_matrix()
+    z = L.standard_normal_draws(20000, P, seed=1)
+    idx = L.scope_indices("housing")
+    draws = L.beta_draws(BETA, V, idx, z)
+    Vt = V[np.ix_(idx, idx)]
+    Lt = np.linalg.cholesky(Vt)  # the theme block re-factored, the same z columns sliced
+    np.testing.assert_allclose(draws - BETA[idx], z[:, idx] @ Lt.T, rtol=1e-12, atol=1e-18)
+    sd = np.sqrt(np.diag(Vt))
+    assert np.all(np.abs(np.cov(draws.T) - Vt) <= 0.05 * np.outer(sd, sd))
+    np.testing.assert_allclose(draws.mean(axis=0), BETA[idx], atol=4 * np.sqrt(np.diag(V)[idx] / 20000).max())
+    # seeded: the default draws are reproducible
+    assert np.array_equal(L.standard_normal_draws(5), L.standard_normal_draws(5))
+
+
+def test_paired_event_bootstrap_resamples_shared_events():
+    d = random_design(seed=4, n=30)
+    rng = np.random.default_rng(0)
+    other = L.LiveDesign(d.release_at, d.r, d.S, d.S_hat * 0.3 + rng.normal(scale=0.1, size=d.S.shape) * d.released,
+                         d.released)
+    pb = L.paired_event_bootstrap(d, other, BETA, n_draws=300, seed=77)
+    assert pb.delta == pytest.approx(L.point_score(d, BETA).score - L.point_score(other, BETA).score)
+    K = np.random.default_rng(77).multinomial(30, np.full(30, 1 / 30), size=300)
+    ref = []
+    for k in K:
+        rows = np.repeat(np.arange(30), k)
+        ref.append(L.skill_score(d.r[rows], d.S_hat[rows] @ BETA) - L.skill_score(d.r[rows], other.S_hat[rows] @ BETA))
+    np.testing.assert_allclose(pb.draws, ref, atol=1e-12)
+    assert pb.ci95 == pytest.approx(tuple(np.percentile(ref, [2.5, 97.5])))
+    # only shared events are used
+    part = other.subset(np.arange(30) < 20)
+    assert L.paired_event_bootstrap(d, part, BETA, n_draws=10).n_events == 20
+
+
+# ---------------------------------------------------------------------------------------------
+# design building and frames
+# ---------------------------------------------------------------------------------------------
+
+
+def test_live_design_groups_releases_and_counts_drops():
+    rel, ret, sig = _panel(n_events=6, seed=2)
+    nc = rel.select("indicator_id", "reference_period", (pl.col("release_at") - pl.duration(hours=1)).alias("issued_at"),
+                    (pl.col("consensus") + 1.0).alias("value"))
+    first = rel.sort("release_at").row(0, named=True)
+    nc = nc.filter(~((pl.col("indicator_id") == first["indicator_id"]) & (pl.col("issued_at") < first["release_at"])
+                     & (pl.col("issued_at") > first["release_at"] - pl.duration(hours=2))))
+    pr = L.implied_surprises(rel, sig, nc)
+    ret2 = ret.with_columns(pl.when(pl.col("release_at") == ret["release_at"].max()).then(None)
+                            .otherwise(pl.col("r_g")).alias("r_g"))
+    d = L.live_design(pr, ret2)
+    assert d.counts == {"releases_without_nowcast": 1, "events_dropped_no_nowcast": 1, "events_dropped_no_return": 1}
+    assert d.n_events == 4
+    g = L.live_design(pr, ret2, missing="consensus")
+    assert g.n_events == 5 and g.counts["releases_without_nowcast"] == 1
+    k = POS[first["indicator_id"]]
+    assert g.released[0, k] and g.S_hat[0, k] == 0.0
+    assert g.S[0, k] == pytest.approx((first["actual"] - first["consensus"]) / sig[first["indicator_id"]])
+    with pytest.raises(L.ScoringError, match="no nowcast for"):
+        L.live_design(pr, ret2, missing="error")
+    with pytest.raises(L.ScoringError, match="no announcement return row"):
+        L.live_design(pr, ret.head(2))
+
+
+def _fit() -> MarketBetaFit:
+    V = cov_matrix()
+    return MarketBetaFit(
+        fit_id="hr-test", indicator_ids=INDICATOR_IDS, beta=BETA, se=np.sqrt(np.diag(V)), cov=V, lam=21.54,
+        lam_source="fixed", delta=2.49e-3, scale=1.85e-3, iterations=23, converged=True, df_eff=13.4,
+        n_events=2163, window_start=_t("2010-01-04 15:00"), window_end=_t("2025-10-24 12:30"),
+        covid_excluded=False, n_covid_dropped=0, settings={"c": 1.345},
+    )
+
+
+def test_score_model_rows_conform_to_livemacro_scores(tmp_path):
+    d = random_design(seed=13, n=40)
+    fit = _fit()
+    reps = [L.LiveDesign(d.release_at, d.r, d.S, d.S_hat * f, d.released) for f in (1.0, 0.9, 1.1, 0.8, 1.2)]
+    rows = score_model(d, fit, model_id="m/x@single", n_draws=1000, sampling_designs=reps)
+    assert len(rows) == 5 * 2
+    at = _t("2026-05-01 00:00")
+    frame = livemacro_scores_frame(rows, partition_key="2026-04", available_at=at)
+    overall = frame.filter((pl.col("scope") == "overall") & (pl.col("target") == "return")).row(0, named=True)
+    assert overall["score"] == pytest.approx(L.point_score(d, BETA).score)
+    assert overall["boot_draws"] == 1000 and overall["sampling_k"] == 5
+    assert overall["boot_ci90_lo"] <= overall["boot_ci90_hi"]
+    con = storage.connect(tmp_path / "s.duckdb")
+    try:
+        assert storage.replace_partition(con, "livemacro_scores", frame, {"partition_key": "2026-04"}) == 10
+        sh = shapley_frame(d, fit, model_id="m/x@single", horizon="terminal", partition_key="2026-04", available_at=at)
+        assert sh["value"].sum() == pytest.approx(overall["score"], abs=1e-12)
+        sz = sizing_frame(L.sizing_discipline(pl.DataFrame({"s": d.S[d.released], "s_hat": d.S_hat[d.released]})),
+                          model_id="m/x@single", horizon="terminal", partition_key="2026-04", available_at=at)
+        pb = paired_frame(L.paired_event_bootstrap(d, reps[3], BETA, n_draws=100), model_id="a", comparator_model_id="b",
+                          fit_id="hr-test", horizon="terminal", scope="overall", target="return",
+                          partition_key="2026-04", available_at=at)
+        n = storage.replace_partition(con, "score_decompositions", pl.concat([sh, sz, pb]), {"partition_key": "2026-04"})
+        assert n == 16 + 5 + 4
+    finally:
+        con.close()
