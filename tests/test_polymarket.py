@@ -14,7 +14,6 @@ from leaf_live.settings import get_settings
 from leaf_live.sources import SourceError
 from leaf_live.sources.polymarket import (
     CLOB_URL,
-    GRID_DIR,
     PLSITE_CACHE_DIR,
     PolymarketClient,
     cache_key,

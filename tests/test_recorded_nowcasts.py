@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -13,7 +13,6 @@ from leaf_live.forecasters.windows import nowcast_windows
 from leaf_live.settings import get_settings
 from leaf_live.sources import SourceError
 from leaf_live.sources.recorded_nowcasts import (
-    LIVEMACROEVAL_GPT5_DIR,
     NON_REPORTING_VARIABLES,
     REPORTING_VARIABLES,
     load_recorded_nowcasts,

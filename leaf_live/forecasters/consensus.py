@@ -21,13 +21,11 @@ Releases without a consensus (C NULL, e.g. the post-shutdown catch-up releases) 
 from __future__ import annotations
 
 from datetime import timedelta
-from zoneinfo import ZoneInfo
 
 import polars as pl
 
 from leaf_live.forecasters.nowcast_frame import build_nowcasts
 
-ET = ZoneInfo("America/New_York")
 PRODUCER = "comparator_nowcasts"
 ISSUE_LEAD = timedelta(minutes=1)
 

@@ -14,9 +14,9 @@ Each series is a step function of publication time: one ``nowcasts`` row per pub
 
 Publication times (the files give dates only, except Chicago). ``issued_at`` must never precede real
 availability, so dates are stamped at a conservative time of day in America/New_York
-(:data:`PUBLICATION_TIME_ET`): GDPNow and the Cleveland Fed post once per update day, usually late
-morning, at no documented clock time -> 17:00 ET (end of the business day); the NY Fed Staff Nowcast is
-updated on Fridays with data available up to 10 a.m. and posted before noon -> 12:00 ET. The Chicago Fed
+(:data:`PUBLICATION_TIME_ET`): GDPNow and the Cleveland Fed post on update days after the morning's data,
+at a clock time neither file records -> 17:00 ET (end of the business day); the NY Fed Staff Nowcast is
+updated on Fridays with data available up to 10 a.m. and posted late morning -> 12:00 ET. The Chicago Fed
 file carries ``release_datetime_et`` (used as is). The St. Louis file (FRED ``observation_date, STLENI``)
 has no publication date at all: it needs an explicit ``as_of``. Live transports stamp a value with
 ``min(date at the publication time, fetch time)``: a value seen at fetch time was public by then.
