@@ -1,0 +1,214 @@
+"""LiveBetting Score (LiveMacroEval App. L Eq. 13, Table 13): every real Polymarket header parses, bucket
+semantics at the release precision, a hand-worked bet stream, Table 13's decomposition arithmetic, and a
+bet stream on the recorded CPI market (files read where they are; the tests fail when they are missing)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import numpy as np
+import polars as pl
+import pytest
+
+from leaf_live import storage
+from leaf_live.scoring import livebetting as LB
+from leaf_live.scoring.frames import livebetting_frames
+from leaf_live.settings import get_settings
+
+UTC = timezone.utc
+PM = "livemacroeval/Results/polymarket_return/polymarket"
+FILES = {
+    "cpi-mar-polymarket-price-data.csv": (0.1, [("le", -np.inf, 2.0)] + [("point", v, v) for v in (2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7)] + [("ge", 2.8, np.inf)]),
+    "gdp-q1-2026-polymarket-price-data.csv": (0.1, [("lt", -np.inf, 1.0), ("range", 1.0, 1.5), ("range", 1.5, 2.0), ("range", 2.0, 2.5),
+                                                    ("range", 2.5, 3.0), ("range", 3.0, 3.5), ("ge", 3.5, np.inf)]),
+    "jobs-mar-polymarket-price-data.csv": (1000.0, [("lt", -np.inf, -150e3), ("range", -150e3, -100e3), ("range", -100e3, -50e3),
+                                                    ("range", -50e3, 0.0), ("range", 0.0, 50e3), ("range", 50e3, 100e3), ("ge", 100e3, np.inf)]),
+    "unemp-mar-polymarket-price-data.csv": (0.1, [("le", -np.inf, 3.9)] + [("point", v, v) for v in (4.0, 4.1, 4.2, 4.3, 4.4, 4.5, 4.6)] + [("ge", 4.7, np.inf)]),
+}
+
+
+def read_export(name: str) -> pl.DataFrame:
+    return pl.read_csv(get_settings().require_snapshot() / PM / name, infer_schema_length=None)
+
+
+def test_every_real_header_parses():
+    found = sorted(p.name for p in (get_settings().require_snapshot() / PM).glob("*.csv"))
+    assert found == sorted(FILES)
+    for name, (precision, want) in FILES.items():
+        labels = [c for c in read_export(name).columns if c not in ("Date (UTC)", "Timestamp (UTC)")]
+        m = LB.parse_market(labels)
+        assert m.precision == pytest.approx(precision), name
+        got = [(b.kind, b.lo, b.hi) for b in m.buckets]
+        assert [g[0] for g in got] == [w[0] for w in want], name
+        np.testing.assert_allclose([g[1:] for g in got], [w[1:] for w in want])
+
+
+@pytest.mark.parametrize("name,scale,value,label", [
+    ("cpi-mar-polymarket-price-data.csv", 1, 2.14, "2.1%"),
+    ("cpi-mar-polymarket-price-data.csv", 1, 2.15, "2.2%"),  # rounds half up to the release precision
+    ("cpi-mar-polymarket-price-data.csv", 1, 2.049, "≤2.0%"),
+    ("cpi-mar-polymarket-price-data.csv", 1, 2.05, "2.1%"),
+    ("cpi-mar-polymarket-price-data.csv", 1, 2.7499, "2.7%"),
+    ("cpi-mar-polymarket-price-data.csv", 1, 2.75, "≥2.8%"),
+    ("cpi-mar-polymarket-price-data.csv", 1, 3.3, "≥2.8%"),
+    ("gdp-q1-2026-polymarket-price-data.csv", 1, 0.94, "<1.0%"),
+    ("gdp-q1-2026-polymarket-price-data.csv", 1, 0.95, "1.0–1.5%"),
+    ("gdp-q1-2026-polymarket-price-data.csv", 1, 1.5, "1.5–2.0%"),  # shared endpoint: the upper range
+    ("gdp-q1-2026-polymarket-price-data.csv", 1, 3.5, "≥3.5%"),
+    ("jobs-mar-polymarket-price-data.csv", 1000, -150.4, "-150k – -100k"),  # payrolls in thousands
+    ("jobs-mar-polymarket-price-data.csv", 1000, -150.6, "<-150k"),
+    ("jobs-mar-polymarket-price-data.csv", 1000, -0.2, "0 – 50k"),
+    ("jobs-mar-polymarket-price-data.csv", 1000, 99.6, "100k+"),
+    ("unemp-mar-polymarket-price-data.csv", 1, 3.94, "≤3.9%"),
+    ("unemp-mar-polymarket-price-data.csv", 1, 4.35, "4.4%"),
+])
+def test_nowcast_maps_to_bucket_at_release_precision(name, scale, value, label):
+    labels = [c for c in read_export(name).columns if c not in ("Date (UTC)", "Timestamp (UTC)")]
+    m = LB.parse_market(labels)
+    assert m.labels[m.bucket_index(value * scale)] == label
+
+
+def test_other_label_forms():
+    cases = {
+        "≤2.0%": ("le", -np.inf, 2.0), "<=2": ("le", -np.inf, 2.0), "2.0% or less": ("le", -np.inf, 2.0),
+        "< 1.0%": ("lt", -np.inf, 1.0), "less than 0": ("lt", -np.inf, 0.0), "below −0.5%": ("lt", -np.inf, -0.5),
+        "≥2.8%": ("ge", 2.8, np.inf), "3 or more": ("ge", 3.0, np.inf), "100k+": ("ge", 1e5, np.inf),
+        "at least 5": ("ge", 5.0, np.inf), ">4.5%": ("gt", 4.5, np.inf), "above 250k": ("gt", 2.5e5, np.inf),
+        "2.5–3.0%": ("range", 2.5, 3.0), "2.5 - 3.0%": ("range", 2.5, 3.0), "-150k – -100k": ("range", -1.5e5, -1e5),
+        "between 1 and 2": ("range", 1.0, 2.0), "1,000k to 1,200k": ("range", 1e6, 1.2e6), "2.1%": ("point", 2.1, 2.1),
+        "-0.1%": ("point", -0.1, -0.1), "1.5m": ("point", 1.5e6, 1.5e6),
+    }
+    for label, (kind, lo, hi) in cases.items():
+        b = LB.parse_bucket_label(label)
+        assert (b.kind, b.lo, b.hi) == (kind, lo, hi), label
+
+
+def test_bad_labels_are_named():
+    with pytest.raises(LB.BucketLabelError, match="'two percent'"):
+        LB.parse_bucket_label("two percent")
+    with pytest.raises(LB.BucketLabelError, match="not below"):
+        LB.parse_bucket_label("3.0–2.5%")
+    with pytest.raises(LB.BucketLabelError, match="overlapping"):
+        LB.parse_market(["1.0–2.0%", "1.5–2.5%"])
+    with pytest.raises(LB.BucketLabelError, match="duplicate"):
+        LB.parse_market(["2.1%", "2.1%"])
+
+
+# ---------------------------------------------------------------------------------------------
+# a bet stream worked by hand
+# ---------------------------------------------------------------------------------------------
+
+T0 = datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+
+def _hand_prices() -> pl.DataFrame:
+    return pl.DataFrame({
+        "bet_at": [T0 + timedelta(hours=h) for h in range(6)],
+        "≤2.0%": [0.2, 0.2, 0.2, 0.1, 0.1, 0.1],
+        "2.1%": [0.5, 0.4, 0.25, 0.5, 0.5, 0.5],
+        "≥2.2%": [0.3, 0.4, 0.55, None, 0.0, 0.9],
+    })
+
+
+def _hand_nowcasts() -> pl.DataFrame:
+    return pl.DataFrame({
+        "issued_at": [T0 + timedelta(minutes=30), T0 + timedelta(hours=2), T0 + timedelta(hours=3)],
+        "value": [2.1, 2.3, 2.0],
+        "valid": [True, True, False],  # the invalid 2.0 at hour 3 is never used
+    })
+
+
+def test_hand_worked_bet_stream():
+    bets = LB.hourly_bets(_hand_prices(), _hand_nowcasts(), release_at=T0 + timedelta(hours=4, minutes=30), actual=2.1,
+                          segments=[("feb", T0), ("mar", T0 + timedelta(hours=2))])
+    # hour 5 is after the release: dropped. hour 0: no nowcast yet. hour 1: 2.1% at 0.4, wins (1/0.4 = 2.5).
+    # hour 2: the 2.3 nowcast issued exactly then, >=2.2% at 0.55, loses. hour 3: price missing. hour 4: price 0.
+    assert bets.height == 5
+    assert bets["status"].to_list() == ["no_nowcast", "bet", "bet", "missing_price", "zero_price"]
+    assert bets["bucket"].to_list() == [None, "2.1%", "≥2.2%", "≥2.2%", "≥2.2%"]
+    assert bets["won"].to_list() == [None, True, False, None, None]
+    np.testing.assert_allclose(bets["profit"].to_numpy(), [0.0, 1.5, -1.0, 0.0, 0.0])
+    assert bets["cum_return"].to_list()[1:] == pytest.approx([1.5, 0.25, 0.25, 0.25])
+    assert bets["cum_return"][0] is None
+    assert LB.livebetting_return(bets) == pytest.approx((1 / 0.4) / 2 - 1)  # Eq. 13
+    assert bets["winning_bucket"][0] == "2.1%"
+    s = LB.betting_summary(bets)
+    feb, mar, tot = (s.row(k, named=True) for k in range(3))
+    assert (feb["segment"], feb["n_hours"], feb["n_bets"], feb["n_wins"], feb["profit"]) == ("feb", 2, 1, 1, 1.5)
+    assert feb["n_no_nowcast"] == 1 and mar["n_missing_price"] == 1 and mar["n_zero_price"] == 1
+    assert tot["segment"] == "total" and tot["n_bets"] == 2 and tot["final_return"] == pytest.approx(0.25)
+    assert feb["return_if_segment_zero"] == pytest.approx(-0.5)  # (0.5 - 1.5) / 2
+    assert mar["return_if_segment_zero"] == pytest.approx(0.75)  # 1.5 / 2
+    assert tot["return_if_segment_zero"] is None
+
+
+def test_bet_errors_are_clear():
+    prices = _hand_prices().with_columns(pl.lit(1.2).alias("2.1%"))
+    with pytest.raises(LB.BettingError, match="price 1.2 > 1 for bucket '2.1%'"):
+        LB.hourly_bets(prices, _hand_nowcasts(), release_at=T0 + timedelta(hours=4), actual=2.1)
+    with pytest.raises(LB.BettingError, match="tz-aware"):
+        LB.hourly_bets(_hand_prices().with_columns(pl.col("bet_at").dt.replace_time_zone(None)), _hand_nowcasts(),
+                       release_at=T0, actual=2.1)
+    with pytest.raises(LB.BettingError, match="falls in no bucket"):
+        LB.hourly_bets(_hand_prices().select("bet_at", "2.1%"), _hand_nowcasts(), release_at=T0, actual=3.0)
+
+
+def test_table_13_decomposition_arithmetic():
+    rows = {  # Feb win rate, Feb profit, Mar profit, final return %, "if Mar = 0" %  (247 Feb + 128 Mar bets)
+        "Cleveland Fed": (1.00, 341.5, 1.7, 91.5, 91.1), "Bloomberg": (0.71, 164.2, 1.7, 44.2, 43.8),
+        "Qwen3-80B": (0.70, 169.9, -128.0, 11.2, 45.3), "Qwen3-235B": (0.42, 1.9, 1.7, 1.0, 0.5),
+        "GPT-5": (0.31, -64.3, -86.5, -40.2, -17.1), "Claude-sonnet-4.5": (0.10, -190.6, -79.4, -72.0, -50.8),
+    }
+
+    def segment(name: str, n: int, wins: int, profit: float) -> pl.DataFrame:
+        # losses pay -1 each; the wins share the rest of the segment profit
+        per_win = (profit + (n - wins)) / wins if wins else 0.0
+        return pl.DataFrame({"segment": [name] * n, "status": ["bet"] * n, "won": [k < wins for k in range(n)],
+                             "profit": [per_win if k < wins else -1.0 for k in range(n)]})
+
+    for series, (wr, feb_p, mar_p, final, if_zero) in rows.items():
+        feb_w = round(wr * 247)
+        mar_w = 128 if mar_p > 0 else (0 if mar_p == -128.0 else 1)
+        s = LB.betting_summary(pl.concat([segment("feb", 247, feb_w, feb_p), segment("mar", 128, mar_w, mar_p)]))
+        feb, mar, tot = (s.row(k, named=True) for k in range(3))
+        assert round(100 * feb["win_rate"]) == round(100 * wr), series
+        assert feb["profit"] == pytest.approx(feb_p) and mar["profit"] == pytest.approx(mar_p)
+        assert round(100 * tot["final_return"], 1) == pytest.approx(final, abs=0.051), series
+        assert round(100 * mar["return_if_segment_zero"], 1) == pytest.approx(if_zero, abs=0.051), series
+
+
+# ---------------------------------------------------------------------------------------------
+# the recorded CPI market
+# ---------------------------------------------------------------------------------------------
+
+
+def test_constant_nowcast_on_the_recorded_cpi_market(tmp_path):
+    raw = read_export("cpi-mar-polymarket-price-data.csv")
+    grid = LB.price_grid_from_export(raw)
+    release = datetime(2026, 4, 10, 12, 30, tzinfo=UTC)  # March CPI, 08:30 EDT; printed 3.3% (§Q)
+    start = datetime(2026, 4, 5, tzinfo=UTC)
+    nc = pl.DataFrame({"issued_at": [start], "value": [3.3]})
+    bets = LB.hourly_bets(grid, nc, release_at=release, actual=3.3)
+    ts = raw["Timestamp (UTC)"].to_numpy()
+    before = ts < release.timestamp()
+    placed = before & (ts >= start.timestamp())
+    p = raw["≥2.8%"].to_numpy()[placed]
+    assert bets.height == before.sum() == 1330
+    assert (bets["status"] == "bet").sum() == placed.sum() == 133
+    assert (bets["status"] == "no_nowcast").sum() == 1330 - 133
+    assert bets["winning_bucket"][0] == "≥2.8%" and bets.filter(pl.col("status") == "bet")["won"].all()
+    assert LB.livebetting_return(bets) == pytest.approx(np.mean(1 / p) - 1, rel=1e-12)
+    # the long (prediction_market_prices) layout gives the same grid
+    long = grid.unpivot(index="bet_at", variable_name="bucket_label", value_name="price").rename({"bet_at": "ts"})
+    assert LB.price_grid_from_long(long).equals(grid)
+    s = LB.betting_summary(bets)
+    at = datetime(2026, 4, 11, tzinfo=UTC)
+    scores, stream = livebetting_frames(bets, s, model_id="const/3.3", market_id="cpi-mar", indicator_id="cpi",
+                                        reference_period=date(2026, 3, 1), release_at=release, partition_key="cpi-mar",
+                                        available_at=at)
+    con = storage.connect(tmp_path / "b.duckdb")
+    try:
+        assert storage.replace_partition(con, "livebetting_scores", scores, {"partition_key": "cpi-mar"}) == 2
+        assert storage.replace_partition(con, "livebetting_bets", stream, {"partition_key": "cpi-mar"}) == 1330
+    finally:
+        con.close()
