@@ -1,0 +1,112 @@
+"""Relative error (LiveMacroEval App. J) and the aggregator comparison of K.4: Table 11's economic-weight
+column follows from Table 9; relative-error curves and shares worked by hand."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import numpy as np
+import polars as pl
+import pytest
+
+from leaf_live import storage
+from leaf_live.catalog import INDICATOR_IDS, get_indicator
+from leaf_live.scoring import relative_error as RE
+from leaf_live.scoring.frames import aggregator_frame, relative_errors_frame
+
+UTC = timezone.utc
+
+# Table 11 "Economic weight" column, %, in the table's row order
+TABLE_11_ECON = {
+    "cpi": 33.0, "ism_manufacturing": 28.2, "retail_sales": 9.7, "real_gdp_advance": 8.1, "nonfarm_payrolls": 6.4,
+    "new_home_sales": 4.3, "pce_price_index": 3.0, "real_pce": 1.7, "ism_services": 1.6, "ppi": 1.3,
+    "housing_starts": 1.0, "building_permits": 0.59, "unemployment_rate": 0.57, "durable_goods": 0.32,
+    "industrial_production": 0.08, "existing_home_sales": 0.06,
+}
+
+
+def test_table_11_economic_weights_follow_from_table_9():
+    beta = np.array([get_indicator(i).beta_table9 for i in INDICATOR_IDS])
+    w = 100 * RE.economic_weights(beta)
+    pos = {i: k for k, i in enumerate(INDICATOR_IDS)}
+    for i, printed in TABLE_11_ECON.items():
+        digits = 1 if printed >= 1 else 2  # the table prints 2 decimals below 1%
+        assert round(w[pos[i]], digits) == printed, i
+    order = [INDICATOR_IDS[k] for k in np.argsort(-w)]
+    assert order == list(TABLE_11_ECON)  # rows are ordered by economic weight
+    assert round(w[pos["cpi"]], 1) == 33.0
+    assert round(np.sort(w)[-4:].sum(), 1) == 79.1  # CPI, ISM manufacturing, retail sales, real GDP
+    assert round(RE.effective_number(w / 100), 1) == 4.7
+    assert RE.effective_number(np.full(16, 1 / 16)) == pytest.approx(16.0)
+
+
+def _t(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=UTC)
+
+
+REL = pl.DataFrame({
+    "indicator_id": ["cpi", "cpi", "ppi"],
+    "reference_period": [date(2026, 1, 1), date(2026, 2, 1), date(2026, 2, 1)],
+    "release_at": [_t("2026-02-11 13:30"), _t("2026-03-11 12:30"), _t("2026-03-12 12:30")],
+    "actual": [3.0, -1.0, 0.5],
+})
+NC = pl.DataFrame({
+    "model_id": ["m"] * 7,
+    "indicator_id": ["cpi", "cpi", "cpi", "cpi", "cpi", "ppi", "cpi"],
+    "reference_period": [date(2026, 1, 1)] * 3 + [date(2026, 2, 1)] * 2 + [date(2026, 2, 1), date(2026, 1, 1)],
+    "issued_at": [_t("2026-02-11 12:30"), _t("2026-02-10 13:30"), _t("2026-02-10 13:00"),
+                  _t("2026-03-11 11:30"), _t("2026-03-09 12:30"), _t("2026-03-12 10:30"), _t("2026-02-11 13:30")],
+    "value": [4.0, 2.0, 1.0, 0.0, -3.0, 0.0, 99.0],
+    "valid": [True] * 7,
+})
+
+
+def test_relative_error_points_and_curves_by_hand():
+    sc = RE.release_scales(REL)
+    assert dict(sc.iter_rows()) == {"cpi": 2.0, "ppi": 0.5}  # mean |actual|: (3 + 1) / 2, 0.5
+    pts = RE.relative_error_points(REL, NC)
+    assert pts.height == 6  # the row issued at the release instant is never scored
+    cpi_jan = pts.filter((pl.col("indicator_id") == "cpi") & (pl.col("reference_period") == date(2026, 1, 1))).sort("issued_at")
+    # issued 24h30m, 24h, 1h before: days 1, 1, 0; errors (1-3)/2, (2-3)/2, (4-3)/2
+    assert cpi_jan["days_to_release"].to_list() == [1, 1, 0]
+    assert cpi_jan["rel_error"].to_list() == pytest.approx([-1.0, -0.5, 0.5])
+    by_month = RE.relative_error_by_month(pts)
+    jan1 = by_month.filter((pl.col("reference_period") == date(2026, 1, 1)) & (pl.col("days_to_release") == 1)).row(0, named=True)
+    assert jan1["mean_sq_rel_error"] == pytest.approx((1.0 + 0.25) / 2) and jan1["n_nowcasts"] == 2
+    curve = RE.relative_error_curve(by_month).filter(pl.col("indicator_id") == "cpi")
+    # day 0: Jan 0.25, Feb ((0 - -1)/2)^2 = 0.25 -> 0.25; day 2: Feb only ((-3 - -1)/2)^2 = 1
+    assert dict(zip(curve["days_to_release"], curve["mean_sq_rel_error"])) == pytest.approx({0: 0.25, 1: 0.625, 2: 1.0})
+    assert dict(zip(curve["days_to_release"], curve["n_months"])) == {0: 2, 1: 1, 2: 1}
+    frame = relative_errors_frame(by_month, partition_key="2026-03", available_at=_t("2026-03-13 00:00"))
+    assert frame.height == by_month.height
+
+
+def test_mean_abs_relative_error_and_aggregator_shares_by_hand():
+    sc = pl.DataFrame({"indicator_id": ["cpi", "nonfarm_payrolls"], "s_i": [2.0, 100.0]})
+    pr = pl.DataFrame({"indicator_id": ["cpi", "cpi", "nonfarm_payrolls"], "nowcast": [3.0, 1.0, 150.0],
+                       "actual": [2.0, 2.0, 100.0]})
+    # |1|/2, |-1|/2, |50|/100 -> mean 0.5
+    assert RE.mean_abs_relative_error(pr, sc) == pytest.approx(0.5)
+    beta = np.zeros(16)
+    beta[INDICATOR_IDS.index("cpi")], beta[INDICATOR_IDS.index("nonfarm_payrolls")] = 3.0, 4.0
+    sh = RE.aggregator_shares(pr, sc, beta)
+    got = {r["indicator_id"]: r for r in sh.iter_rows(named=True)}
+    # raw: cpi 1 + 1 = 2, payrolls 2500 -> scale domination; relative: cpi 0.5, payrolls 0.25
+    assert got["cpi"]["raw_error_share"] == pytest.approx(100 * 2 / 2502)
+    assert got["cpi"]["relative_error_share"] == pytest.approx(100 * 0.5 / 0.75)
+    assert got["nonfarm_payrolls"]["economic_weight"] == pytest.approx(64.0)
+    for c in ("raw_error_share", "relative_error_share", "economic_weight"):
+        assert sh[c].sum() == pytest.approx(100.0)
+    rows = aggregator_frame(sh, model_id="pooled", horizon="terminal", partition_key="2026-04",
+                            available_at=_t("2026-05-01 00:00"))
+    assert rows.height == 48 and set(rows["metric"]) == {"raw_error_share", "relative_error_share", "economic_weight"}
+    storage.conform("score_decompositions", rows)
+
+
+def test_errors_name_the_field():
+    with pytest.raises(RE.RelativeErrorError, match="indicator_id=cpi"):
+        RE.release_scales(pl.DataFrame({"indicator_id": ["cpi"], "actual": [0.0]}))
+    with pytest.raises(RE.RelativeErrorError, match="lacks columns"):
+        RE.relative_error_points(REL.drop("actual"), NC)
+    with pytest.raises(RE.RelativeErrorError, match="every beta is 0"):
+        RE.economic_weights(np.zeros(16))
