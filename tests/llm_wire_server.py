@@ -1,6 +1,6 @@
 """A local LLM provider for tests and benchmarks: a threaded HTTP server on 127.0.0.1 that answers
-``POST .../chat/completions`` in OpenAI's Chat Completions wire format and ``POST .../v1/messages`` in
-Anthropic's Messages wire format. What it answers is decided by a ``responder`` function the test sets;
+``POST .../chat/completions`` in OpenAI's Chat Completions wire format, ``POST .../v1/messages`` in
+Anthropic's Messages wire format and ``POST .../models/<model>:generateContent`` in the Gemini API format. What it answers is decided by a ``responder`` function the test sets;
 every request is recorded (path, headers, JSON body, arrival time) so tests can check what litellm sent.
 
 Only loopback: the server binds 127.0.0.1 on a free port.
@@ -27,18 +27,24 @@ _ROLE = re.compile(r"Team role: (\w+)")
 @dataclass
 class WireRequest:
     path: str
-    api: str  # openai | anthropic
+    api: str  # openai | anthropic | gemini
     body: dict[str, Any]
     headers: dict[str, str]
     received_at: float  # time.monotonic()
 
     @property
     def model(self) -> str:
+        if self.api == "gemini":  # the model is in the path: .../models/<model>:generateContent
+            return self.path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         return str(self.body.get("model", ""))
 
     def text(self) -> str:
         """All message text of the request (system + messages, both wire formats)."""
         parts: list[str] = []
+        if self.api == "gemini":
+            for c in [self.body.get("system_instruction") or {}, *self.body.get("contents", [])]:
+                parts.extend(p.get("text", "") for p in c.get("parts", []) if isinstance(p, dict))
+            return "\n".join(parts)
         system = self.body.get("system")
         if isinstance(system, str):
             parts.append(system)
@@ -192,6 +198,40 @@ def anthropic_message(
     return body
 
 
+def gemini_generate_content(
+    text: str,
+    *,
+    model: str,
+    finish_reason: str = "STOP",
+    grounding: Sequence[Mapping[str, str]] = (),
+    prompt_tokens: int = 1000,
+    completion_tokens: int = 200,
+) -> dict[str, Any]:
+    """A Gemini API ``generateContent`` response body; with Google Search grounding it carries
+    ``groundingMetadata`` (search queries, web chunks and the supports linking answer segments to them)."""
+    cand: dict[str, Any] = {
+        "content": {"parts": [{"text": text}], "role": "model"},
+        "finishReason": finish_reason,
+        "index": 0,
+    }
+    if grounding:
+        cand["groundingMetadata"] = {
+            "webSearchQueries": ["latest US macro release"],
+            "groundingChunks": [{"web": {"uri": g["url"], "title": g.get("title", "")}} for g in grounding],
+            "groundingSupports": [
+                {"segment": {"startIndex": 0, "endIndex": min(len(text), 10), "text": text[:10]},
+                 "groundingChunkIndices": list(range(len(grounding))), "confidenceScores": [0.9] * len(grounding)}
+            ],
+        }
+    return {
+        "candidates": [cand],
+        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": completion_tokens,
+                          "totalTokenCount": prompt_tokens + completion_tokens},
+        "modelVersion": model,
+        "responseId": uuid.uuid4().hex[:22],
+    }
+
+
 def openai_error(status: int, message: str, type_: str = "server_error", headers: Mapping[str, str] | None = None,
                  delay_s: float = 0.0) -> WireReply:
     return WireReply(status, {"error": {"message": message, "type": type_, "param": None, "code": None}},
@@ -206,6 +246,8 @@ def reply_ok(req: WireRequest, content: str, **kw: Any) -> WireReply:
     """A 200 answer with ``content`` in the request's own wire format, echoing the requested model."""
     if req.api == "anthropic":
         return WireReply(200, anthropic_message(content, model=req.model, **kw))
+    if req.api == "gemini":
+        return WireReply(200, gemini_generate_content(content, model=req.model, **kw))
     return WireReply(200, openai_chat_completion(content, model=req.model, **kw))
 
 
@@ -240,6 +282,8 @@ class WireServer:
                     api = "openai"
                 elif self.path.endswith("/messages"):
                     api = "anthropic"
+                elif ":generateContent" in self.path:
+                    api = "gemini"
                 else:
                     api = "unknown"
                 req = WireRequest(self.path, api, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
@@ -314,6 +358,7 @@ def provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dummy provider keys (litellm refuses to call without one) and no proxy for loopback."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local-0000000000")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-local-0000000000")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-local-0000000000000000")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.delenv("LEAF_LIVE_LLM_MODELS", raising=False)

@@ -1,5 +1,6 @@
 """End-to-end LLM nowcast runs: real litellm over real HTTP against a local server on 127.0.0.1 that
-answers in OpenAI Chat Completions and Anthropic Messages wire formats (tests/llm_wire_server.py)."""
+answers in OpenAI Chat Completions, Anthropic Messages and Gemini generateContent wire formats
+(tests/llm_wire_server.py)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from llm_wire_server import (  # noqa: F401 (fixtures)
 )
 
 UTC = timezone.utc
+GROUNDING_URL = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQ-bls-cpi"
 SCHEDULED = datetime(2026, 4, 9, 14, 0, tzinfo=UTC)
 
 # Plausible March-2026 answers in each indicator's reporting unit. CPI 3.3 %, unemployment 4.3 % and
@@ -89,33 +91,36 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
     def responder(req: WireRequest) -> WireReply:
         if req.api == "openai":
             return reply_ok(req, answer(req.group), annotations=cites)
+        if req.api == "gemini":
+            return reply_ok(req, answer(req.group), grounding=[{"url": GROUNDING_URL, "title": "bls.gov"}])
         text = answer(req.group)
         span = f'"value": {GOOD["ism_services"]}' if req.group == "demand_sectoral" else f'"value": {GOOD["cpi"]}'
         return reply_ok(req, text, search_results=[{"url": "https://www.census.gov/construction/nrc/", "title": "NRC"}],
                         cited_spans=[(span, {"url": "https://www.ismworld.org/report", "title": "ISM"})])
 
     wire_server.reset(responder)
-    nowcasts, calls = run(wire_server, ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single"])
+    nowcasts, calls = run(wire_server, ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single",
+                                        "gemini/gemini-2.5-pro@single"])
 
-    # 2 models x 16 indicators, all valid, values exactly as answered (no rescaling anywhere).
-    assert nowcasts.height == 32 and nowcasts["valid"].all()
-    assert nowcasts["invalid_reason"].null_count() == 32
+    # 3 models x 16 indicators, all valid, values exactly as answered (no rescaling anywhere).
+    assert nowcasts.height == 48 and nowcasts["valid"].all()
+    assert nowcasts["invalid_reason"].null_count() == 48
     for row in nowcasts.iter_rows(named=True):
         assert row["value"] == GOOD[row["indicator_id"]]
         assert row["producer"] == "llm_nowcasts" and row["partition_key"] == "2026-04-09-14:00"
         assert row["available_at"] == row["issued_at"] and not row["after_release"]
     payrolls = nowcasts.filter(pl.col("indicator_id") == "nonfarm_payrolls")["value"].to_list()
     starts = nowcasts.filter(pl.col("indicator_id") == "housing_starts")["value"].to_list()
-    assert payrolls == [178.0, 178.0] and starts == [1324.0, 1324.0]  # thousands, as Table 2 says
+    assert payrolls == [178.0] * 3 and starts == [1324.0] * 3  # thousands, as Table 2 says
     # reference periods: months, except GDP -> the quarter containing the target month
     gdp = nowcasts.filter(pl.col("indicator_id") == "real_gdp_advance")["reference_period"].unique().to_list()
     assert gdp == [date(2026, 1, 1)]
     assert set(nowcasts.filter(pl.col("indicator_id") == "cpi")["reference_period"]) == {date(2026, 3, 1)}
 
     # two calls per model and hour (App. D), one per prompt group
-    assert calls.height == 4 and set(calls["status"]) == {"ok"} and set(calls["attempts"]) == {1}
-    assert sorted(calls["prompt_group"].to_list()) == ["demand_sectoral"] * 2 + ["output_core"] * 2
-    assert len(wire_server.requests) == 4
+    assert calls.height == 6 and set(calls["status"]) == {"ok"} and set(calls["attempts"]) == {1}
+    assert sorted(calls["prompt_group"].to_list()) == ["demand_sectoral"] * 3 + ["output_core"] * 3
+    assert len(wire_server.requests) == 6
 
     # each row points at its call; hash and tokens are the call's
     joined = nowcasts.join(calls, left_on="raw_response_id", right_on="call_id", how="left", suffix="_call")
@@ -124,11 +129,14 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
     assert (joined["prompt_tokens"] == 1000).all() and (joined["completion_tokens"] == 200).all()
 
     # cost by hand from litellm's price map: gpt-5-search-api $1.25/M in, $10/M out, $0.01 per search
-    # (search context medium); claude-sonnet-4-5 $3/M in, $15/M out, $0.01 per web_search_request.
+    # (search context medium); claude-sonnet-4-5 $3/M in, $15/M out, $0.01 per web_search_request;
+    # gemini-2.5-pro $1.25/M in, $10/M out, $0.035 per grounded request.
     gpt = calls.filter(pl.col("model") == "openai/gpt-5-search-api")["cost_usd"].to_list()
     claude = calls.filter(pl.col("model") == "anthropic/claude-sonnet-4-5")["cost_usd"].to_list()
     assert all(math.isclose(c, 1000 * 1.25e-6 + 200 * 10e-6 + 0.01) for c in gpt)
     assert all(math.isclose(c, 1000 * 3e-6 + 200 * 15e-6 + 0.01) for c in claude)
+    gemini = calls.filter(pl.col("model") == "gemini/gemini-2.5-pro")["cost_usd"].to_list()
+    assert all(math.isclose(c, 1000 * 1.25e-6 + 200 * 10e-6 + 0.035) for c in gemini)
 
     # citations: OpenAI url_citation annotations; Anthropic text-block citations and search results;
     # plus the variable's own "sources".
@@ -138,6 +146,8 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
                           & (pl.col("indicator_id") == "ism_services"))
     assert json.loads(svc["citations"][0]) == [
         "https://www.ismworld.org/report", "https://www.census.gov/construction/nrc/", "https://example.gov/ism_services"]
+    ppi_gem = nowcasts.filter((pl.col("model_id") == "gemini/gemini-2.5-pro@single") & (pl.col("indicator_id") == "ppi"))
+    assert json.loads(ppi_gem["citations"][0]) == [GROUNDING_URL, "https://example.gov/ppi"]
 
     # the stored request is exactly what was hashed and what the OpenAI server received
     for row in calls.iter_rows(named=True):
@@ -150,18 +160,21 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
     # what went over the wire: web search per provider, the App. D messages, no key in stored rows
     oa = [r for r in wire_server.requests if r.api == "openai"]
     an = [r for r in wire_server.requests if r.api == "anthropic"]
+    ge = [r for r in wire_server.requests if r.api == "gemini"]
+    assert len(ge) == 2 and all(r.body["tools"] == [{"googleSearch": {}}] for r in ge)
+    assert all(r.headers["x-goog-api-key"] == "AIza-test-local-0000000000000000" for r in ge)
     assert all(r.body["web_search_options"] == {"search_context_size": "medium"} for r in oa)
     assert all(r.body["tools"] == [{"type": ANTHROPIC_WEB_SEARCH_TOOL, "name": "web_search", "max_uses": 5}] for r in an)
     assert all(r.headers["x-api-key"] == "sk-ant-test-local-0000000000" for r in an)
     assert all(r.headers["authorization"] == "Bearer sk-test-local-0000000000" for r in oa)
     for col in ("request_messages", "request_params", "response_json"):
-        assert not calls[col].str.contains("sk-test-local|sk-ant-test-local").any()
+        assert not calls[col].str.contains("sk-test-local|sk-ant-test-local|AIza-test-local").any()
 
     # both frames fit their tables and survive a round trip through DuckDB
     con = connect(tmp_path / "t.duckdb")
     replace_partition(con, "nowcasts", nowcasts, {"producer": "llm_nowcasts", "partition_key": "2026-04-09-14:00"})
     replace_partition(con, "llm_calls", calls, {"partition_key": "2026-04-09-14:00"})
-    assert read_table(con, "nowcasts").height == 32 and read_table(con, "llm_calls").height == 4
+    assert read_table(con, "nowcasts").height == 48 and read_table(con, "llm_calls").height == 6
     con.close()
 
 
