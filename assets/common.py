@@ -15,7 +15,7 @@ from leaf_live import storage
 
 # backfill_policy is marked beta in Dagster 1.13; the single-run policy is what lets one run backfill
 # 197 months without 197 process start-ups.
-warnings.filterwarnings("ignore", message=r".*backfill_policy.*beta.*")
+warnings.filterwarnings("ignore", message=r".*(backfill_policy|allow_nonexistent_upstream_partitions).*beta.*")
 
 # Release months, America/New_York calendar, 2010-01 onward; the current month is included
 # (end_offset=1) because releases land every month before it closes.

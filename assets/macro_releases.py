@@ -6,7 +6,6 @@ Monthly assets use the single-run backfill policy: one run materializes any rang
 each month replaced in its own transaction.
 """
 
-from __future__ import annotations
 
 import polars as pl
 from dagster import (
@@ -129,7 +128,16 @@ def announcement_returns(
     "Jan 2010 - Oct 2025, every release with A and C (App. K.1 Eq. 3).",
 )
 def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
+    first, last = surprises.HIST_START.strftime("%Y-%m"), surprises.HIST_END.strftime("%Y-%m")
     with db.get_connection() as con:
+        have = {r[0] for r in con.execute("SELECT DISTINCT partition_key FROM releases").fetchall()}
+        need = {k for k in RELEASE_MONTHS.get_partition_keys() if first <= k <= last}
+        if need - have:
+            missing = sorted(need - have)
+            raise ValueError(
+                f"surprise_scales: sigma is frozen on releases {first}..{last}, but {len(missing)} release months "
+                f"are not materialized (first missing: {missing[0]}); backfill `releases` over that window first"
+            )
         rel = storage.read_table(con, "releases")
         scales = surprises.surprise_scales(rel)
         n = storage.replace_partition(con, "surprise_scales", scales)

@@ -721,8 +721,7 @@ def read_table(con: duckdb.DuckDBPyConnection, name: str, where: str = "", param
     table = get_table(name)
     cols = ", ".join(f'"{c}"' for c in table.column_names)
     sql = f'SELECT {cols} FROM "{name}"' + (f" WHERE {where}" if where else "")
-    rel = con.execute(sql, list(params))
-    return pl.from_arrow(rel.to_arrow_table())
+    return pl.from_arrow(con.sql(sql, params=list(params) or None).to_arrow_table())
 
 
 def table_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
