@@ -24,7 +24,9 @@ from leaf_live.settings import get_settings
 def _instance():
     from dagster import DagsterInstance
 
-    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+    if os.environ.get("DAGSTER_HOME"):
+        return DagsterInstance.get()
+    return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 
 def _snapshot_month_range(resources: dict) -> tuple[str, str]:
