@@ -92,7 +92,7 @@ def test_config_from_environment():
         ({"LEAF_LIVE_LLM_MODELS": "openai/gpt-5@swarm"}, "'swarm'"),
         ({"LEAF_LIVE_LLM_MODELS": "openai/gpt-5,openai/gpt-5@single"}, "listed twice"),
         ({"LEAF_LIVE_LLM_RPM": "fast"}, "LEAF_LIVE_LLM_RPM='fast'"),
-        ({"LEAF_LIVE_LLM_RPM": "0"}, "rpm=0.0"),
+        ({"LEAF_LIVE_LLM_RPM": "0"}, "rpm=0.0: must be a finite number > 0"),
         ({"LEAF_LIVE_LLM_MAX_ATTEMPTS": "0"}, "max_attempts=0"),
         ({"LEAF_LIVE_LLM_WEB_SEARCH": "maybe"}, "LEAF_LIVE_LLM_WEB_SEARCH='maybe'"),
     ],
@@ -249,6 +249,29 @@ def test_connection_refused_is_retried_then_recorded(provider_env):
     assert not res.ok and res.record.attempts == 3
     # litellm reports a refused connection as InternalServerError "Connection error."
     assert "Connection error" in res.record.error
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single"])
+@pytest.mark.parametrize("body", ["<html>502 Bad Gateway</html>", {"unexpected": True}])
+def test_garbage_200_bodies_become_recorded_failures(wire_server, provider_env, model, body):
+    wire_server.reset(sequence(WireReply(200, body)))
+    nowcasts, calls = run_nowcast_hour_sync(
+        hour_targets(date(2026, 3, 1))[1:], scheduled_at=datetime(2026, 4, 9, 14, tzinfo=UTC),
+        models=[ModelSpec.parse(model)], config=cfg(wire_server.url),
+    )
+    assert calls["status"].to_list() == ["failed"] and calls["attempts"].to_list() == [3]
+    assert nowcasts.height == 7 and nowcasts["invalid_reason"].str.starts_with("call_failed:").all()
+
+
+def test_openai_answer_without_choices_is_an_empty_response(wire_server, provider_env):
+    wire_server.reset(sequence(WireReply(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+                                               "model": "gpt-5-search-api", "choices": []})))
+    nowcasts, calls = run_nowcast_hour_sync(
+        hour_targets(date(2026, 3, 1))[1:], scheduled_at=datetime(2026, 4, 9, 14, tzinfo=UTC),
+        models=[ModelSpec.parse("openai/gpt-5-search-api@single")], config=cfg(wire_server.url),
+    )
+    assert calls["status"].to_list() == ["ok"]
+    assert nowcasts["invalid_reason"].str.starts_with("empty_response:").all()
 
 
 def test_retryable_classification_and_retry_after_parsing():

@@ -135,10 +135,10 @@ class LLMConfig:
     max_searches: int = 5  # Anthropic web-search tool max_uses per call
 
     def __post_init__(self) -> None:
-        for name, lo in (("rpm", 0.0), ("timeout_s", 0.0), ("backoff_base_s", -1e-12), ("backoff_max_s", -1e-12)):
+        for name, positive in (("rpm", True), ("timeout_s", True), ("backoff_base_s", False), ("backoff_max_s", False)):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > lo):
-                raise SettingsError(f"LLM setting {name}={v!r}: must be a finite number > {lo:g}")
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 if positive else v >= 0)):
+                raise SettingsError(f"LLM setting {name}={v!r}: must be a finite number {'> 0' if positive else '>= 0'}")
         for name in ("max_concurrency", "max_attempts", "max_tokens", "max_searches"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
