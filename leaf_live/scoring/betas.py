@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Literal, Sequence
@@ -58,19 +59,29 @@ class BetaFitError(ValueError):
 # ---------------------------------------------------------------------------------------------
 
 
+def _median(a: np.ndarray) -> float:
+    # np.median's arithmetic without its per-call overhead (IRLS calls this twice per step)
+    n = a.size
+    k = n // 2
+    if n % 2:
+        return float(np.partition(a, k)[k])
+    part = np.partition(a, (k - 1, k))
+    return float((part[k - 1] + part[k]) / 2.0)
+
+
 def mad_scale(u: np.ndarray, constant: float = MAD_CONSTANT) -> float:
     """Robust scale ``constant * median|u - median(u)|`` (App. K.2). ``u``: (n,) residuals."""
     u = np.asarray(u, dtype=float)
-    return float(constant * np.median(np.abs(u - np.median(u))))
+    if u.size == 0:
+        raise BetaFitError("MAD of an empty residual vector")
+    return float(constant * _median(np.abs(u - _median(u))))
 
 
 def huber_weights(u: np.ndarray, delta: float) -> np.ndarray:
     """IRLS weights ``w = 1`` for ``|u| <= delta`` else ``delta/|u|`` (App. K.2). Shape of ``u``."""
     a = np.abs(u)
-    out = np.ones_like(a)
-    big = a > delta
-    out[big] = delta / a[big]
-    return out
+    # the floor keeps delta/a finite for exactly fitted events; their weight is 1 either way
+    return np.minimum(1.0, delta / np.maximum(a, delta * 1e-12))
 
 
 def huber_loss(u: np.ndarray, delta: float) -> np.ndarray:
@@ -162,8 +173,9 @@ def huber_ridge_irls(
         w = huber_weights(u, delta)
         Xw = Xt * w
         new = _solve(Xw @ X + pen, Xw @ r, f"IRLS step {it}")
-        norm = np.linalg.norm(beta)
-        change = np.linalg.norm(new - beta) / norm if norm > 0 else np.linalg.norm(new - beta)
+        diff = new - beta
+        norm = math.sqrt(beta @ beta)
+        change = math.sqrt(diff @ diff) / norm if norm > 0 else math.sqrt(diff @ diff)
         beta = new
         if change <= tol:
             converged = True
