@@ -177,6 +177,13 @@ def test_selection_errors_name_the_field():
         L.implied_surprises(RELEASES, {"ppi": 1.0}, NOWCASTS)
     with pytest.raises(L.ScoringError, match="sigma must be finite and > 0"):
         L.implied_surprises(RELEASES, {"cpi": 0.0}, NOWCASTS)
+    with pytest.raises(L.ScoringError, match="mixes models"):
+        L.implied_surprises(RELEASES, SIGMA, pl.concat([NOWCASTS, NOWCASTS.with_columns(pl.lit("other").alias("model_id"))]))
+    with pytest.raises(L.ScoringError, match="tz-aware"):
+        L.implied_surprises(RELEASES, SIGMA, NOWCASTS.with_columns(pl.col("issued_at").dt.replace_time_zone(None)))
+    # nanosecond timestamps in another zone are the same instants
+    ns = NOWCASTS.with_columns(pl.col("issued_at").cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone("Asia/Tokyo"))
+    assert L.implied_surprises(RELEASES, SIGMA, ns)["nowcast"][0] == 2.45
     with pytest.raises(L.ScoringError, match="NULL consensus"):
         L.implied_surprises(RELEASES.with_columns(pl.lit(None, pl.Float64).alias("consensus")), SIGMA, NOWCASTS)
 

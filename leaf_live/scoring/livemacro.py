@@ -70,6 +70,19 @@ def _check_cols(frame: pl.DataFrame, name: str, cols: Sequence[str]) -> None:
         raise ScoringError(f"{name} frame lacks columns {missing}")
 
 
+def _utc_col(frame: pl.DataFrame, name: str, col: str) -> pl.DataFrame:
+    """``frame`` with ``col`` as Datetime(us, UTC); naive timestamps are refused, not guessed."""
+    dt = frame.schema[col]
+    if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
+        raise ScoringError(f"{name}.{col} must be a tz-aware datetime, got {dt}")
+    return frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
+
+
+def _one_model(nowcasts: pl.DataFrame, name: str) -> None:
+    if "model_id" in nowcasts.columns and nowcasts["model_id"].n_unique() > 1:
+        raise ScoringError(f"{name} mixes models {sorted(nowcasts['model_id'].unique().to_list())}; pass one model's rows")
+
+
 def _horizon_days(horizon: str) -> int | None:
     if horizon == "terminal":
         return None
@@ -122,8 +135,11 @@ def implied_surprises(
     """
     _check_cols(releases, "releases", ["indicator_id", "reference_period", "release_at", "actual", "consensus"])
     _check_cols(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    _one_model(nowcasts, "nowcasts")
     k = _horizon_days(horizon)
     sig = _sigma_frame(sigma)
+    releases = _utc_col(releases, "releases", "release_at")
+    nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
     rel = releases.select("indicator_id", "reference_period", "release_at",
                           pl.col("actual").cast(pl.Float64), pl.col("consensus").cast(pl.Float64))
     for c in ("actual", "consensus"):
@@ -162,6 +178,7 @@ def implied_surprises(
         cons = rel.select(pl.col("consensus").alias("consensus_used"))
         if consensus_path is not None:
             _check_cols(consensus_path, "consensus_path", ["indicator_id", "reference_period", "issued_at", "value"])
+            consensus_path = _utc_col(consensus_path, "consensus_path", "issued_at")
             end = (
                 (pl.col("release_at").dt.convert_time_zone(RELEASE_TZ).dt.date() - pl.duration(days=k - 1))
                 .cast(pl.Datetime("us")).dt.replace_time_zone(RELEASE_TZ).dt.convert_time_zone("UTC")
@@ -196,6 +213,8 @@ def sampling_surprises(
     if k < 2:
         raise ScoringError(f"sampling CI needs k >= 2 nowcasts per release, got k={k}")
     _check_cols(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    _one_model(nowcasts, "nowcasts")
+    nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
     keys = ["indicator_id", "reference_period", "release_at"]
     base = implied_surprises(releases, sigma, nowcasts.head(0), horizon="terminal")
     pre = _valid_before_release(base.select(*keys), nowcasts).with_columns(
@@ -262,6 +281,8 @@ def live_design(
     _check_cols(returns, "returns", ["release_at", "r_g"])
     if missing not in ("drop_event", "consensus", "error"):
         raise ScoringError(f"missing must be drop_event | consensus | error, got {missing!r}")
+    per_release = _utc_col(per_release, "per_release", "release_at")
+    returns = _utc_col(returns, "returns", "release_at")
     ids = list(indicator_ids)
     pos = {i: k for k, i in enumerate(ids)}
     unknown = per_release.filter(~pl.col("indicator_id").is_in(ids))
