@@ -306,6 +306,8 @@ def test_keys_never_stored_even_when_the_server_echoes_them(wire_server, provide
     frame = llm_calls_frame([res.record], "2026-04-09-14:00")
     assert not any("sk-test-local" in str(v) for v in frame.row(0))
     assert redact_secrets("Bearer abcdefghijklmnop and sk-proj-AbC123456789") == "Bearer *** and ***"
+    prose = "risk-adjusted view from the task-force: sk-ew is low"
+    assert redact_secrets(prose) == prose
 
 
 def test_concurrent_fan_out_respects_rpm(wire_server, provider_env):

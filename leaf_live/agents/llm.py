@@ -203,7 +203,7 @@ def no_models_message(config: LLMConfig) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 _KEY_PATTERNS = (
-    re.compile(r"sk-[A-Za-z0-9_\-]{6,}"),  # OpenAI / Anthropic style keys
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),  # OpenAI / Anthropic style keys (not "risk-adjusted")
     re.compile(r"AIza[0-9A-Za-z_\-]{20,}"),  # Google API keys
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}"),
     re.compile(r"(?i)(x-api-key['\"]?\s*[:=]\s*['\"]?)[A-Za-z0-9._\-]{8,}"),
