@@ -149,6 +149,8 @@ def test_bet_errors_are_clear():
     with pytest.raises(LB.BettingError, match="tz-aware"):
         LB.hourly_bets(_hand_prices().with_columns(pl.col("bet_at").dt.replace_time_zone(None)), _hand_nowcasts(),
                        release_at=T0, actual=2.1)
+    with pytest.raises(LB.BettingError, match="release_at must be a tz-aware"):
+        LB.hourly_bets(_hand_prices(), _hand_nowcasts(), release_at=datetime(2026, 3, 2, 16), actual=2.1)
     with pytest.raises(LB.BettingError, match="falls in no bucket"):
         LB.hourly_bets(_hand_prices().select("bet_at", "2.1%"), _hand_nowcasts(), release_at=T0, actual=3.0)
 

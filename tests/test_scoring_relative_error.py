@@ -108,5 +108,7 @@ def test_errors_name_the_field():
         RE.release_scales(pl.DataFrame({"indicator_id": ["cpi"], "actual": [0.0]}))
     with pytest.raises(RE.RelativeErrorError, match="lacks columns"):
         RE.relative_error_points(REL.drop("actual"), NC)
+    with pytest.raises(RE.RelativeErrorError, match="nowcasts.issued_at must be a tz-aware"):
+        RE.relative_error_points(REL, NC.with_columns(pl.col("issued_at").dt.replace_time_zone(None)))
     with pytest.raises(RE.RelativeErrorError, match="every beta is 0"):
         RE.economic_weights(np.zeros(16))

@@ -263,7 +263,9 @@ def hourly_bets(
     win = market.bucket_index(actual * value_scale)
     if win is None:
         raise BettingError(f"released value {actual} (x{value_scale}) falls in no bucket of {labels}")
-    rel = pl.Series([release_at]).dt.convert_time_zone("UTC")[0] if isinstance(release_at, datetime) else release_at
+    if not isinstance(release_at, datetime) or release_at.tzinfo is None:
+        raise BettingError(f"release_at must be a tz-aware datetime, got {release_at!r}")
+    rel = pl.Series([release_at]).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))[0]
     grid = prices.with_columns(pl.col("bet_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))).filter(
         pl.col("bet_at") < rel
     ).sort("bet_at")

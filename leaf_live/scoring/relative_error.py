@@ -58,6 +58,12 @@ def relative_error_points(
     """
     _need(releases, "releases", ["indicator_id", "reference_period", "release_at", "actual"])
     _need(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    for name, frame, col in (("releases", releases, "release_at"), ("nowcasts", nowcasts, "issued_at")):
+        dt = frame.schema[col]
+        if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
+            raise RelativeErrorError(f"{name}.{col} must be a tz-aware datetime, got {dt}")
+    releases = releases.with_columns(pl.col("release_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
+    nowcasts = nowcasts.with_columns(pl.col("issued_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
     sc = release_scales(releases) if scales is None else scales.select("indicator_id", "s_i")
     nc = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
     nc = nc.filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
