@@ -59,3 +59,18 @@ def write_partitions(
 
 def partition_window_filter(keys: Sequence[str], column: str = "partition_key") -> pl.Expr:
     return pl.col(column).is_in(list(keys))
+
+
+def replace_producer(
+    con: duckdb.DuckDBPyConnection, table: str, producer: str, frame: pl.DataFrame
+) -> dict[str, int]:
+    """Replace every slice ``(producer, partition_key)`` of ``table`` that ``frame`` holds or the table
+    held before (a slice the producer no longer emits is emptied). For unpartitioned assets that own
+    several partition keys of a shared table (e.g. recorded runs, one key per file)."""
+    old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}" WHERE producer = ?', [producer]).fetchall()}
+    new = set(frame["partition_key"].unique().to_list()) if frame.height else set()
+    by_key = {k[0]: g for k, g in frame.group_by("partition_key")} if frame.height else {}
+    return {
+        k: storage.replace_partition(con, table, by_key.get(k, frame.clear()), {"producer": producer, "partition_key": k})
+        for k in sorted(old | new)
+    }

@@ -45,7 +45,7 @@ def _snapshot_month_range(resources: dict) -> tuple[str, str]:
 def cmd_run(args: argparse.Namespace) -> int:
     from dagster import materialize
 
-    from leaf_live.definitions import ALL_ASSETS
+    from leaf_live.definitions import ALL_ASSETS, MAIN_ASSETS
     from resources import default_resources
 
     if args.snapshot is not None and not Path(args.snapshot).is_dir():
@@ -58,6 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     result = materialize(
         ALL_ASSETS,
+        selection=MAIN_ASSETS,
         resources=resources,
         instance=_instance(),
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
@@ -65,10 +66,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if not result.success:
         for ev in result.all_events:
-            if ev.is_failure:
-                print(ev.message, file=sys.stderr)
-                if ev.step_failure_data and ev.step_failure_data.error:
-                    print(ev.step_failure_data.error.to_string(), file=sys.stderr)
+            if ev.is_step_failure and ev.step_failure_data.error:
+                err = ev.step_failure_data.error
+                while err.cause is not None:  # Dagster wraps the asset's own exception
+                    err = err.cause
+                print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
         print("leaf-live run: FAILED", file=sys.stderr)
         return 1
     print(f"finished in {time.monotonic() - t0:.1f} s")

@@ -9,22 +9,26 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, define_asset_job
 
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
+from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, llm_nowcast_job, llm_nowcast_schedule
 from assets.macro_releases import MACRO_RELEASE_ASSETS, MACRO_RELEASE_CHECKS
 from resources import default_resources
 
-ALL_ASSETS = [*MACRO_RELEASE_ASSETS]
-ALL_CHECKS = [*MACRO_RELEASE_CHECKS]
+ALL_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS]
+ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS]
+# Assets the main job materializes: everything that runs from recorded or public data (LLM calls run on
+# their own hourly schedule).
+MAIN_ASSETS = [a for a in ALL_ASSETS if a.key.to_user_string() != "llm_nowcasts"]
 
-# The main job: everything that runs from recorded or public data (no LLM calls).
 main_job = define_asset_job(
     "leaf_live_main",
-    selection=AssetSelection.assets(*ALL_ASSETS),
+    selection=AssetSelection.assets(*MAIN_ASSETS),
     description="Materialize the benchmark graph from the configured sources (see `leaf-live run`).",
 )
 
 defs = Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
-    jobs=[main_job],
+    jobs=[main_job, llm_nowcast_job],
+    schedules=[llm_nowcast_schedule],
     resources=default_resources(),
 )

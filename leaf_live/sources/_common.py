@@ -82,9 +82,16 @@ def parse_period_label(label: str) -> tuple[int, int, bool]:
 
 
 def reference_period(label: str, frequency: str) -> date:
-    """First day of the period a label names; quarterly indicators map a month label to its quarter's start."""
-    year, month, _ = parse_period_label(label)
+    """First day of the period a label names.
+
+    A quarterly indicator with a month label (the release-lag fallback, release month - 1) refers to the
+    latest quarter complete by the end of that month: 2010-03 -> 2010Q1, but 2010-01 (a release in
+    February 2010, the second estimate) -> 2009Q4.
+    """
+    year, month, is_quarter = parse_period_label(label)
     if frequency == "quarterly":
+        if not is_quarter and month % 3 != 0:
+            year, month = (year - 1, 12) if month < 3 else (year, month - month % 3)
         month = 3 * ((month - 1) // 3) + 1
     return date(year, month, 1)
 

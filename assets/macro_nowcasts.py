@@ -1,0 +1,156 @@
+"""Macro track, forecasters: nowcast windows and every model that writes the one ``nowcasts`` table
+(LLM agents, recorded runs, Fed nowcasts and the consensus). Wiring only; the science is in
+``leaf_live.forecasters``, ``leaf_live.agents`` and ``leaf_live.sources``.
+"""
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetExecutionContext,
+    HourlyPartitionsDefinition,
+    MaterializeResult,
+    asset,
+    asset_check,
+    build_schedule_from_partitioned_job,
+    define_asset_job,
+)
+
+from assets.common import RELEASE_MONTHS, SINGLE_RUN, replace_producer, run_partition_keys, write_partitions
+from assets.macro_releases import releases
+from leaf_live import storage
+from leaf_live.agents.llm import load_llm_config, no_models_message
+from leaf_live.agents.nowcast_agent import hour_targets, run_nowcast_hour_sync
+from leaf_live.forecasters.consensus import consensus_nowcasts
+from leaf_live.forecasters.windows import mark_after_release, nowcast_windows as build_windows
+from leaf_live.sources.fed_nowcasts import load_fed_snapshot
+from leaf_live.sources.recorded_nowcasts import load_recorded_nowcasts
+from resources import LeafLiveDB, SourcesResource
+
+
+def first_per_period(rel: pl.DataFrame) -> pl.DataFrame:
+    """One scheduled release per (indicator, reference period): the earliest (pre-2014 GDP rows repeat the
+    quarter with their second and third estimates)."""
+    return rel.sort("release_at").unique(["indicator_id", "reference_period"], keep="first", maintain_order=True)
+
+
+def _windows(con) -> pl.DataFrame:
+    return storage.read_table(con, "nowcast_windows")
+
+
+@asset(
+    group_name="macro_nowcasts",
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    deps=[releases],
+    description="Nowcast windows per indicator and reference period: open 00:00 ET on the 25th of the target "
+    "month, close at the scheduled release (LiveMacroEval §3.4). Partition = release month.",
+)
+def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    with db.get_connection() as con:
+        rel = storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
+        win = build_windows(first_per_period(rel)).filter(pl.col("partition_key").is_in(keys))
+        written = write_partitions(con, "nowcast_windows", win, keys)
+    return MaterializeResult(metadata={"rows": sum(written.values()), "partitions": len(keys)})
+
+
+@asset(
+    group_name="macro_nowcasts",
+    deps=[nowcast_windows],
+    description="Nowcasts recorded elsewhere (LiveMacroEval CSV runs; GPT-5 search as "
+    "openai/gpt-5-search-api@single), mapped to the catalog's reporting units with the same guardrails; "
+    "timestamps America/New_York -> UTC.",
+)
+def recorded_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
+    with db.get_connection() as con:
+        frame, summaries = load_recorded_nowcasts(sources.snapshot_path, windows=_windows(con))
+        written = replace_producer(con, "nowcasts", "recorded_nowcasts", frame)
+    valid = int(frame["valid"].sum()) if frame.height else 0
+    return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "files": len(summaries)})
+
+
+@asset(
+    group_name="macro_nowcasts",
+    deps=[releases, nowcast_windows],
+    description="Comparators as models: the consensus (terminal value, issued 1 min before release) and each "
+    "Fed nowcast (GDPNow, NY Fed, Cleveland CPI, Chicago CHURN) as a step function of publication time.",
+)
+def comparator_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
+    with db.get_connection() as con:
+        rel = first_per_period(storage.read_table(con, "releases"))
+        frames = [consensus_nowcasts(rel), load_fed_snapshot(sources.snapshot_path)]
+        frame = mark_after_release(pl.concat(frames, how="vertical"), _windows(con))
+        written = replace_producer(con, "nowcasts", "comparator_nowcasts", frame)
+    models = frame.group_by("model_id").len().sort("model_id").rows()
+    return MaterializeResult(metadata={"rows": sum(written.values()), "models": str(models)})
+
+
+# LLM nowcasts run live, hour by hour; the partitions start with the paper's live window.
+NOWCAST_HOURS = HourlyPartitionsDefinition(start_date="2025-11-01-00:00", end_offset=1)
+
+
+@asset(
+    group_name="macro_nowcasts",
+    partitions_def=NOWCAST_HOURS,
+    backfill_policy=SINGLE_RUN,
+    deps=[nowcast_windows],
+    description="LLM agent nowcasts (App. D prompt, two prompt groups per model per hour, single or team "
+    "design, web search per provider) through litellm; every call logged in llm_calls. Past hours are "
+    "refused: a nowcast cannot be issued retroactively. With no LEAF_LIVE_LLM_MODELS it does nothing.",
+)
+def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
+    config = load_llm_config()
+    message = no_models_message(config)
+    if message:
+        context.log.warning(message)
+        return MaterializeResult(metadata={"status": message})
+    now = datetime.now(timezone.utc)
+    rows = calls = 0
+    with db.get_connection() as con:
+        windows = _windows(con)
+        for key in run_partition_keys(context):
+            hour = datetime.strptime(key, "%Y-%m-%d-%H:%M").replace(tzinfo=timezone.utc)
+            if hour < now - timedelta(hours=1):
+                context.log.warning(f"hour {key} is in the past: LLM nowcasts are never backfilled")
+                continue
+            open_ = windows.filter((pl.col("opens_at") <= hour) & (pl.col("closes_at") > hour))
+            frames, logs = [], []
+            for (target,), g in open_.group_by("target_month"):
+                targets = hour_targets(
+                    target,
+                    reference_periods=dict(zip(g["indicator_id"], g["reference_period"])),
+                    release_times=dict(zip(g["indicator_id"], g["closes_at"])),
+                )
+                nc, lg = run_nowcast_hour_sync(targets, scheduled_at=hour, config=config, partition_key=key)
+                frames.append(nc)
+                logs.append(lg)
+            nc = pl.concat(frames) if frames else storage.empty_frame("nowcasts")
+            lg = pl.concat(logs) if logs else storage.empty_frame("llm_calls")
+            # The call log first: a nowcast row always has its raw response stored.
+            storage.replace_partition(con, "llm_calls", lg, {"partition_key": key})
+            storage.replace_partition(con, "nowcasts", nc, {"producer": "llm_nowcasts", "partition_key": key})
+            rows, calls = rows + nc.height, calls + lg.height
+    return MaterializeResult(metadata={"rows": rows, "calls": calls})
+
+
+llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts], partitions_def=NOWCAST_HOURS)
+llm_nowcast_schedule = build_schedule_from_partitioned_job(llm_nowcast_job, minute_of_hour=5)
+
+
+@asset_check(
+    asset=comparator_nowcasts,
+    description="Point-in-time: comparator nowcasts flagged after_release exactly when issued at/after release.",
+)
+def comparator_nowcasts_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        bad = con.execute(
+            "SELECT count(*) FROM nowcasts n JOIN nowcast_windows w USING (indicator_id, reference_period) "
+            "WHERE n.producer = 'comparator_nowcasts' AND n.after_release <> (n.issued_at >= w.closes_at)"
+        ).fetchone()[0]
+    return AssetCheckResult(passed=bad == 0, metadata={"mismatched": bad})
+
+
+MACRO_NOWCAST_ASSETS = [nowcast_windows, recorded_nowcasts, comparator_nowcasts, llm_nowcasts]
+MACRO_NOWCAST_CHECKS = [comparator_nowcasts_point_in_time]
