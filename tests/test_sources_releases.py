@@ -68,7 +68,9 @@ def test_period_labels(cal):
     # GDP without a period in the event text: release month - 1, as the source did (dropped_revisions.csv)
     gdp = _row(cal, "real_gdp_advance", datetime(2013, 12, 20, 13, 30, tzinfo=UTC))
     assert (gdp["period_label"], gdp["period_source"], gdp["marked_revision"]) == ("2013-11", "release_lag", True)
-    assert gdp["reference_period"] == date(2013, 10, 1)  # quarter start
+    # The 2013-12-20 release is the third estimate of 2013Q3: a month label names the latest quarter
+    # complete by the end of that month.
+    assert gdp["reference_period"] == date(2013, 7, 1)
     q2 = _row(cal, "real_gdp_advance", datetime(2014, 8, 28, 12, 30, tzinfo=UTC))
     assert (q2["period_label"], q2["reference_period"]) == ("2014-Q2", date(2014, 4, 1))
     # Q4 released in February belongs to the previous year
