@@ -44,6 +44,7 @@ import polars as pl
 
 from leaf_live.forecasters.nowcast_frame import build_nowcasts
 from leaf_live.sources import SourceError
+from leaf_live.sources._common import parse_number
 from leaf_live.storage import empty_frame
 
 ET = ZoneInfo("America/New_York")
@@ -131,19 +132,6 @@ def _date(text: str, fmts: tuple[str, ...], *, file: str, row: int, field: str) 
     raise SourceError(f"not a date in format(s) {fmts}", file=file, row=row, field=field, value=text)
 
 
-def _num(text: str, *, file: str, row: int, field: str) -> float | None:
-    s = text.strip()
-    if not s:
-        return None
-    try:
-        v = float(s)
-    except ValueError:
-        raise SourceError("not a number", file=file, row=row, field=field, value=text) from None
-    if v != v or v in (float("inf"), float("-inf")):
-        raise SourceError("number is not finite", file=file, row=row, field=field, value=text)
-    return v
-
-
 def _stamp(day: date, model_id: str, fetched_at: datetime | None = None) -> datetime:
     """Publication instant of a date-stamped value (conservative ET clock time), capped at the fetch time."""
     t = datetime.combine(day, PUBLICATION_TIME_ET[model_id], tzinfo=ET).astimezone(UTC)
@@ -198,7 +186,7 @@ def parse_gdpnow_csv(text: str, *, file: str, partition_key: str | None = None) 
         d = _date(r["Forecast Date"], ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"), file=file, row=i, field="Forecast Date")
         q = _date(r["Quarter being forecasted"], ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"), file=file, row=i,
                   field="Quarter being forecasted")
-        v = _num(r["GDP Nowcast"], file=file, row=i, field="GDP Nowcast")
+        v = parse_number(r["GDP Nowcast"], file=file, row=i, field="GDP Nowcast")
         if v is None:
             continue
         ref = _quarter_start_from_end(q, file=file, row=i, field="Quarter being forecasted")
@@ -218,7 +206,7 @@ def parse_nyfed_csv(text: str, *, file: str, fetched_at: datetime | None = None,
         d = _date(r["Forecast Date"], ("%d-%b-%y", "%d-%b-%Y", "%Y-%m-%d", "%m/%d/%y"), file=file, row=i,
                   field="Forecast Date")
         for col, ref in quarters.items():
-            v = _num(r.get(col, ""), file=file, row=i, field=col)
+            v = parse_number(r.get(col, ""), file=file, row=i, field=col)
             if v is not None:
                 rows.append(_Row(NYFED, ref, _stamp(d, NYFED, fetched_at), v, col, f"{file}#{i}"))
     return _frame(rows, partition_key)
@@ -238,7 +226,7 @@ def parse_fred_stleni_csv(text: str, *, file: str, as_of: datetime, partition_ke
         d = _date(r[date_col], ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y"), file=file, row=i, field=date_col)
         if d.day != 1 or d.month not in (1, 4, 7, 10):
             raise SourceError("expected the first day of a quarter", file=file, row=i, field=date_col, value=r[date_col])
-        v = _num(r["STLENI"], file=file, row=i, field="STLENI")
+        v = parse_number(r["STLENI"], file=file, row=i, field="STLENI")
         if v is not None:
             rows.append(_Row(STLOUIS, d, as_of.astimezone(UTC), v, "STLENI", f"{file}#{i}"))
     return _frame(rows, partition_key)
@@ -275,7 +263,7 @@ def parse_cleveland_chart_csv(text: str, *, file: str, target: date | None = Non
             day = date(year, mm, dd)
         except ValueError:
             raise SourceError("not a calendar date", file=file, row=i, field="Label", value=r["Label"]) from None
-        v = _num(r["CPI Inflation"], file=file, row=i, field="CPI Inflation")
+        v = parse_number(r["CPI Inflation"], file=file, row=i, field="CPI Inflation")
         if v is not None:
             rows.append(_Row(CLEVELAND, target, _stamp(day, CLEVELAND), v, "CPI Inflation (YoY)", f"{file}#{i}"))
     return _frame(rows, partition_key)
@@ -294,7 +282,7 @@ def parse_cleveland_history_csv(text: str, *, file: str, partition_key: str | No
         if day < target:
             raise SourceError(f"nowcast day before its target month {target:%Y-%m}", file=file, row=i, field="date",
                               value=r["date"])
-        v = _num(r["CPI Inflation"], file=file, row=i, field="CPI Inflation")
+        v = parse_number(r["CPI Inflation"], file=file, row=i, field="CPI Inflation")
         if v is not None:
             rows.append(_Row(CLEVELAND, target, _stamp(day, CLEVELAND), v, "CPI Inflation (YoY)", f"{file}#{i}"))
     return _frame(rows, partition_key)
@@ -315,7 +303,7 @@ def parse_chicago_csv(text: str, *, file: str, partition_key: str | None = None)
         except ValueError:
             raise SourceError("expected YYYY-MM-DD HH:MM (ET)", file=file, row=i, field="release_datetime_et",
                               value=r["release_datetime_et"]) from None
-        v = _num(r["unemployment_rate_nowcast"], file=file, row=i, field="unemployment_rate_nowcast")
+        v = parse_number(r["unemployment_rate_nowcast"], file=file, row=i, field="unemployment_rate_nowcast")
         if v is not None:
             rows.append(_Row(CHICAGO, date(int(tm.group(1)), int(tm.group(2)), 1), local.replace(tzinfo=ET).astimezone(UTC),
                              v, f"unemployment_rate_nowcast ({r['release_type']})", f"{file}#{i}"))
@@ -373,7 +361,7 @@ def parse_gdpnow_workbook(content: bytes, *, file: str, fetched_at: datetime | N
         cell = row[col["GDP Nowcast"]]
         if cell in (None, ""):
             continue
-        v = _num(str(cell), file=file, row=k, field="GDP Nowcast")
+        v = parse_number(str(cell), file=file, row=k, field="GDP Nowcast")
         ref = _quarter_start_from_end(q, file=file, row=k, field="Quarter being forecasted")
         rows.append(_Row(GDPNOW, ref, _stamp(d, GDPNOW, fetched_at), v, "GDP Nowcast", f"{file}#{sheet}!{k}"))
     return _frame(rows, partition_key)
@@ -409,7 +397,7 @@ def parse_chicago_workbook(content: bytes, *, file: str, as_of: datetime,
         d = _excel_day(cell, file=file, row=k, field="date")
         for name in ("forecast50r", "forecast50f", "forecast50a"):
             if name in hdr and row[hdr.index(name)] not in (None, ""):
-                v = _num(str(row[hdr.index(name)]), file=file, row=k, field=name)
+                v = parse_number(str(row[hdr.index(name)]), file=file, row=k, field=name)
                 rows.append(_Row(CHICAGO, date(d.year, d.month, 1), as_of.astimezone(UTC), v, name,
                                  f"{file}#{ws.title}!{k}"))
                 break
@@ -455,7 +443,7 @@ def parse_cleveland_json(text: str, *, file: str, fetched_at: datetime | None = 
                 continue  # vertical release-marker categories carry no date label
             mm, dd = int(lm.group(1)), int(lm.group(2))
             day = date(_cleveland_year(target, mm, file=file, row=n, label=lab), mm, dd)
-            v = _num(str(value), file=file, row=n, field=f"CPI Inflation[{lab}]")
+            v = parse_number(str(value), file=file, row=n, field=f"CPI Inflation[{lab}]")
             rows.append(_Row(CLEVELAND, target, _stamp(day, CLEVELAND, fetched_at), v, "CPI Inflation (YoY)",
                              f"{file}#{sub}:{lab}"))
     return _frame(rows, partition_key)

@@ -171,20 +171,26 @@ def _read(path: Path, file: str) -> str:
         raise SourceError("file not found", file=file) from None
 
 
+def _window_row(r: dict[str, str], i: int, file: str) -> tuple[datetime, float, float]:
+    """(release time UTC, close at T-5m, close at T+30m) of one window row; closes must be positive."""
+    raw = r["release_datetime_et"]
+    local = parse_naive_datetime(raw, file=file, row=i, field="release_datetime_et")
+    at = localize(local, ET, file=file, row=i, field="release_datetime_et", value=raw)
+    b = parse_number(r["start_bar_close"], file=file, row=i, field="start_bar_close", required=True)
+    a = parse_number(r["end_bar_close"], file=file, row=i, field="end_bar_close", required=True)
+    for name, v in (("start_bar_close", b), ("end_bar_close", a)):
+        if v <= 0:
+            raise SourceError("price must be positive", file=file, row=i, field=name, value=r[name])
+    return at, b, a
+
+
 def _parse_panel(path: Path, file: str) -> list[tuple[datetime, str | None, float, float, str]]:
     """One row per distinct release timestamp of field_releases_valid.csv; rows sharing a timestamp must
     carry the same window (the source computes one window per minute)."""
     by_time: dict[datetime, tuple[datetime, str | None, float, float, str, int]] = {}
     req = ("release_datetime_et", "contract_code", "start_bar_close", "end_bar_close")
     for i, r in csv_rows(_read(path, file), file=file, required=req):
-        raw = r["release_datetime_et"]
-        local = parse_naive_datetime(raw, file=file, row=i, field="release_datetime_et")
-        at = localize(local, ET, file=file, row=i, field="release_datetime_et", value=raw)
-        b = parse_number(r["start_bar_close"], file=file, row=i, field="start_bar_close", required=True)
-        a = parse_number(r["end_bar_close"], file=file, row=i, field="end_bar_close", required=True)
-        for name, v in (("start_bar_close", b), ("end_bar_close", a)):
-            if v <= 0:
-                raise SourceError("price must be positive", file=file, row=i, field=name, value=r[name])
+        at, b, a = _window_row(r, i, file)
         code = (r["contract_code"] or "").strip() or None
         prev = by_time.get(at)
         if prev is not None and (prev[1], prev[2], prev[3]) != (code, b, a):
@@ -207,14 +213,7 @@ def _parse_coverage(path: Path, file: str) -> list[tuple[datetime, str | None, f
             raise SourceError("expected True or False", file=file, row=i, field="valid", value=r["valid"])
         if valid == "False":
             continue
-        raw = r["release_datetime_et"]
-        local = parse_naive_datetime(raw, file=file, row=i, field="release_datetime_et")
-        at = localize(local, ET, file=file, row=i, field="release_datetime_et", value=raw)
-        b = parse_number(r["start_bar_close"], file=file, row=i, field="start_bar_close", required=True)
-        a = parse_number(r["end_bar_close"], file=file, row=i, field="end_bar_close", required=True)
-        for name, v in (("start_bar_close", b), ("end_bar_close", a)):
-            if v <= 0:
-                raise SourceError("price must be positive", file=file, row=i, field=name, value=r[name])
+        at, b, a = _window_row(r, i, file)
         out.append((at, (r["contract_code"] or "").strip() or None, b, a, "livemacroeval_coverage"))
     return out
 

@@ -40,6 +40,7 @@ import polars as pl
 
 from leaf_live.catalog import get_indicator
 from leaf_live.sources import SourceError
+from leaf_live.sources._common import parse_number
 from leaf_live.storage import conform, empty_frame
 
 UTC = timezone.utc
@@ -69,13 +70,9 @@ def _prices_frame(rows: dict[str, list], *, partition_key: str) -> pl.DataFrame:
 
 
 def _price(text: str, *, file: str, row: int, field: str) -> float | None:
-    s = (text or "").strip()
-    if not s:
+    p = parse_number(text, file=file, row=row, field=field)
+    if p is None:
         return None
-    try:
-        p = float(s)
-    except ValueError:
-        raise SourceError("price is not a number", file=file, row=row, field=field, value=text) from None
     if not 0.0 <= p <= 1.0:
         raise SourceError("price outside [0, 1]", file=file, row=row, field=field, value=text)
     return p
