@@ -6,7 +6,7 @@ Assembled from ``assets/``, ``resources/`` and ``sensors/``. Resources come from
 
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, define_asset_job
+from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, llm_nowcast_job, llm_nowcast_schedule
@@ -31,4 +31,6 @@ defs = Definitions(
     jobs=[main_job, llm_nowcast_job],
     schedules=[llm_nowcast_schedule],
     resources=default_resources(),
+    # One process writes the DuckDB file at a time.
+    executor=in_process_executor,
 )
