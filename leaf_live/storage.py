@@ -389,6 +389,8 @@ LIVEMACRO_SCORES = Table(
         _c("n_events", "INTEGER", "timestamp-group events scored", False),
         _c("n_releases", "INTEGER", "field releases of the scope in those events", False),
         _c("n_events_dropped", "INTEGER", "events dropped (no nowcast for a release, or no usable return)", False),
+        _c("n_events_own", "INTEGER", "scope events where the model has its own pre-release nowcast for a released "
+           "field; its other releases take the consensus (S_hat = 0)"),
         _c("score", "DOUBLE", "(SS_cons - SS_model)/(SS_cons + SS_model), in [-1, 1] (Eq. 8/17)"),
         _c("ss_model", "DOUBLE", "sum (Y - Q_hat)^2"),
         _c("ss_cons", "DOUBLE", "sum Y^2 (consensus predicts 0)"),
@@ -431,11 +433,13 @@ SCORE_DECOMPOSITIONS = Table(
         _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
         _c("scope", "VARCHAR", "overall | theme", False),
         _c("target", "VARCHAR", "return | shock (NULL where not score-based)"),
-        _c("decomposition", "VARCHAR", "shapley | sizing_discipline | aggregator_share | paired_bootstrap", False),
+        _c("decomposition", "VARCHAR", "shapley | sizing_discipline | aggregator_share | paired_bootstrap | "
+           "relative_error (App. J, Table 16) | event_coverage (model_id 'pooled': the span's releases and events)", False),
         _c("indicator_id", "VARCHAR", "indicator the value belongs to (NULL for model-level metrics)"),
         _c("metric", "VARCHAR", "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | "
            "mean_abs_s | n_field_events | raw_error_share | relative_error_share | economic_weight | delta | "
-           "ci95_lo | ci95_hi | n_events", False),
+           "ci95_lo | ci95_hi | n_events | mean_abs_rel_error | n_release_timestamps | n_releases | "
+           "n_releases_no_consensus | n_timestamps_no_consensus | n_events_no_usable_window | n_events_scored", False),
         _c("value", "DOUBLE", "the number (score points, shares in %, counts)"),
         AVAILABLE_AT,
     ),
@@ -525,12 +529,36 @@ LIVEBETTING_BETS = Table(
     primary_key=("partition_key", "model_id", "market_id", "bet_at"),
 )
 
+MARKET_BETA_FITS = Table(
+    name="market_beta_fits",
+    doc="Named market-beta fits (the fit windows of the market_betas asset's config: 'full' = Table 9, "
+    "'no_covid' = K.3 refit, 'backtest' = events up to the fit cutoff). A name points at the fit_id its window "
+    "produced; when the data under a window change, a new fit_id is added under the same name and the old "
+    "rows stay. Scores use the fit a name confirmed most recently.",
+    grain="one row per (fit_name, fit_id)",
+    columns=(
+        _c("fit_name", "VARCHAR", "fit window name (full | no_covid | backtest | user-defined)", False),
+        _c("fit_id", "VARCHAR", "market_betas.fit_id the window produced", False),
+        _c("first_month", "VARCHAR", "first release month of the window, YYYY-MM (America/New_York)", False),
+        _c("last_month", "VARCHAR", "last release month of the window (inclusive)", False),
+        _c("exclude_covid", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) dropped (K.3)", False),
+        _c("lambda_rule", "VARCHAR", "cv | fixed:<value> | from:<fit_name> (that fit's lambda, as K.3)", False),
+        _c("registered_at", "TIMESTAMPTZ", "first materialization that produced this (fit_name, fit_id), UTC", False),
+        _c("confirmed_at", "TIMESTAMPTZ", "latest materialization that produced it, UTC (the current fit of a "
+           "name has the latest confirmed_at)", False),
+        _c("available_at", "TIMESTAMPTZ", "the fit's events are all known: latest available_at of the events "
+           "used, UTC", False),
+    ),
+    partition_by=("fit_name",),
+    primary_key=("fit_name", "fit_id"),
+)
+
 # Later stages register their tables here too (one schema definition per table).
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS,
               LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES,
-              MARKET_BETAS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES,
+              MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES,
               LIVEBETTING_BETS)
 }
 

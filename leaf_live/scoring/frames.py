@@ -137,6 +137,7 @@ class ScoreRow:
     window_start: datetime | None = None
     window_end: datetime | None = None
     boot_seed: int | None = None
+    n_events_own: int | None = None  # scope events where the model has its own nowcast (others: consensus)
 
 
 def _t(x: np.datetime64) -> datetime:
@@ -197,7 +198,7 @@ def livemacro_scores_frame(rows: Sequence[ScoreRow], *, partition_key: str, avai
         recs.append({
             "partition_key": partition_key, "model_id": r.model_id, "fit_id": r.fit_id, "horizon": r.horizon,
             "scope": r.scope, "target": r.target, "n_events": p.n_events, "n_releases": p.n_releases,
-            "n_events_dropped": r.n_events_dropped, "score": _none(p.score), "ss_model": _none(p.ss_model),
+            "n_events_dropped": r.n_events_dropped, "n_events_own": r.n_events_own, "score": _none(p.score), "ss_model": _none(p.ss_model),
             "ss_cons": _none(p.ss_cons), "kappa": _none(p.kappa), "phi": _none(p.phi), "lmd": _none(p.lmd),
             "boot_draws": b.n_draws if b else None, "boot_seed": r.boot_seed,
             "boot_ci90_lo": _none(b.ci90[0]) if b else None, "boot_ci90_hi": _none(b.ci90[1]) if b else None,

@@ -471,13 +471,23 @@ def _quad(Bm: np.ndarray, G: np.ndarray) -> np.ndarray:
 
 
 def beta_draws(beta: np.ndarray, cov: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """beta^(b) = beta_idx + L z_idx^(b) with L the Cholesky factor of V restricted to idx (Eq. 12, K.3)."""
+    """beta^(b) = beta_idx + L z_idx^(b) with L the Cholesky factor of V restricted to idx (Eq. 12, K.3).
+
+    A column with zero variance (an indicator never released with a surprise in the fit window: its beta is
+    the ridge's exact 0 and its V row is 0) is held at beta in every draw; the others are drawn from the
+    Cholesky factor of their block, so a full-rank V gives exactly the plain formula.
+    """
     V = np.asarray(cov, dtype=float)[np.ix_(idx, idx)]
+    pos = np.diag(V) > 0
+    out = np.broadcast_to(np.asarray(beta, dtype=float)[idx], (z.shape[0], idx.size)).copy()
+    if not pos.any():
+        return out
     try:
-        L = np.linalg.cholesky(V)
+        L = np.linalg.cholesky(V[np.ix_(pos, pos)])
     except np.linalg.LinAlgError as exc:
-        raise ScoringError(f"V_beta restricted to columns {idx.tolist()} is not positive definite") from exc
-    return np.asarray(beta, dtype=float)[idx] + z[:, idx] @ L.T
+        raise ScoringError(f"V_beta restricted to columns {idx[pos].tolist()} is not positive definite") from exc
+    out[:, pos] += z[:, idx[pos]] @ L.T
+    return out
 
 
 def bootstrap_scores(
