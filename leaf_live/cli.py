@@ -1,7 +1,9 @@
 """The ``leaf-live`` command.
 
-``leaf-live run [--snapshot DIR] [--db PATH] [--start YYYY-MM] [--end YYYY-MM]``
-    materializes the main job in-process for every release month the sources cover and prints a summary.
+``leaf-live run [--snapshot DIR] [--db PATH] [--start YYYY-MM] [--end YYYY-MM] [--fit-cutoff YYYY-MM]
+[--backtest-start YYYY-MM] [--backtest-end YYYY-MM] [--boot-draws N]``
+    materializes the main job in-process for every release month the sources cover, prints a summary, any
+    failed asset check and the two leaderboards (historical backtest, live window).
 ``leaf-live tables``
     prints every table an analyst can query (name, grain, columns, units) as Markdown.
 ``leaf-live sql "SELECT ..."``
@@ -15,6 +17,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import polars as pl
 
 import leaf_live  # noqa: F401  (no-network switches)
 from leaf_live import storage
@@ -45,7 +49,8 @@ def _snapshot_month_range(resources: dict) -> tuple[str, str]:
 def cmd_run(args: argparse.Namespace) -> int:
     from dagster import materialize
 
-    from leaf_live.definitions import ALL_ASSETS, MAIN_ASSETS
+    from assets.macro_scoring import scoring_run_config
+    from leaf_live.definitions import ALL_ASSETS, ALL_CHECKS, MAIN_ASSETS
     from resources import default_resources
 
     if args.snapshot is not None and not Path(args.snapshot).is_dir():
@@ -56,11 +61,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     db = resources["db"].database
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     t0 = time.monotonic()
+    run_config = scoring_run_config(fit_cutoff=args.fit_cutoff, backtest_start=args.backtest_start,
+                                    backtest_end=args.backtest_end, boot_draws=args.boot_draws)
     result = materialize(
-        ALL_ASSETS,
+        [*ALL_ASSETS, *ALL_CHECKS],
         selection=MAIN_ASSETS,
         resources=resources,
         instance=_instance(),
+        run_config=run_config,
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
         raise_on_error=False,
     )
@@ -75,7 +83,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1
     print(f"finished in {time.monotonic() - t0:.1f} s")
     print(summary(db))
+    checks = result.get_asset_check_evaluations()
+    failed = [e for e in checks if not e.passed]
+    for e in failed:
+        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name} {dict(e.metadata)}", file=sys.stderr)
+    print(f"asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed")
+    print()
+    print(leaderboards(db))
     return 0
+
+
+def leaderboards(db: str | Path) -> str:
+    """The backtest and live-window leaderboards (``leaf_live.scoring.leaderboard``) read from the scoring
+    tables through a read-only connection."""
+    from leaf_live.scoring.leaderboard import render_leaderboards
+
+    con = storage.connect_read_only(db)
+    try:
+        present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "livemacro_scores" not in present:
+            return "no scores yet"
+        scores = storage.read_table(con, "livemacro_scores")
+        decomps = storage.read_table(
+            con, "score_decompositions", "decomposition IN ('shapley', 'relative_error', 'event_coverage')")
+        betting = storage.read_table(con, "livebetting_scores", "segment = 'total'")
+        fits = pl.from_arrow(con.sql(
+            "SELECT f.fit_name, b.* EXCLUDE (cov_row, cv_grid, cv_scores) FROM market_beta_fits f "
+            "JOIN market_betas b ON b.fit_id = f.fit_id AND b.position = 0").to_arrow_table())
+    finally:
+        con.close()
+    return render_leaderboards(scores, decomps, betting, fits)
 
 
 def summary(db: str | Path) -> str:
@@ -131,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--db", help=f"DuckDB file (default LEAF_LIVE_DB or {get_settings().db_path})")
     r.add_argument("--start", help="first release month YYYY-MM (default: first month in the sources, >= 2010-01)")
     r.add_argument("--end", help="last release month YYYY-MM (default: last month in the sources)")
+    r.add_argument("--fit-cutoff", help="last release month of the backtest beta fit (default 2017-12)")
+    r.add_argument("--backtest-start", help="first release month the backtest scores (default 2018-01)")
+    r.add_argument("--backtest-end", help="last release month the backtest scores (default 2025-10)")
+    r.add_argument("--boot-draws", type=int, help="parametric/paired bootstrap draws (default 10000)")
     r.set_defaults(func=cmd_run)
     t = sub.add_parser("tables", help="print the analyst-facing table documentation")
     t.set_defaults(func=cmd_tables)

@@ -11,13 +11,14 @@ from dagster import AssetSelection, Definitions, define_asset_job, in_process_ex
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, llm_nowcast_job, llm_nowcast_schedule
 from assets.macro_releases import MACRO_RELEASE_ASSETS, MACRO_RELEASE_CHECKS
+from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
 from resources import default_resources
 
-ALL_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS]
-ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS]
+ALL_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS]
+ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS]
 # Assets the main job materializes: everything that runs from recorded or public data (LLM calls run on
 # their own hourly schedule).
-MAIN_ASSETS = [a for a in ALL_ASSETS if a.key.to_user_string() != "llm_nowcasts"]
+MAIN_ASSETS = [a for a in ALL_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys
 
 main_job = define_asset_job(
     "leaf_live_main",

@@ -1,0 +1,444 @@
+"""Macro track, scoring: prediction-market prices, frozen market betas, the LiveMacro Score family with its
+decompositions and relative errors, and the LiveBetting Score (LiveMacroEval §3.6, §4, App. J-N, S).
+
+Wiring only; the science is in ``leaf_live.scoring`` (``betas``, ``livemacro``, ``evaluation``,
+``livebetting``, ``relative_error``) and ``leaf_live.sources.polymarket``. Options are Dagster ``Config``:
+
+* ``market_betas``: :class:`MarketBetasConfig` = the fit windows (``full`` = Table 9 on 2010-01..2025-10,
+  ``no_covid`` = the K.3 refit at the full-sample lambda, ``backtest`` = events up to the fit cutoff 2017-12
+  with lambda by CV on that sample). A stored ``fit_id`` is never rewritten; a window whose data changed adds
+  a new ``fit_id`` under its name (``market_beta_fits``).
+* ``macro_scores`` (``livemacro_scores``, ``score_decompositions``, ``relative_errors``): :class:`ScoringConfig`
+  = the evaluation modes (``backtest``: releases 2018-01..2025-10 with the ``backtest`` fit; ``live``: releases
+  from 2025-11 with the ``full`` and ``no_covid`` fits, every horizon), bootstrap draws and seed. Each mode is
+  one ``partition_key`` of those tables, replaced as a whole.
+* ``prediction_market_prices``: snapshot grids, or live markets listed in :class:`MarketPricesConfig`.
+
+``leaf-live run --fit-cutoff/--backtest-start/--backtest-end/--boot-draws`` set these through
+:func:`scoring_run_config`.
+"""
+
+from datetime import date, datetime, timezone
+from typing import Iterator, Optional
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetExecutionContext,
+    AssetSpec,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+    multi_asset,
+)
+from pydantic import Field
+
+from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
+from assets.macro_releases import releases, surprise_events, surprise_scales
+from leaf_live import storage
+from leaf_live.scoring import betas as B
+from leaf_live.scoring import evaluation as E
+from leaf_live.scoring import livemacro as L
+from leaf_live.scoring.frames import fit_from_market_betas, market_betas_frame
+from leaf_live.sources.polymarket import PolymarketClient, load_snapshot_grids
+from resources import LeafLiveDB, SourcesResource
+
+GROUP = "macro_scoring"
+DEFAULT_FIT_CUTOFF = "2017-12"
+DEFAULT_FIT_WINDOWS = [
+    {"name": "full", "first_month": "2010-01", "last_month": "2025-10"},
+    {"name": "no_covid", "first_month": "2010-01", "last_month": "2025-10", "exclude_covid": True, "lam_from": "full"},
+    {"name": "backtest", "first_month": "2010-01", "last_month": DEFAULT_FIT_CUTOFF},
+]
+DEFAULT_MODES = [
+    {"name": "backtest", "first_month": "2018-01", "last_month": "2025-10", "fits": ["backtest"], "horizons": ["terminal"]},
+    {"name": "live", "first_month": "2025-11", "last_month": None, "fits": ["full", "no_covid"], "horizons": list(L.HORIZONS)},
+]
+# every producer of the one nowcasts table (the scores rank whatever models are in it)
+NOWCAST_PRODUCERS = list(MACRO_NOWCAST_ASSETS)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ---------------------------------------------------------------------------------------------
+# prediction_market_prices
+# ---------------------------------------------------------------------------------------------
+
+
+class LiveMarket(Config):
+    slug: str = Field(description="Gamma event slug of the categorical macro market")
+    indicator_id: str = Field(description="catalog indicator the market resolves on")
+    reference_period: str = Field(description="first day of the reference period, YYYY-MM-DD")
+    start: str = Field(description="first price time, ISO 8601 UTC (e.g. 2026-02-13T00:00:00Z)")
+    end: str = Field(description="last price time, ISO 8601 UTC")
+    fidelity: int = Field(default=60, description="CLOB price-history fidelity in minutes (hourly = 60)")
+
+
+class MarketPricesConfig(Config):
+    live_markets: list[LiveMarket] = Field(
+        default=[], description="live transport only: the Polymarket markets to fetch (the snapshot transport reads "
+        "every recorded LiveMacroEval price grid instead)")
+
+
+def _ts(text: str, field: str) -> int:
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"live market {field}={text!r}: not an ISO 8601 time") from None
+    if t.tzinfo is None:
+        raise ValueError(f"live market {field}={text!r}: give a time zone (UTC)")
+    return int(t.timestamp())
+
+
+@asset(
+    group_name=GROUP,
+    description="Polymarket bucket prices (YES, 0-1) of the macro markets of the LiveBetting score (App. L): the "
+    "recorded hourly grids (snapshot) or the CLOB price history of the configured markets (live). "
+    "Partition = market_id; markets not fetched this time keep their rows.",
+)
+def prediction_market_prices(
+    context: AssetExecutionContext, config: MarketPricesConfig, db: LeafLiveDB, sources: SourcesResource
+) -> MaterializeResult:
+    if sources.transport == "snapshot":
+        if sources.snapshot_path is None:
+            raise ValueError("prediction_market_prices: the snapshot transport needs sources.snapshot_dir")
+        frame = load_snapshot_grids(sources.snapshot_path)
+    else:
+        if not config.live_markets:
+            context.log.warning("prediction_market_prices: live transport with no live_markets configured; nothing fetched")
+        client = PolymarketClient("live")
+        frames = [
+            client.market_prices(m.slug, indicator_id=m.indicator_id, reference_period=date.fromisoformat(m.reference_period),
+                                 start_ts=_ts(m.start, "start"), end_ts=_ts(m.end, "end"), fidelity=m.fidelity)
+            for m in config.live_markets
+        ]
+        frame = pl.concat(frames) if frames else storage.empty_frame("prediction_market_prices")
+    written = {}
+    with db.get_connection() as con:
+        for (key,), g in sorted(frame.group_by("partition_key"), key=lambda kv: kv[0]):
+            written[key] = storage.replace_partition(con, "prediction_market_prices", g, {"partition_key": key})
+    return MaterializeResult(metadata={"rows": sum(written.values()), "markets": str(sorted(written))})
+
+
+# ---------------------------------------------------------------------------------------------
+# market_betas
+# ---------------------------------------------------------------------------------------------
+
+
+class FitWindow(Config):
+    name: str = Field(description="fit name scores refer to (market_beta_fits.fit_name)")
+    first_month: str = Field(default="2010-01", description="first release month of the events fitted, YYYY-MM (ET)")
+    last_month: str = Field(default="2025-10", description="last release month fitted (inclusive): the fit cutoff")
+    exclude_covid: bool = Field(default=False, description="drop events released 2020-03-01..2020-12-31 (K.3)")
+    lam: Optional[float] = Field(default=None, description="fixed ridge lambda; none = blocked 5-fold CV (App. K.2)")
+    lam_from: Optional[str] = Field(default=None, description="use the lambda of this earlier fit (K.3 refits at the "
+                                    "full-sample lambda)")
+
+
+class MarketBetasConfig(Config):
+    fits: list[FitWindow] = Field(
+        default=DEFAULT_FIT_WINDOWS,
+        description="fit windows: 'full' (Table 9), 'no_covid' (K.3) and 'backtest' (events up to the fit cutoff, "
+        "lambda by CV on that sample)",
+    )
+
+
+def _months(first: str, last: str) -> list[str]:
+    y, m = map(int, first.split("-"))
+    out = []
+    while f"{y:04d}-{m:02d}" <= last:
+        out.append(f"{y:04d}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def _check_windows(fits: list[FitWindow]) -> None:
+    names = [f.name for f in fits]
+    if len(set(names)) != len(names):
+        raise ValueError(f"market_betas: fit names must be unique, got {names}")
+    for k, f in enumerate(fits):
+        for field, v in (("first_month", f.first_month), ("last_month", f.last_month)):
+            if not E._MONTH.match(v):
+                raise ValueError(f"market_betas: fit {f.name!r} {field}={v!r} is not YYYY-MM")
+        if f.last_month < f.first_month:
+            raise ValueError(f"market_betas: fit {f.name!r} last_month {f.last_month} < first_month {f.first_month}")
+        if f.lam is not None and f.lam_from is not None:
+            raise ValueError(f"market_betas: fit {f.name!r} sets both lam and lam_from")
+        if f.lam_from is not None and f.lam_from not in names[:k]:
+            raise ValueError(f"market_betas: fit {f.name!r} lam_from={f.lam_from!r} must name an earlier fit of {names[:k]}")
+
+
+def _lambda_rule(f: FitWindow) -> str:
+    return f"from:{f.lam_from}" if f.lam_from else (f"fixed:{f.lam:g}" if f.lam is not None else "cv")
+
+
+@asset(
+    group_name=GROUP,
+    deps=[surprise_events],
+    description="Frozen Huber-ridge market betas with HC1 V_beta (App. K.2) for each configured fit window (full "
+    "sample = Table 9, COVID-excluded refit = K.3, backtest = events up to the fit cutoff). A fit_id already "
+    "stored is never rewritten; market_beta_fits maps each window name to the fit it produced.",
+)
+def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: LeafLiveDB) -> MaterializeResult:
+    _check_windows(config.fits)
+    now = _now()
+    meta, done = {}, {}
+    with db.get_connection() as con:
+        have_months = {r[0] for r in con.execute("SELECT DISTINCT partition_key FROM surprise_events").fetchall()}
+        stored = {r[0] for r in con.execute("SELECT DISTINCT fit_id FROM market_betas").fetchall()}
+        for w in config.fits:
+            need = _months(w.first_month, w.last_month)
+            missing = sorted(set(need) - have_months)
+            if missing:
+                raise ValueError(
+                    f"market_betas: fit {w.name!r} covers release months {w.first_month}..{w.last_month}, but "
+                    f"{len(missing)} are not materialized in surprise_events (first missing: {missing[0]}); backfill first"
+                )
+            ev = storage.read_table(con, "surprise_events", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month])
+            lam = done[w.lam_from].lam if w.lam_from else w.lam
+            fit = B.fit_market_betas(B.event_design(ev), lam=lam, exclude_covid=w.exclude_covid)
+            done[w.name] = fit
+            used = ev.filter(pl.col("r_g").is_not_null())
+            avail = used["available_at"].max()
+            new = fit.fit_id not in stored
+            if new:  # a stored fit is frozen: never rewritten
+                storage.replace_partition(con, "market_betas", market_betas_frame(fit, available_at=avail), {"fit_id": fit.fit_id})
+                stored.add(fit.fit_id)
+            reg = storage.read_table(con, "market_beta_fits", "fit_name = ?", [w.name])
+            row = {"fit_name": w.name, "fit_id": fit.fit_id, "first_month": w.first_month, "last_month": w.last_month,
+                   "exclude_covid": w.exclude_covid, "lambda_rule": _lambda_rule(w), "registered_at": now,
+                   "confirmed_at": now, "available_at": avail}
+            old = reg.filter(pl.col("fit_id") == fit.fit_id)
+            if old.height:
+                row["registered_at"] = old["registered_at"][0]
+            reg = pl.concat([reg.filter(pl.col("fit_id") != fit.fit_id),
+                             pl.DataFrame([row], schema=storage.polars_schema("market_beta_fits"))])
+            storage.replace_partition(con, "market_beta_fits", reg, {"fit_name": w.name})
+            meta[w.name] = (f"{fit.fit_id} ({'new' if new else 'already stored'}): lambda={fit.lam:.4g} ({fit.lam_source}), "
+                            f"{fit.n_events} events, iterations={fit.iterations}, df_eff={fit.df_eff:.2f}")
+            context.log.info(f"market_betas {w.name}: {meta[w.name]}")
+    return MaterializeResult(metadata={k: MetadataValue.text(v) for k, v in meta.items()})
+
+
+def current_fits(con) -> dict[str, B.MarketBetaFit]:
+    """Fit name -> the fit that name confirmed most recently (``market_beta_fits``), rebuilt from
+    ``market_betas``."""
+    reg = storage.read_table(con, "market_beta_fits").sort("confirmed_at").unique("fit_name", keep="last")
+    if reg.height == 0:
+        return {}
+    rows = storage.read_table(con, "market_betas", "fit_id IN (SELECT fit_id FROM market_beta_fits)")
+    return {n: fit_from_market_betas(rows, fid) for n, fid in zip(reg["fit_name"], reg["fit_id"])}
+
+
+# ---------------------------------------------------------------------------------------------
+# livemacro_scores, score_decompositions, relative_errors
+# ---------------------------------------------------------------------------------------------
+
+
+class ModeConfig(Config):
+    name: str = Field(description="mode name = partition_key of the scoring tables (backtest | live | ...)")
+    first_month: str = Field(description="first release month scored, YYYY-MM (America/New_York)")
+    last_month: Optional[str] = Field(default=None, description="last release month scored (none = latest)")
+    fits: list[str] = Field(description="market_beta_fits names; the first is the headline fit")
+    horizons: list[str] = Field(default=["terminal"], description="terminal | median_<k>d (K.3)")
+    targets: list[str] = Field(default=["return", "shock"], description="return (LiveMacro) | shock (consensus-relative, S.1)")
+
+
+class ScoringConfig(Config):
+    modes: list[ModeConfig] = Field(
+        default=DEFAULT_MODES,
+        description="evaluation modes: 'backtest' (releases 2018-01..2025-10, fit 'backtest' = betas up to the fit "
+        "cutoff) and 'live' (releases from 2025-11, full-sample and no-COVID fits, every horizon)",
+    )
+    boot_draws: int = Field(default=L.DEFAULT_BOOT_DRAWS, description="parametric (Eq. 12) and paired (S.2) bootstrap draws")
+    seed: int = Field(default=L.DEFAULT_SEED, description="seed of the bootstrap draws (shared by every model)")
+    sampling_k: int = Field(default=L.SAMPLING_K, description="K.3 sampling CI over the k latest nowcasts (0 = off)")
+
+
+def _mode(m: ModeConfig) -> E.EvaluationMode:
+    return E.EvaluationMode(m.name, m.first_month, m.last_month, fits=tuple(m.fits), horizons=tuple(m.horizons),
+                            targets=tuple(m.targets))
+
+
+def _span_nowcasts(con, mode: E.EvaluationMode) -> pl.DataFrame:
+    """Valid nowcasts issued before their release (after_release = false) for the mode's releases."""
+    cond = "r.partition_key >= ?" + (" AND r.partition_key <= ?" if mode.last_month else "")
+    params = [mode.first_month] + ([mode.last_month] if mode.last_month else [])
+    return storage.read_table(
+        con, "nowcasts",
+        "valid AND NOT after_release AND EXISTS (SELECT 1 FROM releases r WHERE r.indicator_id = nowcasts.indicator_id "
+        f"AND r.reference_period = nowcasts.reference_period AND {cond})", params,
+    )
+
+
+_SCORE_DEPS = [market_betas, surprise_events, surprise_scales, releases, *NOWCAST_PRODUCERS]
+
+
+@multi_asset(
+    name="macro_scores",
+    group_name=GROUP,
+    specs=[
+        AssetSpec("livemacro_scores", deps=_SCORE_DEPS, description="LiveMacro Score family (Eq. 8/17) of every model "
+                  "in the nowcasts table, per evaluation mode (partition_key), fit, horizon, scope and target, with "
+                  "bootstrap and sampling intervals, kappa/phi, LMD and n_events_own; the consensus scores 0."),
+        AssetSpec("score_decompositions", deps=_SCORE_DEPS, description="Shapley allocation per indicator (App. M), "
+                  "sizing discipline (S.4), aggregator shares (K.4), mean relative error (Table 16), paired event "
+                  "bootstraps between models on shared releases (S.2) and the event coverage of each mode."),
+        AssetSpec("relative_errors", deps=_SCORE_DEPS, description="Real-time squared relative nowcast error per "
+                  "model, indicator, reference period and day before release (App. J), per evaluation mode."),
+    ],
+)
+def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
+    modes = [_mode(m) for m in config.modes]
+    meta: dict[str, dict] = {"livemacro_scores": {}, "score_decompositions": {}, "relative_errors": {}}
+    with db.get_connection() as con:
+        fits = current_fits(con)
+        rel = storage.read_table(con, "releases")
+        ev = storage.read_table(con, "surprise_events")
+        sigma = storage.read_table(con, "surprise_scales")
+        for mode in modes:
+            res = E.evaluate_mode(mode, releases=rel, events=ev, sigma=sigma, nowcasts=_span_nowcasts(con, mode),
+                                  fits=fits, n_draws=config.boot_draws, seed=config.seed, sampling_k=config.sampling_k)
+            where = {"partition_key": mode.name}
+            n1 = storage.replace_partition(con, "livemacro_scores", res.scores, where)
+            n2 = storage.replace_partition(con, "score_decompositions", res.decompositions, where)
+            n3 = storage.replace_partition(con, "relative_errors", res.relative_errors, where)
+            for skipped, reason in res.skipped.items():
+                context.log.info(f"{mode.name}: {skipped} not scored: {reason}")
+            meta["livemacro_scores"][mode.name] = f"{n1} rows; models {res.models}; coverage {res.coverage}"
+            meta["score_decompositions"][mode.name] = f"{n2} rows"
+            meta["relative_errors"][mode.name] = f"{n3} rows"
+    for key, m in meta.items():
+        yield MaterializeResult(asset_key=key, metadata={k: MetadataValue.text(v) for k, v in m.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# livebetting_scores, livebetting_bets
+# ---------------------------------------------------------------------------------------------
+
+
+@multi_asset(
+    name="livebetting",
+    group_name=GROUP,
+    specs=[
+        AssetSpec("livebetting_scores", deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
+                  description="LiveBetting Score (App. L Eq. 13) of every model with nowcasts for a stored market, by "
+                  "calendar-month segment and total (Table 13); excluded hours counted by reason. Partition = market_id."),
+        AssetSpec("livebetting_bets", deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
+                  description="The hourly $1 bet stream behind livebetting_scores with the cumulative return curve."),
+    ],
+)
+def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[MaterializeResult]:
+    with db.get_connection() as con:
+        prices = storage.read_table(con, "prediction_market_prices")
+        rel = storage.read_table(con, "releases")
+        nc = storage.read_table(
+            con, "nowcasts", "valid AND NOT after_release AND (indicator_id, reference_period) IN "
+            "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)")
+        res = E.score_markets(prices, rel, nc)
+        n_s = n_b = 0
+        for m in res.markets:
+            where = {"partition_key": m}
+            n_s += storage.replace_partition(con, "livebetting_scores", res.scores.filter(pl.col("partition_key") == m), where)
+            n_b += storage.replace_partition(con, "livebetting_bets", res.bets.filter(pl.col("partition_key") == m), where)
+    for m, reason in res.skipped.items():
+        context.log.warning(f"livebetting: market {m} not scored: {reason}")
+    total = res.scores.filter(pl.col("segment") == "total")
+    summary = {f"{r['market_id']} {r['model_id']}": (None if r["final_return"] is None else round(r["final_return"], 4))
+               for r in total.iter_rows(named=True)}
+    yield MaterializeResult(asset_key="livebetting_scores", metadata={"rows": n_s, "markets": str(res.markets),
+                                                                     "skipped": str(res.skipped),
+                                                                     "final_returns": MetadataValue.json(summary)})
+    yield MaterializeResult(asset_key="livebetting_bets", metadata={"rows": n_b})
+
+
+# ---------------------------------------------------------------------------------------------
+# Asset checks
+# ---------------------------------------------------------------------------------------------
+
+
+@asset_check(asset="livemacro_scores", description="The consensus (S_hat = 0) scores exactly 0, with a zero-width "
+             "interval, in every mode, fit, horizon, scope and target where the target is not identically 0.")
+def consensus_scores_zero(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        n, bad = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE score IS DISTINCT FROM 0 OR boot_ci90_lo IS DISTINCT FROM 0 "
+            "OR boot_ci90_hi IS DISTINCT FROM 0) FROM livemacro_scores "
+            "WHERE model_id LIKE 'consensus/%' AND n_events > 0 AND ss_cons > 0"
+        ).fetchall()[0]
+    return AssetCheckResult(passed=n > 0 and bad == 0, metadata={"consensus_rows": n, "nonzero": bad})
+
+
+@asset_check(asset="score_decompositions", description="Exact Shapley contributions (App. M) sum to the score they "
+             "allocate (|sum - score| <= 1e-9) for every model, fit, scope and target.")
+def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        n, bad, worst = con.execute(
+            "WITH s AS (SELECT partition_key, model_id, fit_id, horizon, scope, target, sum(value) AS total "
+            "FROM score_decompositions WHERE decomposition = 'shapley' GROUP BY ALL) "
+            "SELECT count(*), count(*) FILTER (WHERE l.score IS NULL OR abs(s.total - l.score) > 1e-9), "
+            "max(abs(s.total - l.score)) FROM s LEFT JOIN livemacro_scores l "
+            "USING (partition_key, model_id, fit_id, horizon, scope, target)"
+        ).fetchall()[0]
+    return AssetCheckResult(passed=n > 0 and bad == 0, metadata={"allocations": n, "mismatched": bad,
+                                                                 "max_abs_gap": float(worst or 0.0)})
+
+
+@asset_check(asset="livemacro_scores", description="Theme scores use only their theme's events: the theme scopes "
+             "partition the overall scope's releases (sum of theme n_releases = overall n_releases) and no theme "
+             "holds more events than the overall scope.")
+def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        scores = storage.read_table(con, "livemacro_scores")
+    bad = E.themes_partition_releases(scores)
+    return AssetCheckResult(passed=scores.height > 0 and bad.height == 0, metadata={"violations": bad.height})
+
+
+@asset_check(asset="livebetting_bets", description="Point in time: every bet hour is strictly before the release and "
+             "uses a nowcast issued at or before it.")
+def bets_before_release(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        n, bad = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE b.bet_at >= s.release_at OR b.nowcast_issued_at > b.bet_at "
+            "OR b.nowcast_issued_at >= s.release_at) FROM livebetting_bets b JOIN (SELECT DISTINCT partition_key, "
+            "model_id, market_id, release_at FROM livebetting_scores) s USING (partition_key, model_id, market_id)"
+        ).fetchall()[0]
+    return AssetCheckResult(passed=bad == 0, metadata={"bet_hours": n, "violations": bad})
+
+
+def scoring_run_config(
+    *,
+    fit_cutoff: str | None = None,
+    backtest_start: str | None = None,
+    backtest_end: str | None = None,
+    boot_draws: int | None = None,
+) -> dict:
+    """Run config for ``market_betas`` and ``macro_scores`` from the ``leaf-live run`` options (``{}`` when
+    none is given): ``fit_cutoff`` = last month of the ``backtest`` fit; ``backtest_start``/``backtest_end`` =
+    the backtest scoring span; ``boot_draws`` = bootstrap draws."""
+    ops: dict = {}
+    if fit_cutoff is not None:
+        fits = [dict(f) for f in DEFAULT_FIT_WINDOWS]
+        for f in fits:
+            if f["name"] == "backtest":
+                f["last_month"] = fit_cutoff
+        ops["market_betas"] = {"config": {"fits": fits}}
+    if backtest_start is not None or backtest_end is not None or boot_draws is not None:
+        modes = [dict(m) for m in DEFAULT_MODES]
+        for m in modes:
+            if m["name"] == "backtest":
+                m["first_month"] = backtest_start or m["first_month"]
+                m["last_month"] = backtest_end or m["last_month"]
+        cfg: dict = {"modes": modes}
+        if boot_draws is not None:
+            cfg["boot_draws"] = boot_draws
+        ops["macro_scores"] = {"config": cfg}
+    return {"ops": ops} if ops else {}
+
+
+MACRO_SCORING_ASSETS = [prediction_market_prices, market_betas, macro_scores, livebetting]
+MACRO_SCORING_CHECKS = [consensus_scores_zero, shapley_sums_to_score, theme_scopes_partition_releases, bets_before_release]
