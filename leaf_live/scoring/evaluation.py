@@ -25,6 +25,10 @@ Rules (the same for every model, the consensus included):
 * the betas must be frozen before the span: a fit whose last event is at or after the span's first
   release raises :class:`~leaf_live.scoring.livemacro.ScoringError`.
 
+Horizons ``median_<k>d`` compare the within-day median nowcast with the final consensus: the calendar
+sources hold only the terminal consensus, not its cumulative-median path (K.3 uses the consensus standing
+at the end of that day), so the consensus side of those horizons is the terminal one.
+
 The surprise scales sigma_i are the frozen 2010-01 .. 2025-10 ones (``surprise_scales``) in every mode. In
 the backtest this does not look ahead in any way that matters: the score depends on beta_i / sigma_i, and a
 fit on surprises scaled by another constant gives the same beta_i / sigma_i up to the ridge penalty's
