@@ -18,6 +18,7 @@ from leaf_live.forecasters.arima import (
     ArimaError,
     SeriesHistory,
     _prepare,
+    snapshot_first_releases,
     _Problem,
     arima_nowcasts,
     css_start,
@@ -273,7 +274,36 @@ def test_cpi_and_payroll_nowcasts_from_the_real_vintage(snapshot_dir):
     assert cpi["value"] == pytest.approx(100 * (march / year_ago - 1), rel=1e-12)
 
 
-def test_live_window_targets_gap_history_and_reasons(snapshot_dir):
+@pytest.fixture(scope="module")
+def first_release_history(snapshot_dir) -> pl.DataFrame:
+    return snapshot_first_releases(snapshot_dir)
+
+
+@pytest.mark.parametrize(
+    ("indicator_id", "file", "column", "scale"),
+    [
+        ("ism_manufacturing", "ism_manufacturing_investing_calendar_history.csv", "ism_manufacturing_index", 1),
+        ("ism_services", "ism_services_investing_calendar_history.csv", "ism_services_index", 1),
+        ("existing_home_sales", "existing_home_sales_investing_calendar_history.csv",
+         "existing_home_sales_millions_saar", 1000),
+    ],
+)
+def test_first_release_history_equals_the_investing_histories(snapshot_dir, first_release_history, indicator_id,
+                                                                file, column, scale):
+    # the ISM / existing-home-sales levels the ARIMA uses (first releases from the LiveMacroEval release
+    # calendar, 2009-12 on) equal the Investing.com calendar histories LiveMacroEval's ARIMA collected
+    # (2017-12/2018-01 .. 2026-03) on every overlapping month
+    path = snapshot_dir / "livemacroeval/Results/benchmark_econ/external_data_2026_04_16/processed" / file
+    inv = pl.read_csv(path, try_parse_dates=True).select(
+        pl.col("observation_date").alias("reference_period"), (pl.col(column) * scale).alias("investing"))
+    ours = first_release_history.filter(pl.col("indicator_id") == indicator_id).select("reference_period", "actual")
+    joined = inv.join(ours, on="reference_period", how="left")
+    assert joined.height >= 99 and joined["actual"].null_count() == 0
+    np.testing.assert_allclose(joined["actual"].to_numpy(), joined["investing"].to_numpy(), rtol=0, atol=1e-9)
+    assert ours["reference_period"].min() == date(2009, 12, 1)
+
+
+def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release_history):
     targets = [
         ("unemployment_rate", date(2026, 3, 1)),  # beyond the archive: ~2025-12 vintage, gap reported
         ("ism_manufacturing", date(2026, 3, 1)),  # first releases, AR(1) on logs
@@ -281,7 +311,8 @@ def test_live_window_targets_gap_history_and_reasons(snapshot_dir):
         ("new_home_sales", date(2025, 11, 1)),  # Sep/Oct 2025 first released 2026-01-13 (shutdown)
         ("real_gdp_advance", date(2024, 1, 1)),  # no FRED-QD vintage before 2025-03 in the snapshot
     ]
-    df = arima_nowcasts(targets, transport="snapshot", snapshot_dir=snapshot_dir, p_max=3, q_max=1)
+    df = arima_nowcasts(targets, transport="snapshot", snapshot_dir=snapshot_dir, releases=first_release_history,
+                        p_max=3, q_max=1)
     conform("nowcasts", df)
     rows = {r["indicator_id"]: r for r in df.iter_rows(named=True)}
     u = rows["unemployment_rate"]

@@ -47,6 +47,29 @@ Where our orders differ from statsmodels' (benchmark): statsmodels with its defa
 iterations, innovation variance estimated jointly, badly scaled for log series) often stops short of the
 maximum for MA orders; with ``concentrate_scale=True`` and more iterations it reaches the maxima we find.
 
+Data (App. I "Data and refit cadence"; :func:`arima_nowcasts`):
+
+* vintage: the FRED-MD / FRED-QD vintage of the month before the target month (the quarter's last month for
+  GDP), or before the month the window opens if that is earlier; in a snapshot without it, the nearest
+  earlier vintage (never a later one), the gap written into ``rationale``. The snapshot holds every FRED-MD
+  vintage 1999-08 .. 2024-03 plus approximate 2025-03 and 2025-12 vintages, and one FRED-QD vintage
+  (~2025-03): real-GDP targets before 2025-Q2 therefore get no forecast (a stated reason); monthly targets
+  2025-04 .. 2025-12 fall back to the 2025-03 vintage (up to 8 months older than wanted, forecasts up to
+  10 months ahead) and 2026 targets to the 2025-12 vintage. The ragged edge (series not yet updated in the
+  vintage) sets each series' own last observation; interior gaps (October 2025 CPI and unemployment, never
+  published) are interpolated, log-linearly for log series, and counted in ``rationale``;
+* series outside FRED-MD (ISM manufacturing / services PMIs, existing and new home sales): their
+  first-release values with release timestamps (the ``releases`` table, or the snapshot's LiveMacroEval
+  release calendar, 2009-12 on), restricted to values released by the window open and to reference months
+  up to the last month the preceding vintage would hold. These equal the Investing.com calendar histories
+  LiveMacroEval's own ARIMA used on every overlapping month (a test checks it) and are point in time:
+  new home sales for Sep/Oct 2025 were published only on 2026-01-13 and are not used before. The
+  latest-vintage FRED files (e.g. ``HSN1F.csv``) were not used because they carry revised values with no
+  publication time. With histories from 2009-12 the 60-observation rule is first met for 2015 targets;
+* catalog approximations (see :mod:`leaf_live.catalog.indicators`): CPI YoY from seasonally adjusted
+  CPIAUCSL (the target is NSA), PPI from FRED-MD's finished-goods WPSFD49207 (called PPIFGS before the
+  2016-03 vintage), real PCE from DPCERA3M086SBEA, durable goods from AMDMNOx, retail sales from RETAILx.
+
 Point forecasts are the Kalman-filter predictions (conditional means) in the modelled space; for log codes
 the level forecast is ``exp`` of the log forecast (the conditional median; the paper's "forecast back through
 the exponential").
@@ -808,7 +831,7 @@ def release_history(
             & pl.col("actual").is_not_null()
         )
         .sort("available_at")
-        .unique("reference_period", keep="first")  # first release of each period
+        .unique("reference_period", keep="first", maintain_order=True)  # first release of each period
         .sort("reference_period")
     )
     if sub.height == 0:
@@ -818,11 +841,14 @@ def release_history(
     return SeriesHistory(dates, vals, filled, f"first releases of {ind.id}")
 
 
-def _snapshot_releases(snapshot_dir: Path) -> pl.DataFrame:
+def snapshot_first_releases(snapshot_dir: str | os.PathLike) -> pl.DataFrame:
+    """First releases of every indicator from the snapshot's LiveMacroEval release calendar (panel 2010-01 ..
+    2025-10 and live file 2025-11 .. 2026-05): :func:`leaf_live.sources.releases.load_release_calendar` then
+    :func:`leaf_live.scoring.surprises.first_releases`. The ``releases`` frame :func:`release_history` reads."""
     from leaf_live.scoring.surprises import first_releases
     from leaf_live.sources.releases import load_release_calendar
 
-    return first_releases(load_release_calendar("snapshot", snapshot_dir))
+    return first_releases(load_release_calendar("snapshot", Path(snapshot_dir)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -910,7 +936,7 @@ def nowcast_one(
         vint = f", vintage {history.vintage}"
         if history.vintage_gap_months:
             vint += f" (wanted {history.wanted_vintage}, not in the snapshot: {history.vintage_gap_months} months older)"
-    model = f"AR(1)+const on log level" if ar1 else (
+    model = "AR(1)+const on log level" if ar1 else (
         f"ARIMA({fit.p},{fit.d},{fit.q}) trend={fit.trend}{' on log level' if log else ''}, AIC={fit.aic:.2f}"
     )
     unit = "quarters" if quarterly else "months"
@@ -1020,7 +1046,7 @@ def arima_nowcasts(
     if need_releases and releases is None:
         if transport == "snapshot":
             try:
-                releases = _snapshot_releases(snap)
+                releases = snapshot_first_releases(snap)
             except (SourceError, ValueError) as exc:
                 rel_error = f"release history unavailable: {exc}"
         else:
