@@ -257,8 +257,9 @@ def test_cpi_and_payroll_nowcasts_from_the_real_vintage(snapshot_dir):
     assert df["after_release"].to_list() == [False, False]
     cpi = df.row(0, named=True)
     pay = df.row(1, named=True)
-    assert cpi["source_variable"] == "FRED-MD CPIAUCSL" and pay["source_variable"] == "FRED-MD PAYEMS"
+    assert cpi["source_variable"] == "CPIAUCSL" and pay["source_variable"] == "PAYEMS"
     for r in (cpi, pay):
+        assert "FRED-MD " + r["source_variable"] in r["rationale"]
         assert "vintage 2024-02;" in r["rationale"] and "obs 1959-01..2024-01" in r["rationale"]
         assert "h=2 months" in r["rationale"]
     # sane magnitudes: March 2024 CPI was 3.5% y/y; payrolls +303k first release
@@ -330,3 +331,4 @@ def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release
     assert nhs["valid"] and "..2025-08 " in nhs["rationale"] and 500 < nhs["value"] < 900
     g = rows["real_gdp_advance"]
     assert not g["valid"] and "no FRED-QD vintage at or before 2024-02" in g["invalid_reason"]
+    assert g["source_variable"] == "GDPC1" and ism["source_variable"] == "ism_manufacturing"

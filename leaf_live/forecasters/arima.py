@@ -690,12 +690,15 @@ _TCODE_D = {1: 0, 2: 1, 3: 2, 4: 0, 5: 1, 6: 2}
 class SeriesHistory:
     """One indicator's history as seen at issue time: ``dates`` (period starts, consecutive months or
     quarters), ``levels`` (reporting-compatible level units: FRED-MD units, or the catalog's reporting unit
-    for release-based histories), ``filled`` (number of interior gaps filled), and a ``source`` text."""
+    for release-based histories), ``filled`` (number of interior gaps filled), a ``source`` text for messages
+    and the ``variable`` that becomes the nowcast's ``source_variable``; the vintage used, the one wanted and
+    the gap in months for FRED-MD/QD histories."""
 
     dates: list[date]
     levels: np.ndarray
     filled: int
     source: str
+    variable: str | None = None  # FRED-MD/QD column, or the indicator id for first-release histories
     vintage: str | None = None
     wanted_vintage: str | None = None
     vintage_gap_months: int = 0
@@ -802,7 +805,7 @@ def fred_history(
     sub = levels.select("date", col)
     dates, vals, filled = regular_history(sub["date"].to_list(), sub[col].to_list(),
                                           quarterly=kind == "qd", log_fill=ind.fred_md_tcode in _LOG_TCODES)
-    return SeriesHistory(dates, vals, filled, f"FRED-{kind.upper()} {col}", choice.vintage, choice.wanted,
+    return SeriesHistory(dates, vals, filled, f"FRED-{kind.upper()} {col}", col, choice.vintage, choice.wanted,
                          choice.gap_months)
 
 
@@ -838,7 +841,7 @@ def release_history(
         raise ArimaError(f"no first releases of {ind.id} up to {last_period:%Y-%m} known at {issued_at:%Y-%m-%d %H:%M} UTC")
     dates, vals, filled = regular_history(sub["reference_period"].to_list(), sub["actual"].to_list(),
                                           quarterly=False, log_fill=True)
-    return SeriesHistory(dates, vals, filled, f"first releases of {ind.id}")
+    return SeriesHistory(dates, vals, filled, f"first releases of {ind.id}", ind.id)
 
 
 def snapshot_first_releases(snapshot_dir: str | os.PathLike) -> pl.DataFrame:
@@ -859,7 +862,7 @@ def snapshot_first_releases(snapshot_dir: str | os.PathLike) -> pl.DataFrame:
 @dataclass(frozen=True)
 class ArimaNowcast:
     """One auto-ARIMA nowcast: ``value`` in the reporting unit (None when not issued), ``reason`` why not,
-    ``source_variable`` (FRED column or release history), ``rationale`` (the fit, the vintage and the gap)."""
+    ``source_variable`` (FRED column or indicator id), ``rationale`` (the fit, the vintage and the gap)."""
 
     indicator_id: str
     reference_period: date
@@ -898,9 +901,10 @@ def nowcast_one(
     quarterly = ind.frequency == "quarterly"
     d, trend, log, ar1 = _spec(ind)
     src = history.source
+    var = history.variable or src
 
     def fail(reason: str) -> ArimaNowcast:
-        return ArimaNowcast(indicator_id, reference_period, issued_at, None, reason, src, None)
+        return ArimaNowcast(indicator_id, reference_period, issued_at, None, reason, var, None)
 
     n = len(history.levels)
     if n < min_obs:
@@ -950,8 +954,8 @@ def nowcast_one(
     if not ind.guardrail.check(value):
         return ArimaNowcast(indicator_id, reference_period, issued_at, None,
                             f"forecast {value:.6g} outside the scale guardrail [{ind.guardrail.lo}, {ind.guardrail.hi}]",
-                            src, rationale)
-    return ArimaNowcast(indicator_id, reference_period, issued_at, float(value), None, src, rationale)
+                            var, rationale)
+    return ArimaNowcast(indicator_id, reference_period, issued_at, float(value), None, var, rationale)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -991,8 +995,8 @@ def arima_nowcasts(
     Returns a ``nowcasts`` frame (``storage.NOWCASTS``), one row per target: ``producer='arima_nowcasts'``,
     ``model_id='baseline/auto-arima'``, ``value`` in the reporting unit, ``valid``; targets that get no
     forecast (fewer than ``min_obs`` observations, no vintage, failed fit, guardrail) are rows with
-    ``valid=False``, ``value`` NULL and ``invalid_reason``; ``source_variable`` = the FRED column (or the
-    release history); ``rationale`` = order, AIC, vintage, sample, horizon; ``available_at = issued_at``;
+    ``valid=False``, ``value`` NULL and ``invalid_reason``; ``source_variable`` = the FRED-MD/QD column
+    (``CPIAUCSL``; ``PPIFGS`` in pre-2016 vintages) or, for first-release histories, the indicator id; ``rationale`` = order, AIC, vintage, sample, horizon; ``available_at = issued_at``;
     ``partition_key`` = ``partition_key`` (one string, or per target) or the New York month of ``issued_at``.
     ``after_release`` is False (mark it with :func:`leaf_live.forecasters.windows.mark_after_release`).
 
@@ -1067,8 +1071,8 @@ def arima_nowcasts(
                 hist = release_history(ind, releases, issued_at=opens, last_period=last)
             nc = nowcast_one(ind.id, ref, opens, hist, min_obs=min_obs, p_max=p_max, q_max=q_max)
         except (SourceError, ArimaError, ValueError) as exc:
-            src = ind.fred_md_column or f"first releases of {ind.id}"
-            nc = ArimaNowcast(ind.id, ref, opens, None, f"no history: {exc}", src, None)
+            var = ind.fred_md_column if ind.id not in AR1_LOG_INDICATORS and ind.fred_md_column else ind.id
+            nc = ArimaNowcast(ind.id, ref, opens, None, f"no history: {exc}", var, None)
         rows.append(
             {
                 "partition_key": pk,
