@@ -3,11 +3,17 @@
 ``leaf_live.forecasters``, ``leaf_live.agents`` and ``leaf_live.sources``.
 """
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 import polars as pl
 from dagster import (
     AssetCheckResult,
+    Config,
     AssetExecutionContext,
     HourlyPartitionsDefinition,
     MaterializeResult,
@@ -22,10 +28,12 @@ from assets.macro_releases import releases
 from leaf_live import storage
 from leaf_live.agents.llm import load_llm_config, no_models_message
 from leaf_live.agents.nowcast_agent import hour_targets, run_nowcast_hour_sync
+from leaf_live.forecasters.arima import arima_nowcasts_for_windows
 from leaf_live.forecasters.consensus import consensus_nowcasts
 from leaf_live.forecasters.windows import mark_after_release, nowcast_windows as build_windows
 from leaf_live.sources.fed_nowcasts import load_fed_snapshot
 from leaf_live.sources.recorded_nowcasts import load_recorded_nowcasts
+from pydantic import Field
 from resources import LeafLiveDB, SourcesResource
 
 
@@ -85,6 +93,60 @@ def comparator_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> Materialize
         written = replace_producer(con, "nowcasts", "comparator_nowcasts", frame)
     models = frame.group_by("model_id").len().sort("model_id").rows()
     return MaterializeResult(metadata={"rows": sum(written.values()), "models": str(models)})
+
+
+class ArimaConfig(Config):
+    first_month: Optional[str] = Field(
+        default="2018-01",
+        description="issue ARIMA nowcasts only for windows whose release month is >= this (YYYY-MM; default the "
+        "backtest start). Each window costs a 52-order AIC grid, so the 2010-2017 windows are opt-in.",
+    )
+    last_month: Optional[str] = Field(default=None, description="... and <= this (YYYY-MM; default no bound)")
+    workers: int = Field(default=0, description="processes fitting in parallel (0 = one per CPU)")
+
+
+
+
+@asset(
+    group_name="macro_nowcasts",
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    deps=[nowcast_windows, releases],
+    description="Auto-ARIMA baseline (App. I) as baseline/auto-arima: one forecast per window, issued at the "
+    "window open and held constant; d from the FRED-MD/QD transform code, (p, q) by AIC over p<=12, q<=3, "
+    "fitted on the vintage preceding the target month; ISM as AR(1) on the log level.",
+)
+def arima_nowcasts(
+    context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB, sources: SourcesResource
+) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    todo = [
+        k for k in keys
+        if (config.first_month is None or k >= config.first_month) and (config.last_month is None or k <= config.last_month)
+    ]
+    if not todo:
+        return MaterializeResult(metadata={"rows": 0, "months": 0, "status": "no month in the ARIMA span"})
+    with db.get_connection() as con:
+        win = storage.read_table(con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
+        rel = storage.read_table(con, "releases")
+    win = win.filter(pl.col("partition_key").is_in(todo))
+    fit = partial(arima_nowcasts_for_windows, releases=rel, transport=sources.transport,
+                  snapshot_dir=sources.snapshot_path)
+    chunks = [g for _, g in win.sort("partition_key").group_by("partition_key", maintain_order=True)]
+    workers = min(config.workers or os.cpu_count() or 1, len(chunks))
+    if workers > 1:
+        # spawn, not fork: polars' and Dagster's threads make a forked child deadlock
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            frames = list(pool.map(fit, chunks))
+    else:
+        frames = [fit(c) for c in chunks]
+    frame = pl.concat(frames) if frames else storage.empty_frame("nowcasts")
+    frame = mark_after_release(frame, win) if frame.height else frame
+    with db.get_connection() as con:
+        # Months outside [first_month, last_month] keep their rows: they are outside this run's scope.
+        written = write_partitions(con, "nowcasts", frame, todo, extra_where={"producer": "arima_nowcasts"})
+    valid = int(frame["valid"].sum()) if frame.height else 0
+    return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "months": len(todo)})
 
 
 # LLM nowcasts run live, hour by hour; the partitions start with the paper's live window.
@@ -152,5 +214,5 @@ def comparator_nowcasts_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
     return AssetCheckResult(passed=bad == 0, metadata={"mismatched": bad})
 
 
-MACRO_NOWCAST_ASSETS = [nowcast_windows, recorded_nowcasts, comparator_nowcasts, llm_nowcasts]
+MACRO_NOWCAST_ASSETS = [nowcast_windows, recorded_nowcasts, comparator_nowcasts, arima_nowcasts, llm_nowcasts]
 MACRO_NOWCAST_CHECKS = [comparator_nowcasts_point_in_time]

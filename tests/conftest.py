@@ -61,3 +61,24 @@ def http_server() -> Iterator[GetServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# The main job once per test session, shared by the asset tests (they copy the file before writing to it).
+# ARIMA runs on two release months only (one backtest, one live), since each window costs a 52-order grid.
+MAIN_RUN_ARGS = ["--arima-from", "2025-10", "--arima-to", "2025-11"]
+
+
+@pytest.fixture(scope="session")
+def main_run(tmp_path_factory, snapshot_dir) -> dict:
+    """``leaf-live run`` on the real snapshot into a fresh DuckDB file: ``{"db", "out", "err"}``."""
+    import contextlib
+    import io
+
+    from leaf_live.cli import main as cli_main
+
+    db = tmp_path_factory.mktemp("main_run") / "leaf_live.duckdb"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli_main(["run", "--snapshot", str(snapshot_dir), "--db", str(db), *MAIN_RUN_ARGS])
+    assert rc == 0, err.getvalue()[-3000:]
+    return {"db": db, "out": out.getvalue(), "err": err.getvalue()}

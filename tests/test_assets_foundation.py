@@ -13,7 +13,6 @@ import pytest
 from dagster import DagsterInstance, materialize
 
 from leaf_live import storage
-from leaf_live.cli import main as cli_main
 from leaf_live.definitions import defs
 from assets.macro_releases import MACRO_RELEASE_ASSETS
 from resources import default_resources
@@ -24,10 +23,8 @@ PARTITIONED = [a for a in MACRO_RELEASE_ASSETS if a.partitions_def is not None]
 
 
 @pytest.fixture(scope="module")
-def built_db(tmp_path_factory, snapshot_dir) -> Path:
-    db = tmp_path_factory.mktemp("main") / "leaf_live.duckdb"
-    assert cli_main(["run", "--snapshot", str(snapshot_dir), "--db", str(db)]) == 0
-    return db
+def built_db(main_run) -> Path:
+    return main_run["db"]
 
 
 def _counts(db: Path, table: str) -> dict[str, int]:
@@ -78,7 +75,8 @@ def test_main_job_covers_the_whole_release_history(built_db, snapshot_dir):
         con.close()
 
 
-def test_rematerializing_a_partition_twice_keeps_counts(built_db, snapshot_dir):
+def test_rematerializing_a_partition_twice_keeps_counts(built_db, snapshot_dir, tmp_path):
+    built_db = Path(shutil.copy(built_db, tmp_path / "copy.duckdb"))
     tables = ["release_calendar", "releases", "announcement_returns", "surprise_events"]
     before = {t: _counts(built_db, t) for t in tables}
     for _ in range(2):

@@ -33,13 +33,8 @@ SPANS = {"backtest": ("2018-01", "2025-10"), "live": ("2025-11", "2026-05")}
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, snapshot_dir):
-    db = tmp_path_factory.mktemp("scoring") / "leaf_live.duckdb"
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli_main(["run", "--snapshot", str(snapshot_dir), "--db", str(db)])
-    assert rc == 0, err.getvalue()[-3000:]
-    return {"db": db, "out": out.getvalue(), "err": err.getvalue()}
+def built(main_run):
+    return main_run
 
 
 @pytest.fixture(scope="module")
