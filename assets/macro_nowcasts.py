@@ -31,7 +31,7 @@ from leaf_live.agents.nowcast_agent import hour_targets, run_nowcast_hour_sync
 from leaf_live.forecasters.arima import arima_nowcasts_for_windows
 from leaf_live.forecasters.consensus import consensus_nowcasts
 from leaf_live.forecasters.windows import mark_after_release, nowcast_windows as build_windows
-from leaf_live.sources.fed_nowcasts import load_fed_snapshot
+from leaf_live.sources.fed_nowcasts import fetch_fed_live, load_fed_snapshot
 from leaf_live.sources.recorded_nowcasts import load_recorded_nowcasts
 from pydantic import Field
 from resources import LeafLiveDB, SourcesResource
@@ -88,7 +88,18 @@ def recorded_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeRe
 def comparator_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
     with db.get_connection() as con:
         rel = first_per_period(storage.read_table(con, "releases"))
-        frames = [consensus_nowcasts(rel), load_fed_snapshot(sources.snapshot_path)]
+        if sources.transport == "live":
+            # A live fetch returns each Fed series as published now; keep every earlier stored vintage so the
+            # step function of publication time only grows.
+            stored = storage.read_table(
+                con, "nowcasts", "producer = 'comparator_nowcasts' AND model_id LIKE 'fed/%'"
+            )
+            fed = pl.concat([stored, fetch_fed_live()], how="vertical").unique(
+                ["model_id", "indicator_id", "reference_period", "issued_at"], keep="last", maintain_order=True
+            )
+        else:
+            fed = load_fed_snapshot(sources.snapshot_path)
+        frames = [consensus_nowcasts(rel), fed]
         frame = mark_after_release(pl.concat(frames, how="vertical"), _windows(con))
         written = replace_producer(con, "nowcasts", "comparator_nowcasts", frame)
     models = frame.group_by("model_id").len().sort("model_id").rows()
