@@ -186,13 +186,16 @@ def huber_ridge_irls(
     )
 
 
-def hc1_covariance(X: np.ndarray, fit: HuberRidgeFit) -> tuple[np.ndarray, float]:
+def hc1_covariance(X: np.ndarray, fit: HuberRidgeFit, *, integer_df: bool = True) -> tuple[np.ndarray, float]:
     """HC1-style robust covariance of a Huber-ridge fit (LiveMacroEval Eq. 11).
 
-    ``V = n/(n - df_eff) A^{-1} B A^{-1}`` with ``A = X'WX + lam I`` (converged weights ``W``),
+    ``V = n/(n - df) A^{-1} B A^{-1}`` with ``A = X'WX + lam I`` (converged weights ``W``),
     ``B = X' diag(psi_delta(u)^2) X``, ``psi_delta = clip(u, -delta, delta)`` and
-    ``df_eff = tr(X A^{-1} X' W)``. Returns ``(V (p, p), df_eff)`` in squared log-return units.
-    Raises :class:`BetaFitError` when ``n <= df_eff``.
+    ``df_eff = tr(X A^{-1} X' W)``. ``df`` is ``df_eff`` rounded to an integer (``integer_df``, default):
+    on the released panel that reproduces all 16 Table 9 SEs to the printed three decimals (df_eff = 13.44
+    -> 13), while the fractional ``df_eff`` leaves retail sales (1.9117) and ISM services (1.4876) one unit
+    above the table. Returns ``(V (p, p), df_eff)`` (``df_eff`` unrounded) in squared log-return units.
+    Raises :class:`BetaFitError` when ``n <= df``.
     """
     X = np.asarray(X, dtype=float)
     n, p = X.shape
@@ -204,9 +207,10 @@ def hc1_covariance(X: np.ndarray, fit: HuberRidgeFit) -> tuple[np.ndarray, float
     B = (X.T * psi**2) @ X
     # tr(X A^-1 X' W) = tr(A^-1 X'WX) avoids the n x n hat matrix
     df_eff = float(np.trace(Ainv @ (Xw @ X)))
-    if n <= df_eff:
-        raise BetaFitError(f"n = {n} events is not above df_eff = {df_eff:.3f}; HC1 covariance undefined")
-    V = n / (n - df_eff) * (Ainv @ B @ Ainv)
+    df = float(round(df_eff)) if integer_df else df_eff
+    if n <= df:
+        raise BetaFitError(f"n = {n} events is not above df = {df:.3f}; HC1 covariance undefined")
+    V = n / (n - df) * (Ainv @ B @ Ainv)
     return (V + V.T) / 2.0, df_eff
 
 
@@ -421,6 +425,7 @@ def fit_market_betas(
     V, df_eff = hc1_covariance(X, fit)
     settings = {
         "estimator": "huber_ridge_irls", "c": c, "mad_constant": mad_constant, "tol": tol, "max_iter": max_iter,
+        "hc1_df": "round(df_eff)",
         "lam": lam_used, "lam_source": lam_source, "exclude_covid": exclude_covid,
         "grid": [float(g) for g in np.asarray(grid, dtype=float)] if lam is None else None,
         "n_folds": n_folds if lam is None else None, "cv_loss": cv_loss if lam is None else None,
