@@ -19,8 +19,6 @@ from dagster import (
     MaterializeResult,
     asset,
     asset_check,
-    build_schedule_from_partitioned_job,
-    define_asset_job,
 )
 
 from assets.common import RELEASE_MONTHS, SINGLE_RUN, replace_producer, run_partition_keys, write_partitions
@@ -206,10 +204,6 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeR
             storage.replace_partition(con, "nowcasts", nc, {"producer": "llm_nowcasts", "partition_key": key})
             rows, calls = rows + nc.height, calls + lg.height
     return MaterializeResult(metadata={"rows": rows, "calls": calls})
-
-
-llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts], partitions_def=NOWCAST_HOURS)
-llm_nowcast_schedule = build_schedule_from_partitioned_job(llm_nowcast_job, minute_of_hour=5)
 
 
 @asset_check(

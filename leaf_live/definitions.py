@@ -9,10 +9,11 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
-from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, llm_nowcast_job, llm_nowcast_schedule
+from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS
 from assets.macro_releases import MACRO_RELEASE_ASSETS, MACRO_RELEASE_CHECKS
 from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
 from resources import default_resources
+from sensors import JOBS, SCHEDULES
 
 ALL_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS]
 ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS]
@@ -29,8 +30,8 @@ main_job = define_asset_job(
 defs = Definitions(
     assets=ALL_ASSETS,
     asset_checks=ALL_CHECKS,
-    jobs=[main_job, llm_nowcast_job],
-    schedules=[llm_nowcast_schedule],
+    jobs=[main_job, *JOBS],
+    schedules=SCHEDULES,
     resources=default_resources(),
     # One process writes the DuckDB file at a time.
     executor=in_process_executor,
