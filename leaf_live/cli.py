@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     arima_span = f"{args.arima_from or args.backtest_start or '2018-01'} .. {args.arima_to or end}"
     print(f"auto-ARIMA nowcasts for release months {arima_span}: one 52-order AIC grid per nowcast window, "
-          "about an hour on 2 cores for the default span (--arima-from/--arima-to narrow it)", flush=True)
+          "more than an hour on 2 cores for the default span (--arima-from/--arima-to narrow it)", flush=True)
     t0 = time.monotonic()
     run_config = scoring_run_config(fit_cutoff=args.fit_cutoff, backtest_start=args.backtest_start,
                                     backtest_end=args.backtest_end, boot_draws=args.boot_draws)
