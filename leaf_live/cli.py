@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import sys
 import time
@@ -55,6 +56,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.snapshot is not None and not Path(args.snapshot).is_dir():
         raise SystemExit(f"leaf-live run: --snapshot {args.snapshot}: not a directory")
+    for flag in ("start", "end", "fit_cutoff", "backtest_start", "backtest_end", "arima_from", "arima_to"):
+        value = getattr(args, flag)
+        if value is not None and not re.fullmatch(r"(20[0-9]{2})-(0[1-9]|1[0-2])", value):
+            raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value!r}: expected a month YYYY-MM")
+    if args.start and args.start < "2010-01":
+        raise SystemExit(f"leaf-live run: --start {args.start}: release months start at 2010-01")
+    if args.start and args.end and args.end < args.start:
+        raise SystemExit(f"leaf-live run: --end {args.end} is before --start {args.start}")
+    if args.boot_draws is not None and args.boot_draws < 1:
+        raise SystemExit(f"leaf-live run: --boot-draws {args.boot_draws}: expected a positive integer")
     resources = default_resources(db=args.db, snapshot=args.snapshot)
     first, last = _snapshot_month_range(resources)
     start, end = args.start or max(first, "2010-01"), args.end or last
