@@ -57,10 +57,6 @@ def write_partitions(
     return written
 
 
-def partition_window_filter(keys: Sequence[str], column: str = "partition_key") -> pl.Expr:
-    return pl.col(column).is_in(list(keys))
-
-
 def replace_producer(
     con: duckdb.DuckDBPyConnection, table: str, producer: str, frame: pl.DataFrame
 ) -> dict[str, int]:

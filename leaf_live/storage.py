@@ -72,7 +72,8 @@ def _c(name: str, type_: str, doc: str, nullable: bool = True) -> Column:
     return Column(name, type_, doc, nullable)
 
 
-PARTITION_KEY = _c("partition_key", "VARCHAR", "Dagster partition that wrote the row (e.g. release month 2024-03)", False)
+PARTITION_KEY = _c("partition_key", "VARCHAR", "slice the writing asset replaces as a unit: the release month (2024-03), the hour (2026-04-09-14:00), "
+    "or, for unpartitioned producers, a model or run id (fed/gdpnow)", False)
 AVAILABLE_AT = _c("available_at", "TIMESTAMPTZ", "UTC time the fact became knowable (point-in-time filter)", False)
 
 INDICATOR_CATALOG = Table(
