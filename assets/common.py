@@ -1,5 +1,5 @@
 """Shared wiring for assets: partitions definitions and writing a run's partitions through the one
-partition-replace helper (``leaf_live.storage.replace_partition``)."""
+partition-replace helper (``leaf_live.core.storage.replace_partition``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 from dagster import AssetExecutionContext, BackfillPolicy, MonthlyPartitionsDefinition
 
-from leaf_live import storage
+from leaf_live.core import storage
 
 # backfill_policy is marked beta in Dagster 1.13; the single-run policy is what lets one run backfill
 # 197 months without 197 process start-ups.
@@ -39,7 +39,7 @@ def write_partitions(
 ) -> dict[str, int]:
     """Replace each partition in ``keys`` with its rows of ``frame`` (empty slices delete stale rows).
 
-    Rows of ``frame`` outside ``keys`` raise :class:`leaf_live.storage.StorageError` before any write.
+    Rows of ``frame`` outside ``keys`` raise :class:`leaf_live.core.storage.StorageError` before any write.
     Returns rows written per key.
     """
     keyset = set(keys)

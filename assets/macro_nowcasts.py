@@ -1,6 +1,6 @@
 """Macro track, forecasters: nowcast windows and every model that writes the one ``nowcasts`` table
 (LLM agents, recorded runs, Fed nowcasts and the consensus). Wiring only; the science is in
-``leaf_live.forecasters``, ``leaf_live.agents`` and ``leaf_live.sources``.
+``leaf_live.macro.forecasters``, ``leaf_live.macro.agents`` and ``leaf_live.macro.sources``.
 """
 
 import multiprocessing
@@ -23,14 +23,14 @@ from dagster import (
 
 from assets.common import RELEASE_MONTHS, SINGLE_RUN, replace_producer, run_partition_keys, write_partitions
 from assets.macro_releases import releases
-from leaf_live import storage
-from leaf_live.agents.llm import load_llm_config, no_models_message
-from leaf_live.agents.nowcast_agent import hour_targets, run_nowcast_hour_sync
-from leaf_live.forecasters.arima import arima_nowcasts_for_windows
-from leaf_live.forecasters.consensus import consensus_nowcasts
-from leaf_live.forecasters.windows import mark_after_release, nowcast_windows as build_windows
-from leaf_live.sources.fed_nowcasts import fetch_fed_live, load_fed_snapshot
-from leaf_live.sources.recorded_nowcasts import load_recorded_nowcasts
+from leaf_live.core import storage
+from leaf_live.core.llm import load_llm_config, no_models_message
+from leaf_live.macro.agents.nowcast_agent import hour_targets, run_nowcast_hour_sync
+from leaf_live.macro.forecasters.arima.nowcasts import arima_nowcasts_for_windows
+from leaf_live.macro.forecasters.consensus import consensus_nowcasts
+from leaf_live.macro.forecasters.windows import mark_after_release, nowcast_windows as build_windows
+from leaf_live.macro.sources.fed_nowcasts import fetch_fed_live, load_fed_snapshot
+from leaf_live.macro.sources.recorded_nowcasts import load_recorded_nowcasts
 from pydantic import Field
 from resources import LeafLiveDB, SourcesResource
 

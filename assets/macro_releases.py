@@ -1,7 +1,7 @@
 """Macro track, foundation stage: catalog -> release calendar -> first releases -> announcement-window
 returns -> surprise scales -> timestamp-group surprise events (LiveMacroEval §3.6, App. K.1).
 
-Wiring only: the science is in ``leaf_live.sources`` and ``leaf_live.scoring.surprises``.
+Wiring only: the science is in ``leaf_live.macro.sources`` and ``leaf_live.macro.scoring.surprises``.
 Monthly assets use the single-run backfill policy: one run materializes any range of release months,
 each month replaced in its own transaction.
 """
@@ -19,11 +19,11 @@ from dagster import (
 )
 
 from assets.common import RELEASE_MONTHS, SINGLE_RUN, run_partition_keys, write_partitions
-from leaf_live import storage
-from leaf_live.catalog import catalog_frame
-from leaf_live.scoring import surprises
-from leaf_live.sources.futures import load_window_prices
-from leaf_live.sources.releases import load_release_calendar
+from leaf_live.core import storage
+from leaf_live.macro.catalog import catalog_frame
+from leaf_live.macro.scoring import surprises
+from leaf_live.macro.sources.futures import load_window_prices
+from leaf_live.macro.sources.releases import load_release_calendar
 from resources import LeafLiveDB, SourcesResource
 
 # The first-release rule looks back at earlier months (a GDP third estimate lands ~3 months after the

@@ -1,8 +1,8 @@
 """Macro track, scoring: prediction-market prices, frozen market betas, the LiveMacro Score family with its
 decompositions and relative errors, and the LiveBetting Score (LiveMacroEval §3.6, §4, App. J-N, S).
 
-Wiring only; the science is in ``leaf_live.scoring`` (``betas``, ``livemacro``, ``evaluation``,
-``livebetting``, ``relative_error``) and ``leaf_live.sources.polymarket``. Options are Dagster ``Config``:
+Wiring only; the science is in ``leaf_live.macro.scoring`` (``betas``, ``livemacro``, ``evaluation``,
+``livebetting``, ``relative_error``) and ``leaf_live.macro.sources.polymarket``. Options are Dagster ``Config``:
 
 * ``market_betas``: :class:`MarketBetasConfig` = the fit windows (``full`` = Table 9 on 2010-01..2025-10,
   ``no_covid`` = the K.3 refit at the full-sample lambda, ``backtest`` = events up to the fit cutoff 2017-12
@@ -37,12 +37,12 @@ from pydantic import Field
 
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
 from assets.macro_releases import releases, surprise_events, surprise_scales
-from leaf_live import storage
-from leaf_live.scoring import betas as B
-from leaf_live.scoring import evaluation as E
-from leaf_live.scoring import livemacro as L
-from leaf_live.scoring.frames import fit_from_market_betas, market_betas_frame
-from leaf_live.sources.polymarket import PolymarketClient, load_snapshot_grids
+from leaf_live.core import storage
+from leaf_live.macro.scoring import betas as B
+from leaf_live.macro.scoring import evaluation as E
+from leaf_live.macro.scoring import livemacro as L
+from leaf_live.macro.scoring.frames import fit_from_market_betas, market_betas_frame
+from leaf_live.macro.sources.polymarket import PolymarketClient, load_snapshot_grids
 from resources import LeafLiveDB, SourcesResource
 
 GROUP = "macro_scoring"

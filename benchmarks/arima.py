@@ -2,7 +2,7 @@
 
 For every catalog indicator with a FRED-MD / FRED-QD column (11 monthly series from FRED-MD vintage 2024-03,
 real GDP from FRED-QD ~2025-03), fit the full App. I grid p = 0..12, q = 0..3 with d from the tcode and the
-App. I trend, once with :func:`leaf_live.forecasters.arima.fit_grid` and once with statsmodels'
+App. I trend, once with :func:`leaf_live.macro.forecasters.arima.fit_grid` and once with statsmodels'
 ``ARIMA(order, trend, enforce_stationarity=False, enforce_invertibility=False).fit()`` (the paper's
 estimator, default optimizer settings), in one run. Prints per series the AIC-minimizing (p, q) of each, the
 agreement share and the speed ratio (CPU seconds, single-threaded BLAS for both).
@@ -36,10 +36,10 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from leaf_live.catalog import INDICATORS  # noqa: E402
-from leaf_live.forecasters.arima import fit_grid, trend_for_d  # noqa: E402
-from leaf_live.settings import get_settings  # noqa: E402
-from leaf_live.sources.fred_md import load_vintage  # noqa: E402
+from leaf_live.macro.catalog import INDICATORS  # noqa: E402
+from leaf_live.macro.forecasters.arima.estimator import fit_grid, trend_for_d  # noqa: E402
+from leaf_live.core.settings import get_settings  # noqa: E402
+from leaf_live.macro.sources.fred_md import load_vintage  # noqa: E402
 
 TCODE_D = {1: 0, 2: 1, 3: 2, 4: 0, 5: 1, 6: 2}
 

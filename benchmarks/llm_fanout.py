@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the loopback wire server used by the 
 
 from llm_wire_server import WireReply, WireServer, openai_chat_completion  # noqa: E402
 
-from leaf_live.agents.llm import CallRequest, LLMClient, LLMConfig, ModelSpec  # noqa: E402
-from leaf_live.agents.parsing import parse_nowcast_answer  # noqa: E402
-from leaf_live.agents.prompts import nowcast_messages  # noqa: E402
-from leaf_live.catalog import get_indicator, indicators_in_group  # noqa: E402
+from leaf_live.core.llm import CallRequest, LLMClient, LLMConfig, ModelSpec  # noqa: E402
+from leaf_live.macro.agents.parsing import parse_nowcast_answer  # noqa: E402
+from leaf_live.macro.agents.prompts import nowcast_messages  # noqa: E402
+from leaf_live.macro.catalog import get_indicator, indicators_in_group  # noqa: E402
 
 GROUP = "output_core"
 VALUES = {"real_gdp_advance": 2.0, "industrial_production": 0.4, "durable_goods": -1.1, "ism_manufacturing": 52.7,

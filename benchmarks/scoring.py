@@ -13,10 +13,10 @@ import time
 import numpy as np
 import polars as pl
 
-from leaf_live.catalog import INDICATOR_IDS
-from leaf_live.scoring import betas as B
-from leaf_live.scoring import livemacro as L
-from leaf_live.settings import get_settings
+from leaf_live.macro.catalog import INDICATOR_IDS
+from leaf_live.macro.scoring import betas as B
+from leaf_live.macro.scoring import livemacro as L
+from leaf_live.core.settings import get_settings
 
 PANEL = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/timestamp_group_events.csv"
 P = len(INDICATOR_IDS)

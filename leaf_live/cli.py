@@ -22,8 +22,9 @@ from pathlib import Path
 import polars as pl
 
 import leaf_live  # noqa: F401  (no-network switches)
-from leaf_live import storage
-from leaf_live.settings import get_settings
+import leaf_live.macro  # noqa: F401  (registers the macro tables)
+from leaf_live.core import storage
+from leaf_live.core.settings import get_settings
 
 
 def _instance():
@@ -36,7 +37,7 @@ def _instance():
 
 def _snapshot_month_range(resources: dict) -> tuple[str, str]:
     """First and last release month present in the configured calendar sources."""
-    from leaf_live.sources.releases import load_release_calendar
+    from leaf_live.macro.sources.releases import load_release_calendar
 
     src = resources["sources"]
     cal = load_release_calendar(
@@ -114,9 +115,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def leaderboards(db: str | Path) -> str:
-    """The backtest and live-window leaderboards (``leaf_live.scoring.leaderboard``) read from the scoring
+    """The backtest and live-window leaderboards (``leaf_live.macro.scoring.leaderboard``) read from the scoring
     tables through a read-only connection."""
-    from leaf_live.scoring.leaderboard import render_leaderboards
+    from leaf_live.macro.scoring.leaderboard import render_leaderboards
 
     con = storage.connect_read_only(db)
     try:

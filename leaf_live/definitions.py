@@ -1,7 +1,7 @@
 """Dagster ``Definitions`` for the leaf_live code location (the only dagster import in leaf_live/).
 
 Assembled from ``assets/``, ``resources/`` and ``sensors/``. Resources come from the environment:
-``LEAF_LIVE_DB``, ``LEAF_LIVE_SNAPSHOT``, ``LEAF_LIVE_TRANSPORT`` (see ``leaf_live.settings``).
+``LEAF_LIVE_DB``, ``LEAF_LIVE_SNAPSHOT``, ``LEAF_LIVE_TRANSPORT`` (see ``leaf_live.core.settings``).
 """
 
 from __future__ import annotations

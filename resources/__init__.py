@@ -11,8 +11,9 @@ from dagster import ConfigurableResource
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from leaf_live import storage
-from leaf_live.settings import get_settings
+import leaf_live.macro  # noqa: F401  (registers the macro tables)
+from leaf_live.core import storage
+from leaf_live.core.settings import get_settings
 
 
 class LeafLiveDB(DuckDBResource):

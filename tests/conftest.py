@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from leaf_live.settings import get_settings
+from leaf_live.core.settings import get_settings
 
 
 @pytest.fixture(scope="session")

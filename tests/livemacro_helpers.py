@@ -6,7 +6,7 @@ from datetime import date
 
 import polars as pl
 
-from leaf_live.settings import get_settings
+from leaf_live.core.settings import get_settings
 
 LIVE = "livemacroeval/Results/ground_truth/data/field_releases_live.csv"
 

@@ -12,8 +12,8 @@ from datetime import date, datetime, timezone
 import polars as pl
 import pytest
 
-from leaf_live.agents import LLMClient, LLMConfig, ModelSpec, RateLimiter, RetryPolicy, hour_targets, load_llm_config
-from leaf_live.agents.llm import (
+from leaf_live.macro.agents import LLMClient, LLMConfig, ModelSpec, RateLimiter, RetryPolicy, hour_targets, load_llm_config
+from leaf_live.core.llm import (
     extract_citations,
     is_retryable,
     llm_calls_frame,
@@ -21,9 +21,9 @@ from leaf_live.agents.llm import (
     retry_after_seconds,
     web_search_params,
 )
-from leaf_live.agents.nowcast_agent import run_nowcast_hour_sync
-from leaf_live.catalog import get_indicator, indicators_in_group
-from leaf_live.settings import SettingsError
+from leaf_live.macro.agents.nowcast_agent import run_nowcast_hour_sync
+from leaf_live.macro.catalog import get_indicator, indicators_in_group
+from leaf_live.core.settings import SettingsError
 from llm_wire_server import (  # noqa: F401 (fixtures)
     WireReply,
     WireRequest,
@@ -317,7 +317,7 @@ def test_concurrent_fan_out_respects_rpm(wire_server, provider_env):
 
     async def go():
         client = LLMClient(config)
-        from leaf_live.agents.llm import CallRequest
+        from leaf_live.core.llm import CallRequest
 
         spec = ModelSpec.parse("openai/gpt-5-search-api@single")
         return await client.fan_out([CallRequest(spec, tuple(MSGS)) for _ in range(12)])
@@ -343,7 +343,7 @@ def test_unknown_model_cost_is_null_not_an_error(wire_server, provider_env):
 
 def test_units_in_prompt_match_catalog():
     # guard for the parser's unit aliases: every catalog unit has an alias set containing itself
-    from leaf_live.agents.parsing import UNIT_ALIASES
+    from leaf_live.macro.agents.parsing import UNIT_ALIASES
 
     for group in ("output_core", "demand_sectoral"):
         for i in indicators_in_group(group):

@@ -13,7 +13,7 @@ from datetime import date, datetime, timezone
 import polars as pl
 import pytest
 
-from leaf_live.agents import (
+from leaf_live.macro.agents import (
     NO_MODELS_MESSAGE,
     LLMConfig,
     ModelSpec,
@@ -22,10 +22,10 @@ from leaf_live.agents import (
     no_models_message,
     run_nowcast_hour_sync,
 )
-from leaf_live.agents.llm import ANTHROPIC_WEB_SEARCH_TOOL
-from leaf_live.catalog import get_indicator, indicators_in_group
-from leaf_live.settings import get_settings
-from leaf_live.storage import connect, read_table, replace_partition
+from leaf_live.core.llm import ANTHROPIC_WEB_SEARCH_TOOL
+from leaf_live.macro.catalog import get_indicator, indicators_in_group
+from leaf_live.core.settings import get_settings
+from leaf_live.core.storage import connect, read_table, replace_partition
 from llm_wire_server import (  # noqa: F401 (fixtures)
     WireReply,
     WireRequest,

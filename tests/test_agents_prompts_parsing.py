@@ -10,8 +10,8 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from leaf_live.agents.parsing import detect_prompt_injection, nowcast_rows, parse_nowcast_answer
-from leaf_live.agents.prompts import (
+from leaf_live.macro.agents.parsing import detect_prompt_injection, nowcast_rows, parse_nowcast_answer
+from leaf_live.macro.agents.prompts import (
     SYSTEM_MESSAGE,
     default_reference_period,
     nowcast_messages,
@@ -19,8 +19,8 @@ from leaf_live.agents.prompts import (
     period_label,
     prompt_hash,
 )
-from leaf_live.catalog import INDICATOR_IDS, get_indicator, indicators_in_group
-from leaf_live.forecasters.windows import target_month as window_target_month
+from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator, indicators_in_group
+from leaf_live.macro.forecasters.windows import target_month as window_target_month
 
 CORE, DEMAND = "output_core", "demand_sectoral"
 

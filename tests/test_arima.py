@@ -13,25 +13,25 @@ import polars as pl
 import pytest
 from statsmodels.tsa.arima.model import ARIMA
 
-from leaf_live.forecasters.arima import (
-    MODEL_ID,
+from leaf_live.macro.forecasters.arima.estimator import (
     ArimaError,
-    SeriesHistory,
     _prepare,
-    snapshot_first_releases,
     _Problem,
-    arima_nowcasts,
     css_start,
     fit_arima,
     fit_grid,
-    nowcast_one,
-    regular_history,
     select_order,
-    to_reporting,
     trend_for_d,
 )
-from leaf_live.sources.fred_md import load_vintage
-from leaf_live.storage import conform
+from leaf_live.macro.forecasters.arima.histories import (
+    SeriesHistory,
+    regular_history,
+    snapshot_first_releases,
+    to_reporting,
+)
+from leaf_live.macro.forecasters.arima.nowcasts import MODEL_ID, arima_nowcasts, nowcast_one
+from leaf_live.macro.sources.fred_md import load_vintage
+from leaf_live.core.storage import conform
 
 UTC = timezone.utc
 

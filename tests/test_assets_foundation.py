@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance, materialize
 
-from leaf_live import storage
+from leaf_live.core import storage
 from leaf_live.definitions import defs
 from assets.macro_releases import MACRO_RELEASE_ASSETS
 from resources import default_resources

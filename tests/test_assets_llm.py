@@ -11,8 +11,8 @@ import polars as pl
 from dagster import DagsterInstance, materialize
 
 from assets.macro_nowcasts import llm_nowcasts
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, get_indicator, indicators_in_group
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator, indicators_in_group
 from llm_wire_server import WireReply, WireRequest, provider_env, reply_ok, wire_server  # noqa: F401 (fixtures)
 from resources import default_resources
 

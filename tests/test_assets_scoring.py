@@ -4,9 +4,7 @@ recomputations of Eq. 8 (targets r_g and Q_g, overall and by theme) and of Eq. 1
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import math
 import re
 import shutil
@@ -18,12 +16,11 @@ import pytest
 from dagster import DagsterInstance, materialize
 
 from assets.macro_scoring import MACRO_SCORING_CHECKS, market_betas
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, get_indicator
-from leaf_live.cli import main as cli_main
-from leaf_live.scoring import evaluation as E
-from leaf_live.scoring import livemacro as L
-from leaf_live.scoring.leaderboard import leaderboard_rows
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
+from leaf_live.macro.scoring import evaluation as E
+from leaf_live.macro.scoring import livemacro as L
+from leaf_live.macro.scoring.leaderboard import leaderboard_rows
 from resources import default_resources
 
 UTC = timezone.utc

@@ -15,12 +15,12 @@ import openpyxl
 import polars as pl
 import pytest
 
-from leaf_live.catalog import get_indicator
-from leaf_live.forecasters.consensus import consensus_nowcasts
-from leaf_live.forecasters.nowcast_frame import latest_as_of
-from leaf_live.settings import get_settings
-from leaf_live.sources import SourceError
-from leaf_live.sources.fed_nowcasts import (
+from leaf_live.macro.catalog import get_indicator
+from leaf_live.macro.forecasters.consensus import consensus_nowcasts
+from leaf_live.macro.forecasters.nowcast_frame import latest_as_of
+from leaf_live.core.settings import get_settings
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources.fed_nowcasts import (
     CHICAGO,
     CLEVELAND,
     GDPNOW,
@@ -34,7 +34,7 @@ from leaf_live.sources.fed_nowcasts import (
     parse_gdpnow_csv,
     parse_nyfed_csv,
 )
-from leaf_live.storage import conform
+from leaf_live.core.storage import conform
 
 from livemacro_helpers import LIVE, serve
 

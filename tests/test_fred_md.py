@@ -10,9 +10,9 @@ from datetime import date
 import polars as pl
 import pytest
 
-from leaf_live.sources import SourceError
-from leaf_live.sources import fred_md
-from leaf_live.sources.fred_md import (
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources import fred_md
+from leaf_live.macro.sources.fred_md import (
     list_vintages,
     load_vintage,
     load_vintages,

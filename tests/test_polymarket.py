@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from leaf_live.settings import get_settings
-from leaf_live.sources import SourceError
-from leaf_live.sources.polymarket import (
+from leaf_live.core.settings import get_settings
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources.polymarket import (
     CLOB_URL,
     PLSITE_CACHE_DIR,
     PolymarketClient,
@@ -22,7 +22,7 @@ from leaf_live.sources.polymarket import (
     read_cached_responses,
     read_price_grid,
 )
-from leaf_live.storage import conform, open_db, read_table, replace_partition
+from leaf_live.core.storage import conform, open_db, read_table, replace_partition
 
 from livemacro_helpers import serve
 

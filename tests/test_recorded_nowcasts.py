@@ -9,17 +9,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from leaf_live.forecasters.windows import nowcast_windows
-from leaf_live.settings import get_settings
-from leaf_live.sources import SourceError
-from leaf_live.sources.recorded_nowcasts import (
+from leaf_live.macro.forecasters.windows import nowcast_windows
+from leaf_live.core.settings import get_settings
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources.recorded_nowcasts import (
     NON_REPORTING_VARIABLES,
     REPORTING_VARIABLES,
     load_recorded_nowcasts,
     read_recorded_csv,
     unit_slip_reason,
 )
-from leaf_live.storage import conform, open_db, read_table, replace_partition
+from leaf_live.core.storage import conform, open_db, read_table, replace_partition
 
 from livemacro_helpers import live_releases
 

@@ -15,12 +15,12 @@ import pytest
 import statsmodels.api as sm
 from statsmodels.robust import scale as rscale
 
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, get_indicator
-from leaf_live.scoring import betas as B
-from leaf_live.scoring.frames import fit_from_market_betas, market_betas_frame
-from leaf_live.scoring.relative_error import economic_weights
-from leaf_live.settings import get_settings
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
+from leaf_live.macro.scoring import betas as B
+from leaf_live.macro.scoring.frames import fit_from_market_betas, market_betas_frame
+from leaf_live.macro.scoring.relative_error import economic_weights
+from leaf_live.core.settings import get_settings
 
 PANEL = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/timestamp_group_events.csv"
 

@@ -10,16 +10,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from leaf_live.catalog import INDICATOR_IDS, THEMES, get_indicator
-from leaf_live.forecasters.consensus import consensus_nowcasts
-from leaf_live.forecasters.windows import nowcast_windows
-from leaf_live.scoring import betas as B
-from leaf_live.scoring import livemacro as L
-from leaf_live.scoring import surprises as S
-from leaf_live.scoring.frames import livemacro_scores_frame, score_model
-from leaf_live.sources.futures import load_window_prices
-from leaf_live.sources.recorded_nowcasts import load_recorded_nowcasts
-from leaf_live.sources.releases import load_release_calendar
+from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
+from leaf_live.macro.forecasters.consensus import consensus_nowcasts
+from leaf_live.macro.forecasters.windows import nowcast_windows
+from leaf_live.macro.scoring import betas as B
+from leaf_live.macro.scoring import livemacro as L
+from leaf_live.macro.scoring import surprises as S
+from leaf_live.macro.scoring.frames import livemacro_scores_frame, score_model
+from leaf_live.macro.sources.futures import load_window_prices
+from leaf_live.macro.sources.recorded_nowcasts import load_recorded_nowcasts
+from leaf_live.macro.sources.releases import load_release_calendar
 
 SIGMA_FILE = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/sigma_by_field.csv"
 LIVE_START = datetime(2025, 11, 1, tzinfo=timezone.utc)

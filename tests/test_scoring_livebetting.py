@@ -10,10 +10,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from leaf_live import storage
-from leaf_live.scoring import livebetting as LB
-from leaf_live.scoring.frames import livebetting_frames
-from leaf_live.settings import get_settings
+from leaf_live.core import storage
+from leaf_live.macro.scoring import livebetting as LB
+from leaf_live.macro.scoring.frames import livebetting_frames
+from leaf_live.core.settings import get_settings
 
 UTC = timezone.utc
 PM = "livemacroeval/Results/polymarket_return/polymarket"

@@ -13,11 +13,11 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, THEMES, get_indicator
-from leaf_live.scoring import livemacro as L
-from leaf_live.scoring.betas import MarketBetaFit
-from leaf_live.scoring.frames import livemacro_scores_frame, paired_frame, score_model, shapley_frame, sizing_frame
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
+from leaf_live.macro.scoring import livemacro as L
+from leaf_live.macro.scoring.betas import MarketBetaFit
+from leaf_live.macro.scoring.frames import livemacro_scores_frame, paired_frame, score_model, shapley_frame, sizing_frame
 
 UTC = timezone.utc
 P = len(INDICATOR_IDS)

@@ -3,16 +3,16 @@ column follows from Table 9; relative-error curves and shares worked by hand."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 
 import numpy as np
 import polars as pl
 import pytest
 
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, get_indicator
-from leaf_live.scoring import relative_error as RE
-from leaf_live.scoring.frames import aggregator_frame, relative_errors_frame
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
+from leaf_live.macro.scoring import relative_error as RE
+from leaf_live.macro.scoring.frames import aggregator_frame, relative_errors_frame
 
 UTC = timezone.utc
 

@@ -8,8 +8,8 @@ from datetime import date
 import polars as pl
 import pytest
 
-from leaf_live.sources import SourceError
-from leaf_live.sources.fred import fetch_fred_first_release, fetch_fred_series
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources.fred import fetch_fred_first_release, fetch_fred_series
 
 
 def test_snapshot_folders_and_headers(snapshot_dir):

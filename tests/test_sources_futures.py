@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from leaf_live.sources import SourceError
-from leaf_live.sources.futures import (
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources.futures import (
     COVERAGE_FILE,
     PANEL_VALID_FILE,
     IntradayBarProvider,

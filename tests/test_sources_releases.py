@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from leaf_live import storage
-from leaf_live.sources import SourceError
-from leaf_live.sources.releases import LIVE_FILE, PANEL_FILES, load_release_calendar, read_calendar_file
+from leaf_live.core import storage
+from leaf_live.core.sources import SourceError
+from leaf_live.macro.sources.releases import LIVE_FILE, PANEL_FILES, load_release_calendar, read_calendar_file
 
 UTC = timezone.utc
 HEADER = "field_id,release_datetime_et,event,event_base_matched,A,C,raw_surprise\n"

@@ -8,8 +8,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, catalog_frame, get_indicator
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, catalog_frame, get_indicator
 
 
 def _scales(n: int, sigma: float = 1.0) -> pl.DataFrame:

@@ -13,11 +13,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from leaf_live import storage
-from leaf_live.catalog import INDICATOR_IDS, get_indicator
-from leaf_live.scoring import surprises as S
-from leaf_live.sources.futures import load_window_prices
-from leaf_live.sources.releases import PANEL_DIR, load_release_calendar
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
+from leaf_live.macro.scoring import surprises as S
+from leaf_live.macro.sources.futures import load_window_prices
+from leaf_live.macro.sources.releases import PANEL_DIR, load_release_calendar
 
 ET = "America/New_York"
 UTC = timezone.utc

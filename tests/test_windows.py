@@ -8,14 +8,14 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
-from leaf_live.forecasters.windows import (
+from leaf_live.macro.forecasters.windows import (
     WindowError,
     hourly_issue_times,
     mark_after_release,
     nowcast_windows,
     target_month,
 )
-from leaf_live.storage import conform
+from leaf_live.core.storage import conform
 
 from livemacro_helpers import live_releases
 

@@ -1,0 +1,709 @@
+"""The one LLM call path: litellm ``acompletion`` with retries, a requests-per-minute limit, bounded
+async fan-out, usage, cost and a record of every call.
+
+Source: LiveMacroEval §3.4 and App. D (two web-search calls per model and hour), DESIGN.md principle 6
+("every LLM call stores model, prompt hash, request time, raw response, validity, usage and cost;
+re-scoring never re-calls a model").
+
+Configuration (environment, read by :func:`load_llm_config`):
+
+| variable                        | meaning                                                          | default |
+|---------------------------------|------------------------------------------------------------------|---------|
+| ``LEAF_LIVE_LLM_MODELS``         | comma list of ``provider/model@design`` (design: single, team)   | empty = no LLM runs |
+| ``LEAF_LIVE_LLM_API_BASE``       | override of every provider's base URL (a proxy, a local server)  | provider default |
+| ``LEAF_LIVE_LLM_RPM``            | requests per minute per model (shared by concurrent calls)       | 60 |
+| ``LEAF_LIVE_LLM_CONCURRENCY``    | calls in flight at once (all models)                             | 8 |
+| ``LEAF_LIVE_LLM_TIMEOUT_S``      | wall-clock limit of one attempt, seconds                         | 300 |
+| ``LEAF_LIVE_LLM_MAX_ATTEMPTS``   | attempts per call (first try + retries)                          | 5 |
+| ``LEAF_LIVE_LLM_MAX_TOKENS``     | output token limit per call                                      | 8192 |
+| ``LEAF_LIVE_LLM_WEB_SEARCH``     | ``1`` / ``0``: give the model its provider's web-search tool     | 1 |
+
+API keys are read by litellm from the providers' standard variables (``OPENAI_API_KEY``,
+``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``, ...). This module never reads, stores or logs them; error
+texts and stored responses pass through :func:`redact_secrets` anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import litellm
+import polars as pl
+
+from leaf_live.core.settings import SettingsError
+from leaf_live.core.storage import conform, polars_schema
+
+litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
+
+DESIGNS = ("single", "team")
+ROLES = ("single", "researcher", "verifier", "orchestrator")
+NO_MODELS_MESSAGE = (
+    "no LLM models configured: set LEAF_LIVE_LLM_MODELS, e.g. "
+    "'openai/gpt-5-search-api@single,anthropic/claude-sonnet-4-5@team'"
+)
+
+# Anthropic's hosted web-search tool (Messages API), passed through litellm unchanged.
+ANTHROPIC_WEB_SEARCH_TOOL = "web_search_20250305"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One configured model: ``provider/model@design`` (DESIGN.md model_id convention).
+
+    ``provider`` is litellm's provider prefix (``openai``, ``anthropic``, ``gemini``, ...); ``model`` the
+    provider's model name; ``design`` ``single`` or ``team`` (LiveMacroEval App. S.1).
+    """
+
+    provider: str
+    model: str
+    design: str = "single"
+    api_base: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.provider or not self.model:
+            raise SettingsError(f"model {self.provider}/{self.model}: provider and model must be non-empty")
+        if self.design not in DESIGNS:
+            raise SettingsError(f"model {self.provider}/{self.model}@{self.design}: design must be one of {DESIGNS}")
+
+    @property
+    def litellm_model(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.provider}/{self.model}@{self.design}"
+
+    @classmethod
+    def parse(cls, text: str, api_base: str | None = None) -> "ModelSpec":
+        """Parse ``provider/model[@design]`` (design defaults to ``single``).
+
+        Raises :class:`~leaf_live.core.settings.SettingsError` naming the text when it has no provider or an
+        unknown design.
+        """
+        raw = text.strip()
+        spec, _, design = raw.partition("@")
+        provider, sep, model = spec.partition("/")
+        if not sep or not provider or not model:
+            raise SettingsError(
+                f"LEAF_LIVE_LLM_MODELS entry {raw!r}: expected 'provider/model@design', e.g. 'openai/gpt-5-search-api@single'"
+            )
+        design = design or "single"
+        if design not in DESIGNS:
+            raise SettingsError(f"LEAF_LIVE_LLM_MODELS entry {raw!r}: design {design!r} not in {DESIGNS}")
+        return cls(provider.strip(), model.strip(), design, api_base)
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Models and call-path limits (see the module table for the environment variables)."""
+
+    models: tuple[ModelSpec, ...] = ()
+    api_base: str | None = None
+    rpm: float = 60.0
+    max_concurrency: int = 8
+    timeout_s: float = 300.0
+    max_attempts: int = 5
+    backoff_base_s: float = 2.0
+    backoff_max_s: float = 60.0
+    max_tokens: int = 8192
+    web_search: bool = True
+    search_context_size: str = "medium"  # OpenAI web_search_options
+    max_searches: int = 5  # Anthropic web-search tool max_uses per call
+
+    def __post_init__(self) -> None:
+        for name, positive in (("rpm", True), ("timeout_s", True), ("backoff_base_s", False), ("backoff_max_s", False)):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 if positive else v >= 0)):
+                raise SettingsError(f"LLM setting {name}={v!r}: must be a finite number {'> 0' if positive else '>= 0'}")
+        for name in ("max_concurrency", "max_attempts", "max_tokens", "max_searches"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise SettingsError(f"LLM setting {name}={v!r}: must be an integer >= 1")
+        if self.search_context_size not in ("low", "medium", "high"):
+            raise SettingsError(f"LLM setting search_context_size={self.search_context_size!r}: low | medium | high")
+
+    @property
+    def retry(self) -> "RetryPolicy":
+        return RetryPolicy(self.max_attempts, self.backoff_base_s, self.backoff_max_s)
+
+
+def _env_number(env: Mapping[str, str], name: str, default: float, kind: type) -> Any:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return kind(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r}: expected {'an integer' if kind is int else 'a number'}") from None
+
+
+def load_llm_config(env: Mapping[str, str] | None = None) -> LLMConfig:
+    """Read :class:`LLMConfig` from the environment (``os.environ`` by default; see the module table).
+
+    Raises :class:`~leaf_live.core.settings.SettingsError` naming the variable and value on bad input.
+    API keys are not read here (litellm reads the providers' own variables at call time).
+    """
+    env = os.environ if env is None else env
+    api_base = (env.get("LEAF_LIVE_LLM_API_BASE") or "").strip() or None
+    models_raw = env.get("LEAF_LIVE_LLM_MODELS", "")
+    models = tuple(ModelSpec.parse(m) for m in models_raw.split(",") if m.strip())
+    ids = [m.model_id for m in models]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise SettingsError(f"LEAF_LIVE_LLM_MODELS={models_raw!r}: model ids listed twice: {dup}")
+    web = (env.get("LEAF_LIVE_LLM_WEB_SEARCH") or "1").strip().lower()
+    if web not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise SettingsError(f"LEAF_LIVE_LLM_WEB_SEARCH={web!r}: expected 1 or 0")
+    try:
+        return LLMConfig(
+            models=models,
+            api_base=api_base,
+            rpm=_env_number(env, "LEAF_LIVE_LLM_RPM", 60.0, float),
+            max_concurrency=_env_number(env, "LEAF_LIVE_LLM_CONCURRENCY", 8, int),
+            timeout_s=_env_number(env, "LEAF_LIVE_LLM_TIMEOUT_S", 300.0, float),
+            max_attempts=_env_number(env, "LEAF_LIVE_LLM_MAX_ATTEMPTS", 5, int),
+            max_tokens=_env_number(env, "LEAF_LIVE_LLM_MAX_TOKENS", 8192, int),
+            web_search=web in ("1", "true", "yes", "on"),
+        )
+    except SettingsError as exc:  # name the environment variable, not the field
+        raise SettingsError(f"LEAF_LIVE_LLM_*: {exc}") from None
+
+
+def no_models_message(config: LLMConfig) -> str | None:
+    """``NO_MODELS_MESSAGE`` when no model is configured (the asset logs it and writes nothing), else None."""
+    return None if config.models else NO_MODELS_MESSAGE
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets never leave the process
+# ---------------------------------------------------------------------------------------------
+
+_KEY_PATTERNS = (
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),  # OpenAI / Anthropic style keys (not "risk-adjusted")
+    re.compile(r"AIza[0-9A-Za-z_\-]{20,}"),  # Google API keys
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}"),
+    re.compile(r"(?i)(x-api-key['\"]?\s*[:=]\s*['\"]?)[A-Za-z0-9._\-]{8,}"),
+)
+
+
+def redact_secrets(text: str | None) -> str | None:
+    """Replace API keys (values of ``*_API_KEY`` variables and key-shaped tokens) with ``***``."""
+    if text is None:
+        return None
+    for name, value in os.environ.items():
+        if value and len(value) >= 6 and (name.endswith("_API_KEY") or name.endswith("_TOKEN")):
+            text = text.replace(value, "***")
+    for pat in _KEY_PATTERNS:
+        text = pat.sub(lambda m: (m.group(1) if m.groups() else "") + "***", text)
+    return text
+
+
+def _safe_url(url: str | None) -> str | None:
+    """Drop user info and query (which can carry tokens) from a base URL before it is stored."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests-per-minute limiter and retry policy
+# ---------------------------------------------------------------------------------------------
+
+
+class RateLimiter:
+    """Requests-per-minute limit shared by concurrent callers (generic cell rate algorithm).
+
+    Each :meth:`acquire` reserves the next start slot; slots are ``60 / rpm`` seconds apart, with up to
+    ``burst`` starts allowed back to back. Sustained throughput is exactly ``rpm`` when callers keep it
+    busy, and never above it over any window longer than ``burst`` slots. Reservation has no ``await``
+    between read and write, so it needs no lock inside one event loop.
+    """
+
+    def __init__(
+        self,
+        rpm: float,
+        burst: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        if not (rpm > 0 and math.isfinite(rpm)):
+            raise ValueError(f"rpm={rpm!r}: must be a positive finite number")
+        if burst < 1:
+            raise ValueError(f"burst={burst!r}: must be >= 1")
+        self.interval = 60.0 / rpm
+        self.burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._tat: float | None = None  # theoretical arrival time of the next request
+
+    def reserve(self) -> float:
+        """Reserve a slot; return the seconds to wait before using it (0 if it is free now)."""
+        now = self._clock()
+        tat = now if self._tat is None else max(self._tat, now)
+        allowed_at = tat - (self.burst - 1) * self.interval
+        self._tat = tat + self.interval
+        return max(0.0, allowed_at - now)
+
+    async def acquire(self) -> float:
+        wait = self.reserve()
+        if wait > 0:
+            await self._sleep(wait)
+        return wait
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff: attempt ``k`` (1-based) failing with a retryable error waits
+    ``min(max_delay_s, base_delay_s * 2**(k-1))`` seconds, stretched by up to ``jitter`` (fraction), or the
+    server's ``Retry-After`` when that is longer (capped at ``max_delay_s``)."""
+
+    max_attempts: int = 5
+    base_delay_s: float = 2.0
+    max_delay_s: float = 60.0
+    jitter: float = 0.25
+
+    def delay(self, attempt: int, retry_after_s: float | None = None, rng: random.Random | None = None) -> float:
+        backoff = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        backoff *= 1.0 + self.jitter * (rng or random).random()
+        if retry_after_s is not None and retry_after_s > 0:
+            backoff = max(backoff, min(retry_after_s, self.max_delay_s))
+        return min(backoff, self.max_delay_s) if self.max_delay_s > 0 else 0.0
+
+
+_RETRYABLE_TYPES: tuple[type[BaseException], ...] = (
+    litellm.Timeout,
+    litellm.RateLimitError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    litellm.APIConnectionError,
+    asyncio.TimeoutError,
+    httpx.TransportError,
+)
+_NOT_RETRYABLE_TYPES: tuple[type[BaseException], ...] = (
+    litellm.AuthenticationError,
+    litellm.PermissionDeniedError,
+    litellm.NotFoundError,
+    litellm.BadRequestError,  # includes context-window and content-policy errors
+    litellm.UnprocessableEntityError,
+)
+
+
+def _status_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    if isinstance(code, int):
+        return code
+    resp = getattr(exc, "response", None)
+    code = getattr(resp, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for timeouts, connection errors, HTTP 408/409/429 and 5xx (incl. Anthropic's 529)."""
+    if isinstance(exc, _NOT_RETRYABLE_TYPES) and not isinstance(exc, _RETRYABLE_TYPES):
+        return False
+    if isinstance(exc, _RETRYABLE_TYPES):
+        return True
+    code = _status_code(exc)
+    return code is not None and (code in (408, 409, 429) or code >= 500)
+
+
+def retry_after_seconds(exc: BaseException, now: datetime | None = None) -> float | None:
+    """The server's ``Retry-After`` (seconds or HTTP date) or ``retry-after-ms`` on an error, if any."""
+    headers = None
+    for attr in ("litellm_response_headers", "headers"):
+        h = getattr(exc, attr, None)
+        if h:
+            headers = h
+            break
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        get = headers.get
+    except AttributeError:
+        return None
+    ms = get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    ra = get("retry-after")
+    if not ra:
+        return None
+    try:
+        return float(ra)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(ra)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, (when - (now or utc_now())).total_seconds())
+
+
+# ---------------------------------------------------------------------------------------------
+# Web search per provider and citations
+# ---------------------------------------------------------------------------------------------
+
+
+def web_search_params(spec: ModelSpec, config: LLMConfig) -> dict[str, Any]:
+    """litellm keyword arguments that give ``spec`` its provider's hosted web search.
+
+    * ``openai`` (search models such as ``gpt-5-search-api``): ``web_search_options`` (Chat Completions);
+    * ``anthropic``: the server tool ``{"type": "web_search_20250305", "name": "web_search", "max_uses": n}``;
+    * ``gemini`` / ``vertex_ai``: Google Search grounding ``tools=[{"googleSearch": {}}]``.
+
+    Other providers get no search tool (``{}``); LiveMacroEval §3.4 lets the agent decide when to search.
+    """
+    p = spec.provider
+    if p in ("openai", "azure"):
+        return {"web_search_options": {"search_context_size": config.search_context_size}}
+    if p == "anthropic":
+        return {"tools": [{"type": ANTHROPIC_WEB_SEARCH_TOOL, "name": "web_search", "max_uses": config.max_searches}]}
+    if p in ("gemini", "vertex_ai"):
+        return {"tools": [{"googleSearch": {}}]}
+    return {}
+
+
+def extract_citations(response: Mapping[str, Any] | None) -> list[dict[str, str | None]]:
+    """Cited sources in a litellm response dump, in order, each URL once: ``[{"url", "title"}]``.
+
+    Reads OpenAI ``choices[].message.annotations`` (``url_citation``; Gemini grounding arrives in the same
+    form through litellm), Anthropic text-block ``citations`` and ``web_search_tool_result`` results, which
+    litellm keeps under ``message.provider_specific_fields``.
+    """
+    out: list[dict[str, str | None]] = []
+    seen: set[str] = set()
+
+    def add(url: Any, title: Any) -> None:
+        if isinstance(url, str) and url.strip() and url not in seen:
+            seen.add(url)
+            out.append({"url": url, "title": title if isinstance(title, str) else None})
+
+    if not response:
+        return out
+    for choice in response.get("choices") or []:
+        msg = (choice or {}).get("message") or {}
+        for ann in msg.get("annotations") or []:
+            if isinstance(ann, Mapping) and ann.get("type") == "url_citation":
+                uc = ann.get("url_citation") or {}
+                add(uc.get("url"), uc.get("title"))
+        psf = msg.get("provider_specific_fields") or {}
+        for group in psf.get("citations") or []:
+            for cit in group if isinstance(group, list) else [group]:
+                if isinstance(cit, Mapping):
+                    add(cit.get("url"), cit.get("title"))
+        for block in psf.get("web_search_results") or []:
+            content = block.get("content") if isinstance(block, Mapping) else None
+            for res in content if isinstance(content, list) else []:
+                if isinstance(res, Mapping):
+                    add(res.get("url"), res.get("title"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Call records
+# ---------------------------------------------------------------------------------------------
+
+
+def messages_json(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Canonical JSON of a message list (sorted keys, no spaces): the bytes the prompt hash covers."""
+    return json.dumps(list(messages), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def prompt_hash(messages: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 hex of :func:`messages_json` (the exact messages sent)."""
+    return hashlib.sha256(messages_json(messages).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CallRecord:
+    """One LLM call, success or final failure; one row of ``llm_calls``."""
+
+    call_id: str
+    run_id: str | None
+    model_id: str
+    model: str
+    role: str
+    prompt_group: str | None
+    requested_at: datetime
+    completed_at: datetime
+    prompt_hash: str
+    request_messages: str  # JSON
+    request_params: str  # JSON, no secrets
+    status: str  # ok | failed
+    attempts: int
+    latency_s: float
+    response_json: str | None = None
+    response_model: str | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass
+class CallResult:
+    """A finished call: its record plus what the parser needs (content, finish reason, refusal, citations)."""
+
+    record: CallRecord
+    content: str | None = None
+    refusal: str | None = None
+    citations: list[dict[str, str | None]] = field(default_factory=list)
+    response: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.record.status == "ok"
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """Arguments of one :meth:`LLMClient.complete` call (for :meth:`LLMClient.fan_out`)."""
+
+    spec: ModelSpec
+    messages: tuple[Mapping[str, Any], ...]
+    role: str = "single"
+    run_id: str | None = None
+    prompt_group: str | None = None
+    web_search: bool = True
+
+
+def _usage_int(usage: Mapping[str, Any], key: str) -> int | None:
+    v = usage.get(key)
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _cost(response: Any) -> float | None:
+    """litellm's cost of a response in USD; None for models missing from litellm's price map."""
+    try:
+        c = litellm.completion_cost(completion_response=response)
+    except Exception:  # litellm raises plain Exception for unmapped models
+        return None
+    return float(c) if c is not None and math.isfinite(float(c)) else None
+
+
+def _error_text(exc: BaseException) -> str:
+    code = _status_code(exc)
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, asyncio.TimeoutError):
+        msg = msg or "attempt exceeded the wall-clock timeout"
+    text = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "") + (f": {msg}" if msg else "")
+    return redact_secrets(text[:1000]) or ""
+
+
+class LLMClient:
+    """The single LLM call path. Create one per run inside the running event loop.
+
+    ``complete`` never raises for provider or network errors: it returns a :class:`CallResult` whose
+    record has ``status='failed'`` and the last error after ``config.max_attempts`` attempts.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.retry = retry or config.retry
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        self._limiters: dict[str, RateLimiter] = {}
+        self.records: list[CallRecord] = []
+
+    def limiter(self, spec: ModelSpec) -> RateLimiter:
+        """The RPM limiter of one model (shared by all its concurrent calls)."""
+        key = spec.litellm_model
+        if key not in self._limiters:
+            self._limiters[key] = RateLimiter(self.config.rpm, sleep=self._sleep)
+        return self._limiters[key]
+
+    def request_kwargs(self, spec: ModelSpec, web_search: bool) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "model": spec.litellm_model,
+            "max_tokens": self.config.max_tokens,
+            "timeout": self.config.timeout_s,
+            "max_retries": 0,  # retries happen here, once, with our backoff and records
+            "num_retries": 0,
+        }
+        base = spec.api_base or self.config.api_base
+        if base:
+            kw["api_base"] = base
+        if web_search and self.config.web_search:
+            kw.update(web_search_params(spec, self.config))
+        return kw
+
+    async def complete(
+        self,
+        spec: ModelSpec,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        role: str = "single",
+        run_id: str | None = None,
+        prompt_group: str | None = None,
+        web_search: bool = True,
+    ) -> CallResult:
+        """Call ``spec`` with ``messages`` (OpenAI chat format), retrying retryable failures.
+
+        Each attempt waits for a concurrency slot and the model's RPM slot, then runs under a wall-clock
+        limit of ``config.timeout_s``. Returns a :class:`CallResult`; the record is also appended to
+        ``self.records``. Raises only ``ValueError`` for an unknown ``role`` (a programming error).
+        """
+        if role not in ROLES:
+            raise ValueError(f"role={role!r}: expected one of {ROLES}")
+        msgs = [dict(m) for m in messages]
+        kwargs = self.request_kwargs(spec, web_search)
+        params_doc = {k: v for k, v in kwargs.items() if k not in ("api_base", "max_retries", "num_retries")}
+        params_doc["api_base"] = _safe_url(kwargs.get("api_base"))
+        call_id = uuid.uuid4().hex
+        requested_at = self._clock()
+        t0 = time.monotonic()
+        attempts = 0
+        last_exc: BaseException | None = None
+        response: Any = None
+        while attempts < self.retry.max_attempts:
+            attempts += 1
+            try:
+                async with self._semaphore:
+                    await self.limiter(spec).acquire()
+                    response = await asyncio.wait_for(
+                        litellm.acompletion(messages=msgs, **kwargs), timeout=self.config.timeout_s
+                    )
+                last_exc = None
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # every provider/network error is recorded, never raised
+                last_exc = exc
+                if not is_retryable(exc) or attempts >= self.retry.max_attempts:
+                    break
+                await self._sleep(self.retry.delay(attempts, retry_after_seconds(exc), self._rng))
+        completed_at = self._clock()
+        record = CallRecord(
+            call_id=call_id,
+            run_id=run_id,
+            model_id=spec.model_id,
+            model=spec.litellm_model,
+            role=role,
+            prompt_group=prompt_group,
+            requested_at=requested_at,
+            completed_at=completed_at,
+            prompt_hash=prompt_hash(msgs),
+            request_messages=messages_json(msgs),
+            request_params=json.dumps(params_doc, sort_keys=True, default=str),
+            status="failed" if last_exc is not None else "ok",
+            attempts=attempts,
+            latency_s=time.monotonic() - t0,
+        )
+        result = CallResult(record=record)
+        if last_exc is not None:
+            record.error = _error_text(last_exc)
+        else:
+            dump = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+            record.response_json = redact_secrets(json.dumps(dump, default=str, ensure_ascii=False))
+            record.response_model = dump.get("model")
+            usage = dump.get("usage") or {}
+            record.prompt_tokens = _usage_int(usage, "prompt_tokens")
+            record.completion_tokens = _usage_int(usage, "completion_tokens")
+            record.total_tokens = _usage_int(usage, "total_tokens")
+            record.cost_usd = _cost(response)
+            choices = dump.get("choices") or []
+            first = choices[0] if choices else {}
+            msg = first.get("message") or {}
+            record.finish_reason = first.get("finish_reason")
+            content = msg.get("content")
+            result.content = content if isinstance(content, str) else None
+            refusal = msg.get("refusal")
+            result.refusal = refusal if isinstance(refusal, str) and refusal.strip() else None
+            result.citations = extract_citations(dump)
+            result.response = dump
+        self.records.append(record)
+        return result
+
+    async def complete_request(self, request: CallRequest) -> CallResult:
+        return await self.complete(
+            request.spec,
+            request.messages,
+            role=request.role,
+            run_id=request.run_id,
+            prompt_group=request.prompt_group,
+            web_search=request.web_search,
+        )
+
+    async def fan_out(self, requests: Iterable[CallRequest]) -> list[CallResult]:
+        """Run many calls concurrently (bounded by ``max_concurrency`` and each model's RPM); results in
+        request order."""
+        return list(await asyncio.gather(*(self.complete_request(r) for r in requests)))
+
+
+# ---------------------------------------------------------------------------------------------
+# llm_calls frame
+# ---------------------------------------------------------------------------------------------
+
+LLM_CALL_FIELDS = (
+    "call_id", "run_id", "model_id", "model", "role", "prompt_group", "requested_at", "completed_at",
+    "prompt_hash", "request_messages", "request_params", "response_json", "response_model", "finish_reason",
+    "status", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd",
+)
+
+
+def llm_calls_frame(records: Iterable[CallRecord], partition_key: str) -> pl.DataFrame:
+    """Call records as a frame conforming to the ``llm_calls`` table (``available_at`` = completion time).
+
+    Raises :class:`~leaf_live.core.storage.StorageError` if a record does not fit the schema.
+    """
+    rows = []
+    for r in records:
+        row = {f: getattr(r, f) for f in LLM_CALL_FIELDS}
+        row["partition_key"] = partition_key
+        row["available_at"] = r.completed_at
+        rows.append(row)
+    schema = polars_schema("llm_calls")
+    frame = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return conform("llm_calls", frame)
+
+
+__all__ = [
+    "ANTHROPIC_WEB_SEARCH_TOOL", "CallRecord", "CallRequest", "CallResult", "DESIGNS", "LLMClient", "LLMConfig",
+    "ModelSpec", "NO_MODELS_MESSAGE", "RateLimiter", "RetryPolicy", "extract_citations", "is_retryable",
+    "llm_calls_frame", "load_llm_config", "messages_json", "no_models_message", "prompt_hash", "redact_secrets",
+    "retry_after_seconds", "web_search_params",
+]

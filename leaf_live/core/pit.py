@@ -1,0 +1,98 @@
+"""Point-in-time and calendar rules, in one place (DESIGN.md principle 1).
+
+Every stored fact carries ``available_at`` (UTC); a forecast issued at ``t`` sees only rows with
+``available_at <= t``. This module owns the time-zone placement of source wall-clock times (release times
+are defined in America/New_York), month arithmetic and the reference-period convention (the ``DATE`` of a
+period's first day).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from zoneinfo import ZoneInfo
+
+from leaf_live.core.sources import SourceError
+
+ET = ZoneInfo("America/New_York")
+UTC = timezone.utc
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+MONTH_NUMBER = {m: i + 1 for i, m in enumerate(_MONTHS)}
+
+
+# ------------------------------------------------------------------------------------------------
+# time
+# ------------------------------------------------------------------------------------------------
+
+
+def localize(local: datetime, tz: ZoneInfo, *, file: str, row: int, field: str, value: object) -> datetime:
+    """Place a naive wall-clock time in ``tz`` and return it in UTC.
+
+    Raises :class:`SourceError` when the wall-clock time does not exist (spring-forward gap, e.g.
+    2021-03-14 02:30 in New York) or is ambiguous (fall-back hour): no single UTC instant is implied.
+    """
+    first = local.replace(tzinfo=tz, fold=0)
+    second = local.replace(tzinfo=tz, fold=1)
+    if first.utcoffset() != second.utcoffset():
+        back = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
+        kind = "does not exist (daylight-saving gap)" if back != local else "is ambiguous (daylight-saving overlap)"
+        raise SourceError(
+            f"local time {local:%Y-%m-%d %H:%M:%S} {kind} in time zone {tz.key}; cannot place it in UTC",
+            file=file, row=row, field=field, value=value,
+        )
+    return first.astimezone(UTC)
+
+
+def parse_naive_datetime(text: str, *, file: str, row: int, field: str) -> datetime:
+    """Parse ``YYYY-MM-DD HH:MM[:SS]`` (naive wall clock). Raises :class:`SourceError`."""
+    s = (text or "").strip()
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"):
+        try:
+            return datetime.strptime(s, fmt)
+        except ValueError:
+            continue
+    raise SourceError("not a timestamp of the form YYYY-MM-DD HH:MM[:SS]", file=file, row=row, field=field, value=text)
+
+
+def shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
+    k = year * 12 + (month - 1) + delta
+    return k // 12, k % 12 + 1
+
+
+def label_for_month(year: int, month: int) -> str:
+    return f"{year:04d}-{month:02d}"
+
+
+def parse_period_label(label: str) -> tuple[int, int, bool]:
+    """'YYYY-MM' -> (year, month, False); 'YYYY-Qn' -> (year, first month of quarter, True)."""
+    m = re.fullmatch(r"(\d{4})-(\d{2})", label)
+    if m:
+        return int(m.group(1)), int(m.group(2)), False
+    m = re.fullmatch(r"(\d{4})-Q([1-4])", label)
+    if m:
+        return int(m.group(1)), 3 * int(m.group(2)) - 2, True
+    raise ValueError(f"period label {label!r} is neither YYYY-MM nor YYYY-Qn")
+
+
+def reference_period(label: str, frequency: str) -> date:
+    """First day of the period a label names.
+
+    A quarterly indicator with a month label (the release-lag fallback, release month - 1) refers to the
+    latest quarter complete by the end of that month: 2010-03 -> 2010Q1, but 2010-01 (a release in
+    February 2010, the second estimate) -> 2009Q4.
+    """
+    year, month, is_quarter = parse_period_label(label)
+    if frequency == "quarterly":
+        if not is_quarter and month % 3 != 0:
+            year, month = (year - 1, 12) if month < 3 else (year, month - month % 3)
+        month = 3 * ((month - 1) // 3) + 1
+    return date(year, month, 1)
+
+
+
+def to_utc(dt: datetime) -> datetime:
+    if dt.tzinfo is None:
+        raise ValueError(f"timestamp {dt!r} has no time zone; pass tz-aware UTC times")
+    return dt.astimezone(UTC)
+

@@ -1,0 +1,275 @@
+"""DuckDB storage: every table's schema (defined once, here), the partition-replace helper and
+read-only connections for analysts.
+
+Principles (DESIGN.md §Principles 1 and 3):
+
+* every fact row carries ``available_at`` (TIMESTAMPTZ, UTC): when it became knowable, so a stage can
+  ask "as of time t" with ``WHERE available_at <= t``;
+* one asset owns one table (or one ``producer`` slice of a shared table); materializing a partition
+  replaces exactly that partition's rows in one transaction, so reruns and backfills neither duplicate
+  nor lose rows, and a partition that fails validation leaves the previous rows untouched.
+
+Timestamps are stored as ``TIMESTAMPTZ`` and every connection runs with ``TimeZone='UTC'``.
+Reference periods are ``DATE`` of the period's first day (2026-01-01 for 2026Q1).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+import polars as pl
+
+
+
+class StorageError(ValueError):
+    """A frame does not fit its table; the message names the table, column and offending value."""
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # DuckDB type
+    doc: str  # meaning and unit, shown in README / `leaf-live tables`
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    grain: str
+    columns: tuple[Column, ...]
+    partition_by: tuple[str, ...] = ()  # columns that identify one replaceable slice
+    primary_key: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"table {self.name!r} has no column {name!r}")
+
+    def ddl(self) -> str:
+        cols = ",\n  ".join(
+            f'"{c.name}" {c.type}' + ("" if c.nullable else " NOT NULL") for c in self.columns
+        )
+        pk = f",\n  PRIMARY KEY ({', '.join(self.primary_key)})" if self.primary_key else ""
+        return f'CREATE TABLE IF NOT EXISTS "{self.name}" (\n  {cols}{pk}\n)'
+
+
+def col(name: str, type_: str, doc: str, nullable: bool = True) -> Column:
+    """Shorthand for :class:`Column` used by the track schema modules."""
+    return Column(name, type_, doc, nullable)
+
+
+PARTITION_KEY = col("partition_key", "VARCHAR", "slice the writing asset replaces as a unit: the release month (2024-03), the hour (2026-04-09-14:00), "
+    "or, for unpartitioned producers, a model or run id (fed/gdpnow)", False)
+AVAILABLE_AT = col("available_at", "TIMESTAMPTZ", "UTC time the fact became knowable (point-in-time filter)", False)
+
+
+# The registry: each track's schema module registers its tables at import (one schema definition per
+# table); ``leaf_live.macro`` and ``leaf_live.event`` import their schema modules in their package init.
+TABLES: dict[str, Table] = {}
+def register(table: Table) -> Table:
+    """Add a table to :data:`TABLES` (module-level, at import of the defining module)."""
+    if table.name in TABLES and TABLES[table.name] != table:
+        raise StorageError(f"table {table.name!r} is defined twice")
+    TABLES[table.name] = table
+    return table
+
+
+def get_table(name: str) -> Table:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise StorageError(f"unknown table {name!r}; known: {sorted(TABLES)}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections
+# ---------------------------------------------------------------------------------------------
+
+
+def db_path(path: str | os.PathLike | None = None) -> Path:
+    """The DuckDB file: ``path`` if given, else ``LEAF_LIVE_DB``, else ``data/leaf_live.duckdb``."""
+    from leaf_live.core.settings import get_settings
+
+    return Path(path) if path is not None else get_settings().db_path
+
+
+def connect(path: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
+    """Open a read-write connection (creating the file and every registered table if needed).
+
+    DuckDB allows one writing process at a time; Dagster runs use the in-process executor.
+    """
+    p = db_path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(p))
+    con.execute("SET TimeZone='UTC'")
+    ensure_tables(con)
+    return con
+
+
+def connect_read_only(path: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
+    """Open a read-only connection for analysts (works while no process holds the write lock)."""
+    p = db_path(path)
+    if not p.exists():
+        raise StorageError(f"LEAF_LIVE_DB={p}: database file does not exist; run `leaf-live run` first")
+    con = duckdb.connect(str(p), read_only=True)
+    con.execute("SET TimeZone='UTC'")
+    return con
+
+
+@contextmanager
+def open_db(path: str | os.PathLike | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = connect(path)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = None) -> None:
+    for name in names or list(TABLES):
+        con.execute(get_table(name).ddl())
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation and the one partition-replace helper
+# ---------------------------------------------------------------------------------------------
+
+_POLARS_TYPES: dict[str, pl.DataType] = {
+    "VARCHAR": pl.Utf8,
+    "DOUBLE": pl.Float64,
+    "INTEGER": pl.Int32,
+    "BIGINT": pl.Int64,
+    "BOOLEAN": pl.Boolean,
+    "DATE": pl.Date,
+    "TIMESTAMPTZ": pl.Datetime("us", "UTC"),
+    "JSON": pl.Utf8,
+}
+
+
+def polars_schema(name: str) -> dict[str, pl.DataType]:
+    """The polars dtypes of a table's columns (DOUBLE[] -> List(Float64))."""
+    out: dict[str, pl.DataType] = {}
+    for c in get_table(name).columns:
+        if c.type.endswith("[]"):
+            out[c.name] = pl.List(_POLARS_TYPES[c.type[:-2]])
+        else:
+            out[c.name] = _POLARS_TYPES[c.type]
+    return out
+
+
+def empty_frame(name: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=polars_schema(name))
+
+
+def conform(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """Check and cast ``frame`` to table ``name``'s schema.
+
+    Raises :class:`StorageError` naming the table and column when a column is missing or unknown,
+    a value cannot be cast, or a NOT NULL column holds nulls (with the first offending row).
+    Timestamps must be timezone-aware; naive datetimes are refused rather than guessed.
+    """
+    table = get_table(name)
+    want = polars_schema(name)
+    missing = [c for c in want if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in want]
+    if missing or extra:
+        raise StorageError(f"table {name}: missing columns {missing}, unknown columns {extra}")
+    cols = []
+    for c in table.columns:
+        s = frame.get_column(c.name)
+        target = want[c.name]
+        if isinstance(target, pl.Datetime):
+            if not isinstance(s.dtype, pl.Datetime) and s.dtype != pl.Null:
+                raise StorageError(f"table {name}, column {c.name}: expected a timestamp, got {s.dtype}")
+            if isinstance(s.dtype, pl.Datetime) and s.dtype.time_zone is None:
+                raise StorageError(
+                    f"table {name}, column {c.name}: timestamp without time zone; convert to UTC first"
+                )
+            s = s.cast(pl.Datetime("us", s.dtype.time_zone if isinstance(s.dtype, pl.Datetime) else "UTC"))
+            s = s.dt.convert_time_zone("UTC")
+        else:
+            try:
+                s = s.cast(target, strict=True)
+            except Exception as exc:  # polars raises several error types
+                raise StorageError(f"table {name}, column {c.name}: cannot cast {s.dtype} to {target}: {exc}") from exc
+        if not c.nullable and s.null_count():
+            row = int(s.is_null().arg_max())
+            raise StorageError(f"table {name}, column {c.name}: NULL in NOT NULL column at frame row {row}")
+        cols.append(s.alias(c.name))
+    return pl.DataFrame(cols)
+
+
+def replace_partition(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    frame: pl.DataFrame,
+    where: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace one partition's rows of table ``name`` with ``frame``, atomically.
+
+    ``where`` maps the table's ``partition_by`` columns to the slice's values (e.g.
+    ``{"partition_key": "2024-03"}``; ``None`` = the whole table, for unpartitioned tables). Every row of
+    ``frame`` must belong to that slice. Validation runs before anything is deleted and the
+    delete + insert run in one transaction, so a bad frame or a failed insert leaves the previous rows
+    intact. Returns the number of rows written. Raises :class:`StorageError`.
+    """
+    table = get_table(name)
+    where = dict(where or {})
+    if set(where) != set(table.partition_by):
+        raise StorageError(f"table {name}: partition keys {sorted(where)} != {sorted(table.partition_by)}")
+    data = conform(name, frame)
+    for col, val in where.items():
+        bad = data.filter(pl.col(col) != val) if data.height else data
+        if bad.height:
+            raise StorageError(
+                f"table {name}: row with {col}={bad.get_column(col)[0]!r} outside partition {col}={val!r}"
+            )
+    if table.primary_key and data.height:
+        dup = data.group_by(list(table.primary_key)).len().filter(pl.col("len") > 1)
+        if dup.height:
+            raise StorageError(f"table {name}: duplicate primary key {dup.row(0)[:-1]} in partition {where}")
+    con.execute(table.ddl())
+    cols = ", ".join(f'"{c}"' for c in table.column_names)
+    cond = " AND ".join(f'"{k}" = ?' for k in where) or "TRUE"
+    con.register("_incoming_partition", data.to_arrow())
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(f'DELETE FROM "{name}" WHERE {cond}', list(where.values()))
+            if data.height:
+                con.execute(f'INSERT INTO "{name}" ({cols}) SELECT {cols} FROM _incoming_partition')
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.unregister("_incoming_partition")
+    return data.height
+
+
+def read_table(con: duckdb.DuckDBPyConnection, name: str, where: str = "", params: Sequence[Any] = ()) -> pl.DataFrame:
+    """Read a table (optionally filtered by a SQL ``where`` clause) as a polars frame in schema order."""
+    table = get_table(name)
+    cols = ", ".join(f'"{c}"' for c in table.column_names)
+    sql = f'SELECT {cols} FROM "{name}"' + (f" WHERE {where}" if where else "")
+    return pl.from_arrow(con.sql(sql, params=list(params) or None).to_arrow_table())
+
+
+def table_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
+    """(table, row count) for every registered table present in the database."""
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    return [(n, con.execute(f'SELECT count(*) FROM "{n}"').fetchone()[0]) for n in TABLES if n in present]

@@ -1,0 +1,267 @@
+"""LLM nowcast agents: the ``single`` design and the ``team`` design, one hour of nowcasts at a time.
+
+Sources: LiveMacroEval §3.4 (agents nowcast hourly with web search inside the window), App. D (two calls
+per model and hour, one per prompt group), App. S.1 (multi-agent team: an orchestrator delegates to a
+researcher, which gathers a first-pass value and sources for every indicator, and to an independent
+verifier, which re-derives and cross-checks each number; the orchestrator reconciles the two).
+
+Both designs use the one call path (:class:`leaf_live.core.llm.LLMClient`) and the one parser
+(:mod:`leaf_live.macro.agents.parsing`). Nothing raised by a provider or a bad answer escapes: failures become
+invalid ``nowcasts`` rows with a reason and failed ``llm_calls`` rows. Besides the parser's codes, the
+team adds ``team_failed`` (neither sub-agent produced a usable answer, so the orchestrator is not asked).
+
+Point in time: a row's ``issued_at`` is when the answer that produced it arrived (the final call's
+completion time, UTC), never the scheduled hour, so an answer that arrives after a release is flagged
+``after_release`` even when the run started before it. LLM nowcasts cannot be backfilled: a run for a
+past hour would see information from after that hour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import polars as pl
+
+from leaf_live.core.llm import (
+    CallRecord,
+    CallResult,
+    LLMClient,
+    LLMConfig,
+    ModelSpec,
+    llm_calls_frame,
+    load_llm_config,
+    utc_now,
+)
+from leaf_live.macro.agents.parsing import (
+    ParsedAnswer,
+    VariableResult,
+    call_failed_answer,
+    nowcast_rows,
+    parse_nowcast_answer,
+    report_for_orchestrator,
+)
+from leaf_live.macro.agents.prompts import nowcast_messages, orchestrator_messages, resolve_reference_periods
+from leaf_live.macro.catalog import PROMPT_GROUPS, indicators_in_group
+from leaf_live.core.storage import empty_frame
+
+
+@dataclass(frozen=True)
+class GroupTarget:
+    """What one prompt-group call nowcasts: App. D target month and release month (first days of the
+    months), the reference period of every indicator in the group, and the release timestamps (UTC)
+    known for them (indicators without one are never flagged ``after_release``)."""
+
+    group: str
+    target_month: date
+    release_month: date
+    reference_periods: Mapping[str, date]
+    release_times: Mapping[str, datetime] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        group: str,
+        target_month: date,
+        release_month: date | None = None,
+        reference_periods: Mapping[str, date] | None = None,
+        release_times: Mapping[str, datetime | None] | None = None,
+    ) -> "GroupTarget":
+        """Fill defaults: release month = the month after the target month; reference periods from
+        :func:`leaf_live.macro.agents.prompts.default_reference_period`. Release times of indicators outside the
+        group are ignored; naive release times raise ``ValueError`` naming the indicator."""
+        if group not in PROMPT_GROUPS:
+            raise ValueError(f"group={group!r}: expected one of {PROMPT_GROUPS}")
+        tm = date(target_month.year, target_month.month, 1)
+        if release_month is None:
+            release_month = date(tm.year + tm.month // 12, tm.month % 12 + 1, 1)
+        ids = indicators_in_group(group)
+        periods = resolve_reference_periods(group, tm, {k: v for k, v in (reference_periods or {}).items() if k in ids})
+        times = {}
+        for iid, t in (release_times or {}).items():
+            if iid in ids and t is not None:
+                if t.tzinfo is None:
+                    raise ValueError(f"release_times[{iid!r}]={t!r}: must be timezone-aware (UTC)")
+                times[iid] = t
+        return cls(group, tm, release_month, periods, times)
+
+
+def hour_targets(
+    target_month: date,
+    release_month: date | None = None,
+    reference_periods: Mapping[str, date] | None = None,
+    release_times: Mapping[str, datetime | None] | None = None,
+) -> tuple[GroupTarget, ...]:
+    """Both App. D prompt groups for one target month (``output_core`` then ``demand_sectoral``)."""
+    return tuple(
+        GroupTarget.build(g, target_month, release_month, reference_periods, release_times) for g in PROMPT_GROUPS
+    )
+
+
+def _parse(result: CallResult, group: str) -> ParsedAnswer:
+    if not result.ok:
+        return call_failed_answer(group, result.record.error)
+    return parse_nowcast_answer(
+        result.content, group, finish_reason=result.record.finish_reason, refusal=result.refusal
+    )
+
+
+def _sum_or_none(values: Sequence[int | float | None]) -> Any:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _run_cost(records: Sequence[CallRecord]) -> float | None:
+    """Total USD of a run's answered calls; None when any answered call has no known price."""
+    ok = [r for r in records if r.status == "ok"]
+    if not ok or any(r.cost_usd is None for r in ok):
+        return None
+    return float(sum(r.cost_usd for r in ok))
+
+
+def _rows(
+    parsed: ParsedAnswer,
+    spec: ModelSpec,
+    target: GroupTarget,
+    partition_key: str,
+    final: CallResult,
+    run_results: Sequence[CallResult],
+) -> pl.DataFrame:
+    records = [r.record for r in run_results]
+    urls: list[str] = []
+    for r in run_results:
+        urls.extend(c["url"] for c in r.citations if c.get("url"))
+    return nowcast_rows(
+        parsed,
+        model_id=spec.model_id,
+        partition_key=partition_key,
+        issued_at=final.record.completed_at,
+        reference_periods=target.reference_periods,
+        release_times=target.release_times,
+        citations=urls,
+        prompt_hash=final.record.prompt_hash,
+        raw_response_id=final.record.call_id,
+        prompt_tokens=_sum_or_none([r.prompt_tokens for r in records]),
+        completion_tokens=_sum_or_none([r.completion_tokens for r in records]),
+        cost_usd=_run_cost(records),
+    )
+
+
+async def nowcast_single(
+    client: LLMClient, spec: ModelSpec, target: GroupTarget, partition_key: str
+) -> pl.DataFrame:
+    """One App. D call for one prompt group -> its ``nowcasts`` rows (one per indicator of the group).
+
+    Tokens and cost on the rows are the call's; ``raw_response_id`` is its ``call_id``.
+    """
+    run_id = uuid.uuid4().hex
+    msgs = nowcast_messages(target.group, target.target_month, target.release_month, target.reference_periods)
+    res = await client.complete(spec, msgs, role="single", run_id=run_id, prompt_group=target.group)
+    return _rows(_parse(res, target.group), spec, target, partition_key, res, [res])
+
+
+async def nowcast_team(
+    client: LLMClient, spec: ModelSpec, target: GroupTarget, partition_key: str
+) -> pl.DataFrame:
+    """Multi-agent team (App. S.1) for one prompt group -> its ``nowcasts`` rows.
+
+    The researcher and the verifier run concurrently and independently (neither sees the other), both
+    with web search and the App. D user message; the orchestrator (no web search) receives both *parsed*
+    reports and answers in the same strict format, which becomes the rows. When neither sub-agent gives a
+    usable answer the orchestrator is skipped and every row is invalid with ``team_failed``. Rows carry
+    the orchestrator's call id and prompt hash and the summed tokens and cost of the team's calls.
+    """
+    run_id = uuid.uuid4().hex
+    group = target.group
+    researcher, verifier = await asyncio.gather(
+        client.complete(
+            spec,
+            nowcast_messages(group, target.target_month, target.release_month, target.reference_periods, "researcher"),
+            role="researcher", run_id=run_id, prompt_group=group,
+        ),
+        client.complete(
+            spec,
+            nowcast_messages(group, target.target_month, target.release_month, target.reference_periods, "verifier"),
+            role="verifier", run_id=run_id, prompt_group=group,
+        ),
+    )
+    p_r, p_v = _parse(researcher, group), _parse(verifier, group)
+    if p_r.answer_error and p_v.answer_error:
+        reason = f"team_failed: researcher {p_r.answer_error[:150]}; verifier {p_v.answer_error[:150]}"
+        failed = ParsedAnswer(group, {i: VariableResult(i, None, False, reason) for i in p_r.variables}, reason)
+        return _rows(failed, spec, target, partition_key, verifier, [researcher, verifier])
+    report_r = report_for_orchestrator(p_r, [c["url"] for c in researcher.citations if c.get("url")])
+    report_v = report_for_orchestrator(p_v, [c["url"] for c in verifier.citations if c.get("url")])
+    msgs = orchestrator_messages(
+        group, target.target_month, target.release_month, report_r, report_v, target.reference_periods
+    )
+    orch = await client.complete(
+        spec, msgs, role="orchestrator", run_id=run_id, prompt_group=group, web_search=False
+    )
+    return _rows(_parse(orch, group), spec, target, partition_key, orch, [researcher, verifier, orch])
+
+
+def hour_partition_key(scheduled_at: datetime) -> str:
+    """Dagster hourly partition key of a UTC hour: ``YYYY-MM-DD-HH:MM``."""
+    return f"{scheduled_at:%Y-%m-%d-%H:%M}"
+
+
+async def run_nowcast_hour(
+    targets: Sequence[GroupTarget],
+    *,
+    scheduled_at: datetime,
+    models: Sequence[ModelSpec] | None = None,
+    config: LLMConfig | None = None,
+    client: LLMClient | None = None,
+    partition_key: str | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One hour of LLM nowcasts: every model x every prompt group, fanned out concurrently.
+
+    ``targets``: the prompt groups to run (usually :func:`hour_targets`); ``scheduled_at``: the hour
+    (tz-aware; names the partition unless ``partition_key`` is given); ``models``: default
+    ``config.models``; ``config``: default :func:`load_llm_config`; ``client``: an existing call path
+    (default: a new :class:`LLMClient` on ``config`` with ``clock``).
+
+    Returns ``(nowcasts, llm_calls)`` frames conforming to the two tables: one ``nowcasts`` row per model,
+    group and indicator (16 per model for both groups; invalid rows keep their reason) and one
+    ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``). With no models both frames are
+    empty (the caller reports :data:`leaf_live.core.llm.NO_MODELS_MESSAGE`). Raises ``ValueError`` only
+    for bad arguments (naive ``scheduled_at``, a group listed twice), before any call is made.
+    """
+    if scheduled_at.tzinfo is None:
+        raise ValueError(f"scheduled_at={scheduled_at!r}: must be timezone-aware (UTC)")
+    groups = [t.group for t in targets]
+    if len(set(groups)) != len(groups):
+        raise ValueError(f"targets: prompt group listed twice in {groups}")
+    config = config or load_llm_config()
+    models = list(config.models if models is None else models)
+    pk = partition_key or hour_partition_key(scheduled_at)
+    if not models or not targets:
+        return empty_frame("nowcasts"), empty_frame("llm_calls")
+    client = client or LLMClient(config, clock=clock)
+    start = len(client.records)
+    jobs = [
+        (nowcast_team if spec.design == "team" else nowcast_single)(client, spec, target, pk)
+        for spec in models
+        for target in targets
+    ]
+    frames = await asyncio.gather(*jobs)
+    nowcasts = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
+    calls = llm_calls_frame(client.records[start:], pk)
+    return nowcasts, calls
+
+
+def run_nowcast_hour_sync(targets: Sequence[GroupTarget], **kwargs: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`run_nowcast_hour` in a fresh event loop (for synchronous callers such as a Dagster asset)."""
+    return asyncio.run(run_nowcast_hour(targets, **kwargs))
+
+
+__all__ = [
+    "GroupTarget", "hour_partition_key", "hour_targets", "nowcast_single", "nowcast_team", "run_nowcast_hour",
+    "run_nowcast_hour_sync",
+]

@@ -1,0 +1,1 @@
+"""leaf_live.macro.forecasters"""

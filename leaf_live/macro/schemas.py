@@ -1,0 +1,493 @@
+"""Table schemas of the macro track (LiveMacroEval), registered in the one schema registry
+(:mod:`leaf_live.core.storage`) at import. One definition per table; the README's table docs are generated
+from these (``leaf-live tables``)."""
+
+from __future__ import annotations
+
+from leaf_live.core.storage import AVAILABLE_AT, PARTITION_KEY, Table, register
+from leaf_live.core.storage import col as _c
+from leaf_live.macro.catalog import INDICATOR_IDS
+
+INDICATOR_CATALOG = Table(
+    name="indicator_catalog",
+    doc="The 16 LiveMacroEval indicators (Table 2, App. C, App. I transform codes, Table 9 reference beta/SE).",
+    grain="one row per indicator_id",
+    columns=(
+        _c("indicator_id", "VARCHAR", "catalog id (matches the released LiveMacroEval field_id)", False),
+        _c("title", "VARCHAR", "Table 2 title with transformation and seasonal adjustment", False),
+        _c("unit", "VARCHAR", "reporting unit", False),
+        _c("transformation", "VARCHAR", "qoq_saar_pct | mom_pct | yoy_pct | level | mom_change", False),
+        _c("seasonal_adjustment", "VARCHAR", "SA | SAAR | NSA", False),
+        _c("guardrail_lo", "DOUBLE", "lowest plausible value, reporting unit", False),
+        _c("guardrail_hi", "DOUBLE", "highest plausible value, reporting unit", False),
+        _c("guardrail_text", "VARCHAR", "Table 2 scale guardrail wording", False),
+        _c("source_label", "VARCHAR", "Table 2 source label", False),
+        _c("theme", "VARCHAR", "supply_production | demand_inflation | labor_market | housing (§3.3)", False),
+        _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)", False),
+        _c("frequency", "VARCHAR", "monthly | quarterly", False),
+        _c("release_time_et", "VARCHAR", "usual release slot, America/New_York HH:MM", False),
+        _c("agency", "VARCHAR", "issuing agency (App. C)", False),
+        _c("fred_series", "VARCHAR", "FRED series ids, comma-separated", False),
+        _c("fred_md_column", "VARCHAR", "FRED-MD/QD column (NULL if not in the database)"),
+        _c("fred_md_tcode", "INTEGER", "McCracken-Ng transform code (NULL for ISM indices)"),
+        _c("beta_table9", "DOUBLE", "paper Table 9 beta, x1e-4 log return per standardized surprise", False),
+        _c("se_table9", "DOUBLE", "paper Table 9 HC1 SE, x1e-4", False),
+    ),
+    primary_key=("indicator_id",),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Macro track: releases, announcement windows, surprises (issue: foundation)
+# ---------------------------------------------------------------------------------------------
+
+RELEASE_CALENDAR = Table(
+    name="release_calendar",
+    doc="Every scheduled release row as each calendar source reported it (actual, consensus, time), before "
+    "the first-release rule. Values are converted to the indicator's reporting unit (catalog).",
+    grain="one row per (source, indicator_id, release_at, period_label)",
+    columns=(
+        PARTITION_KEY,
+        _c("source", "VARCHAR", "calendar source: livemacroeval_panel | livemacroeval_live | forexfactory | fred", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (converted from the source's zone)", False),
+        _c("release_time_et", "VARCHAR", "release clock time in America/New_York, HH:MM", False),
+        _c("period_label", "VARCHAR", "reference period as labelled by the source (YYYY-MM or YYYY-Qn)", False),
+        _c("period_source", "VARCHAR", "event_text (label parsed from the source) | release_lag (inferred from release date)", False),
+        _c("reference_period", "DATE", "first day of the reference period (quarter start for quarterly indicators)", False),
+        _c("actual", "DOUBLE", "first-release actual A, reporting unit"),
+        _c("consensus", "DOUBLE", "consensus C at release, reporting unit (NULL when the source had none)"),
+        _c("consensus_source", "VARCHAR", "who produced C: investing | forexfactory | NULL"),
+        _c("event", "VARCHAR", "source event text"),
+        _c("source_file", "VARCHAR", "file (or URL) the row was read from", False),
+        _c("source_row", "INTEGER", "1-based data row in source_file", False),
+        _c("marked_revision", "BOOLEAN", "the source itself lists the row as a later estimate (LiveMacroEval "
+           "dropped_revisions.csv); the first-release rule never keeps it, even when the earlier release it "
+           "revises is missing from the files"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
+RELEASES = Table(
+    name="releases",
+    doc="Canonical first releases: actual and consensus per indicator and reference period (universal "
+    "first-release rule of the LiveMacroEval panel; GDP = advance estimate).",
+    grain="one row per (indicator_id, release_at); at most one per (indicator_id, period_label)",
+    columns=(
+        PARTITION_KEY,
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("reference_period", "DATE", "first day of the reference period", False),
+        _c("period_label", "VARCHAR", "source period label used by the first-release rule", False),
+        _c("period_source", "VARCHAR", "event_text | release_lag", False),
+        _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC", False),
+        _c("actual", "DOUBLE", "first-release actual A, reporting unit", False),
+        _c("consensus", "DOUBLE", "consensus C, reporting unit (NULL if none was published)"),
+        _c("consensus_source", "VARCHAR", "investing | forexfactory"),
+        _c("surprise", "DOUBLE", "A - C, reporting unit (NULL without consensus)"),
+        _c("source", "VARCHAR", "calendar source of the row", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("indicator_id", "release_at"),
+)
+
+ANNOUNCEMENT_RETURNS = Table(
+    name="announcement_returns",
+    doc="E-mini S&P 500 front-month announcement-window log returns r_g = log P(T+30m) - log P(T-5m) "
+    "(LiveMacroEval App. K Eq. 4), one per release timestamp.",
+    grain="one row per release_at",
+    columns=(
+        PARTITION_KEY,
+        _c("release_at", "TIMESTAMPTZ", "release timestamp T_g, UTC", False),
+        _c("contract_code", "VARCHAR", "front-month ES contract (e.g. H10 = Mar 2010)"),
+        _c("price_before", "DOUBLE", "ES 1-minute bar close at T-5m, index points"),
+        _c("price_after", "DOUBLE", "ES 1-minute bar close at T+30m, index points"),
+        _c("r_g", "DOUBLE", "log return over the window, log points (NULL if the window is unusable)"),
+        _c("window_status", "VARCHAR", "usable | no_prices (e.g. market closed on Good Friday)", False),
+        _c("source", "VARCHAR", "price provider (livemacroeval_panel | provider name)", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("release_at",),
+)
+
+SURPRISE_SCALES = Table(
+    name="surprise_scales",
+    doc="sigma_i = sample sd (ddof 1) of A - C over the frozen historical window (App. K.1 Eq. 3), in "
+    "reporting units; includes releases whose futures window is unusable.",
+    grain="one row per indicator_id",
+    columns=(
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("n_releases", "INTEGER", "releases with A and C inside the window", False),
+        _c("mean_surprise", "DOUBLE", "mean of A - C, reporting unit", False),
+        _c("sigma", "DOUBLE", "sd of A - C (ddof 1), reporting unit", False),
+        _c("window_start", "DATE", "first release date counted", False),
+        _c("window_end", "DATE", "last release date counted (inclusive)", False),
+        AVAILABLE_AT,
+    ),
+    primary_key=("indicator_id",),
+)
+
+SURPRISE_EVENTS = Table(
+    name="surprise_events",
+    doc="Timestamp-group events (App. K.1): all releases sharing a timestamp, with the window return r_g "
+    "and the 16 standardized surprises S = (A - C)/sigma_i, structural zeros for fields not released.",
+    grain="one row per release timestamp (timestamp-group event)",
+    columns=(
+        PARTITION_KEY,
+        _c("release_at", "TIMESTAMPTZ", "event timestamp T_g, UTC", False),
+        _c("release_time_et", "VARCHAR", "release clock time in America/New_York (cohort)", False),
+        _c("contract_code", "VARCHAR", "ES contract of the window"),
+        _c("r_g", "DOUBLE", "announcement-window log return (NULL where no usable window)"),
+        _c("window_status", "VARCHAR", "usable | no_prices", False),
+        _c("n_fields", "INTEGER", "number of indicators released with a surprise in the event", False),
+        *(
+            _c(f"s_{i}", "DOUBLE", f"standardized surprise of {i} (0 if not released)", False)
+            for i in INDICATOR_IDS
+        ),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("release_at",),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Macro track: nowcasts (one table for every forecaster; each producing asset owns its slice)
+# ---------------------------------------------------------------------------------------------
+
+NOWCASTS = Table(
+    name="nowcasts",
+    doc="Every macro forecaster's nowcasts (LLM agents, recorded runs, auto-ARIMA, Fed nowcasts, consensus) "
+    "in the indicator's reporting unit. Rows issued at or after the release are kept, flagged, never scored. "
+    "Invalid answers are kept with their reason.",
+    grain="one row per (producer, model_id, indicator_id, reference_period, issued_at[, variable])",
+    columns=(
+        _c("producer", "VARCHAR", "asset that wrote the row (llm_nowcasts | recorded_nowcasts | arima_nowcasts | comparator_nowcasts)", False),
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "provider/model@design, baseline/auto-arima, consensus/investing, fed/gdpnow, ...", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("reference_period", "DATE", "first day of the target reference period", False),
+        _c("issued_at", "TIMESTAMPTZ", "when the nowcast was issued, UTC", False),
+        _c("value", "DOUBLE", "nowcast in the reporting unit (NULL when invalid)"),
+        _c("valid", "BOOLEAN", "passed parsing, unit and guardrail checks", False),
+        _c("invalid_reason", "VARCHAR", "why the row is invalid (NULL when valid)"),
+        _c("after_release", "BOOLEAN", "issued at or after the release timestamp: kept, never scored", False),
+        _c("source_variable", "VARCHAR", "variable name in the producer's own output (e.g. cpi_yoy)"),
+        _c("rationale", "VARCHAR", "model rationale text, if any"),
+        _c("citations", "VARCHAR", "JSON list of cited URLs, if any"),
+        _c("prompt_hash", "VARCHAR", "sha256 of the prompt (LLM rows)"),
+        _c("raw_response_id", "VARCHAR", "llm_calls.call_id or recorded job id"),
+        _c("prompt_tokens", "INTEGER", "tokens in (LLM rows, per call)"),
+        _c("completion_tokens", "INTEGER", "tokens out (LLM rows, per call)"),
+        _c("cost_usd", "DOUBLE", "cost of the call in USD (LLM rows, per call)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("producer", "partition_key"),
+)
+
+LLM_CALLS = Table(
+    name="llm_calls",
+    doc="Every LLM call (success or final failure) with its exact request, raw response, usage and cost, so "
+    "nowcasts can be re-parsed and re-scored without calling a model again (DESIGN.md principle 6). API keys "
+    "are never stored. The raw response is litellm's OpenAI-format dump (Anthropic blocks under "
+    "provider_specific_fields).",
+    grain="one row per call_id",
+    columns=(
+        PARTITION_KEY,
+        _c("call_id", "VARCHAR", "unique id of the call (nowcasts.raw_response_id)", False),
+        _c("run_id", "VARCHAR", "id shared by the calls of one nowcast (model x prompt group x hour); team = 3 calls"),
+        _c("model_id", "VARCHAR", "provider/model@design", False),
+        _c("model", "VARCHAR", "litellm model string provider/model", False),
+        _c("role", "VARCHAR", "single | researcher | verifier | orchestrator (App. S.1)", False),
+        _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)"),
+        _c("requested_at", "TIMESTAMPTZ", "first attempt started, UTC", False),
+        _c("completed_at", "TIMESTAMPTZ", "final answer or final failure, UTC", False),
+        _c("prompt_hash", "VARCHAR", "sha256 of the canonical JSON of the request messages", False),
+        _c("request_messages", "VARCHAR", "JSON list of the messages sent", False),
+        _c("request_params", "VARCHAR", "JSON of model, max_tokens, timeout, web-search options (no secrets)", False),
+        _c("response_json", "VARCHAR", "raw response JSON (NULL when the call failed)"),
+        _c("response_model", "VARCHAR", "model name the provider reported"),
+        _c("finish_reason", "VARCHAR", "stop | length | content_filter | tool_calls ..."),
+        _c("status", "VARCHAR", "ok | failed (after the last attempt)", False),
+        _c("error", "VARCHAR", "last error type, HTTP status and message (NULL when ok)"),
+        _c("attempts", "INTEGER", "attempts made (1 = no retry)", False),
+        _c("latency_s", "DOUBLE", "seconds from first attempt to final outcome, incl. backoff", False),
+        _c("prompt_tokens", "INTEGER", "tokens in"),
+        _c("completion_tokens", "INTEGER", "tokens out"),
+        _c("total_tokens", "INTEGER", "tokens in + out as the provider reported"),
+        _c("cost_usd", "DOUBLE", "USD from litellm's price map (NULL for unmapped models or failed calls)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("call_id",),
+)
+
+NOWCAST_WINDOWS = Table(
+    name="nowcast_windows",
+    doc="Prediction window of each (indicator, reference period) (LiveMacroEval Sec. 3.4): opens 00:00 "
+    "America/New_York on the 25th of the reference month (of the quarter's last month for quarterly GDP) and "
+    "closes at the scheduled release timestamp. Hourly nowcasts are issued at every full hour in "
+    "[opens_at, closes_at); a nowcast issued at or after closes_at is after_release.",
+    grain="one row per (indicator_id, reference_period)",
+    columns=(
+        _c("partition_key", "VARCHAR", "release month in America/New_York, YYYY-MM", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("reference_period", "DATE", "first day of the reference period (quarter start for GDP)", False),
+        _c("target_month", "DATE", "month whose 25th opens the window (the quarter's last month for GDP)", False),
+        _c("opens_at", "TIMESTAMPTZ", "window opens (first hourly nowcast), UTC", False),
+        _c("closes_at", "TIMESTAMPTZ", "scheduled release timestamp, UTC (no nowcast at or after it is scored)", False),
+        _c("release_time_et", "VARCHAR", "release clock time in America/New_York, HH:MM", False),
+        _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)", False),
+        _c("n_issue_hours", "INTEGER", "number of full hours in [opens_at, closes_at)", False),
+        _c("available_at", "TIMESTAMPTZ", "= opens_at: the window is declared when it opens (release "
+           "calendars are public well before)", False),
+    ),
+    partition_by=("partition_key",),
+)
+
+PREDICTION_MARKET_PRICES = Table(
+    name="prediction_market_prices",
+    doc="Prediction-market bucket prices (Polymarket YES price, 0-1) for the macro markets used by the "
+    "LiveBetting score (App. L), long format; bucket labels kept verbatim as the market titles them "
+    "(parsing them is the scorer's job).",
+    grain="one row per (source, market_id, bucket_label, ts)",
+    columns=(
+        _c("partition_key", "VARCHAR", "market_id the row belongs to", False),
+        _c("source", "VARCHAR", "polymarket_grid (hourly CSV grid) | polymarket_clob (CLOB /prices-history)", False),
+        _c("market_id", "VARCHAR", "market (event) id: grid file stem or Gamma event slug", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
+        _c("reference_period", "DATE", "first day of the reference period the market resolves on", False),
+        _c("bucket_label", "VARCHAR", "bucket title verbatim (e.g. '2.0–2.5%', '≥2.8%')", False),
+        _c("token_id", "VARCHAR", "CLOB YES token id (NULL for grid files)"),
+        _c("ts", "TIMESTAMPTZ", "price time, UTC", False),
+        _c("price", "DOUBLE", "YES price in [0, 1] (pool-implied probability of the bucket)", False),
+        _c("source_file", "VARCHAR", "file or URL the row came from", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Macro track: scoring (issue 3; science in leaf_live/scoring/)
+# ---------------------------------------------------------------------------------------------
+
+MARKET_BETAS = Table(
+    name="market_betas",
+    doc="Frozen Huber-ridge market betas (LiveMacroEval App. K.2, Eq. 5, 9-11): beta, HC1 SE and the full "
+    "V_beta per fit. A fit is identified by fit_id (hash of the events used and every setting); a refit on "
+    "other data or settings gets a new fit_id and never overwrites the rows scores used.",
+    grain="one row per (fit_id, indicator_id)",
+    columns=(
+        _c("fit_id", "VARCHAR", "fit identifier: hash of the event design and settings", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("position", "INTEGER", "0-based index of the indicator in beta / V_beta (catalog INDICATOR_IDS order)", False),
+        _c("beta", "DOUBLE", "announcement-window log return per standardized surprise", False),
+        _c("se", "DOUBLE", "HC1 robust standard error of beta (Eq. 11)", False),
+        _c("cov_row", "DOUBLE[]", "row `position` of V_beta (log return^2), entries in position order", False),
+        _c("lambda", "DOUBLE", "ridge penalty in the normal equations X'WX + lambda I", False),
+        _c("lambda_source", "VARCHAR", "cv (chosen by blocked chronological CV) | fixed (given)", False),
+        _c("cv_loss", "VARCHAR", "held-out fold loss of the CV: huber | mse (NULL when lambda was fixed)"),
+        _c("cv_grid", "DOUBLE[]", "lambda grid of the CV (NULL when fixed)"),
+        _c("cv_scores", "DOUBLE[]", "mean held-out loss per grid value (NULL when fixed)"),
+        _c("huber_c", "DOUBLE", "Huber tuning constant c (1.345)", False),
+        _c("delta", "DOUBLE", "converged Huber threshold c * scale, log-return units", False),
+        _c("scale", "DOUBLE", "converged robust scale 1.4826 * MAD of working residuals, log-return units", False),
+        _c("iterations", "INTEGER", "IRLS weighted solves after the ridge initialisation", False),
+        _c("df_eff", "DOUBLE", "effective degrees of freedom tr(X A^-1 X' W)", False),
+        _c("n_events", "INTEGER", "timestamp-group events in the fit", False),
+        _c("window_start", "TIMESTAMPTZ", "first event used, UTC", False),
+        _c("window_end", "TIMESTAMPTZ", "last event used, UTC", False),
+        _c("covid_excluded", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) were dropped (K.3)", False),
+        _c("n_covid_dropped", "INTEGER", "events dropped by the COVID exclusion", False),
+        _c("settings", "JSON", "every estimator setting (tolerance, MAD constant, grid, folds, ...)", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("fit_id",),
+    primary_key=("fit_id", "indicator_id"),
+)
+
+LIVEMACRO_SCORES = Table(
+    name="livemacro_scores",
+    doc="LiveMacro Score family per model (LiveMacroEval §3.6, App. K, N, P, S): score (target r_g) or "
+    "consensus-relative score (target Q_g), kappa/phi, directional score, parametric-bootstrap and sampling "
+    "intervals, by scope (overall or theme) and horizon. The consensus scores exactly 0.",
+    grain="one row per (model_id, fit_id, horizon, scope, target)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model scored (nowcasts.model_id)", False),
+        _c("fit_id", "VARCHAR", "market_betas fit used", False),
+        _c("horizon", "VARCHAR", "terminal | median_1d | median_3d | median_7d", False),
+        _c("scope", "VARCHAR", "overall | supply_production | demand_inflation | labor_market | housing", False),
+        _c("target", "VARCHAR", "return (LiveMacro Score, Y = r_g) | shock (consensus-relative, Y = Q_g)", False),
+        _c("n_events", "INTEGER", "timestamp-group events scored", False),
+        _c("n_releases", "INTEGER", "field releases of the scope in those events", False),
+        _c("n_events_dropped", "INTEGER", "events dropped (no nowcast for a release, or no usable return)", False),
+        _c("n_events_own", "INTEGER", "scope events where the model has its own pre-release nowcast for a released "
+           "field; its other releases take the consensus (S_hat = 0)"),
+        _c("score", "DOUBLE", "(SS_cons - SS_model)/(SS_cons + SS_model), in [-1, 1] (Eq. 8/17)"),
+        _c("ss_model", "DOUBLE", "sum (Y - Q_hat)^2"),
+        _c("ss_cons", "DOUBLE", "sum Y^2 (consensus predicts 0)"),
+        _c("kappa", "DOUBLE", "position size sqrt(sum Q_hat^2 / sum Y^2) (Eq. 18)"),
+        _c("phi", "DOUBLE", "directional alignment, uncentered corr(Q_hat, Y) (Eq. 18; NULL when Q_hat = 0)"),
+        _c("lmd", "DOUBLE", "directional score: |Y|-weighted sign hit rate (Eq. 14)"),
+        _c("boot_draws", "INTEGER", "parametric bootstrap draws B (Eq. 12; NULL if not run)"),
+        _c("boot_seed", "BIGINT", "seed of the standard-normal draws"),
+        _c("boot_ci90_lo", "DOUBLE", "5th percentile of the bootstrap scores"),
+        _c("boot_ci90_hi", "DOUBLE", "95th percentile"),
+        _c("boot_ci95_lo", "DOUBLE", "2.5th percentile"),
+        _c("boot_ci95_hi", "DOUBLE", "97.5th percentile"),
+        _c("p_le_zero", "DOUBLE", "share of draws with score <= 0 (one-sided p of beating the consensus)"),
+        _c("p_ge_zero", "DOUBLE", "share of draws with score >= 0 (one-sided p of trailing the consensus)"),
+        _c("lmd_ci90_lo", "DOUBLE", "5th percentile of the bootstrap directional scores"),
+        _c("lmd_ci90_hi", "DOUBLE", "95th percentile of the bootstrap directional scores"),
+        _c("sampling_k", "INTEGER", "pre-release nowcasts per release used as samples (K.3; NULL if not run)"),
+        _c("sampling_mean", "DOUBLE", "mean score over the k samples"),
+        _c("sampling_ci95_lo", "DOUBLE", "Student-t 95% interval, lower"),
+        _c("sampling_ci95_hi", "DOUBLE", "Student-t 95% interval, upper"),
+        _c("window_start", "TIMESTAMPTZ", "first scored event, UTC"),
+        _c("window_end", "TIMESTAMPTZ", "last scored event, UTC"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "fit_id", "horizon", "scope", "target"),
+)
+
+SCORE_DECOMPOSITIONS = Table(
+    name="score_decompositions",
+    doc="Decompositions and diagnostics of the LiveMacro Score, long format: exact Shapley contributions per "
+    "indicator (App. M, sum = score), sizing discipline (S.4), aggregator shares (K.4 / Table 11), paired "
+    "event-bootstrap differences between two models (S.2).",
+    grain="one row per (model_id, comparator_model_id, fit_id, horizon, scope, target, decomposition, indicator_id, metric)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model (or 'pooled' for cross-model aggregates)", False),
+        _c("comparator_model_id", "VARCHAR", "second model of a paired comparison (NULL otherwise)"),
+        _c("fit_id", "VARCHAR", "market_betas fit used"),
+        _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
+        _c("scope", "VARCHAR", "overall | theme", False),
+        _c("target", "VARCHAR", "return | shock (NULL where not score-based)"),
+        _c("decomposition", "VARCHAR", "shapley | sizing_discipline | aggregator_share | paired_bootstrap | "
+           "relative_error (App. J, Table 16) | event_coverage (model_id 'pooled': the span's releases and events)", False),
+        _c("indicator_id", "VARCHAR", "indicator the value belongs to (NULL for model-level metrics)"),
+        _c("metric", "VARCHAR", "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | "
+           "mean_abs_s | n_field_events | raw_error_share | relative_error_share | economic_weight | delta | "
+           "ci95_lo | ci95_hi | n_events | mean_abs_rel_error | n_release_timestamps | n_releases | "
+           "n_releases_no_consensus | n_timestamps_no_consensus | n_events_no_usable_window | n_events_scored", False),
+        _c("value", "DOUBLE", "the number (score points, shares in %, counts)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
+RELATIVE_ERRORS = Table(
+    name="relative_errors",
+    doc="Real-time squared relative nowcast error (LiveMacroEval App. J): ((nowcast - actual)/s_i)^2 averaged "
+    "per model, indicator, reference period and day before the release; s_i = mean |actual| over the "
+    "evaluated target months.",
+    grain="one row per (model_id, indicator_id, reference_period, days_to_release)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id", False),
+        _c("reference_period", "DATE", "first day of the reference period", False),
+        _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC", False),
+        _c("days_to_release", "INTEGER", "floor((release_at - issued_at) / 24 h): 0 = last 24 hours", False),
+        _c("n_nowcasts", "INTEGER", "valid pre-release nowcasts in that day", False),
+        _c("mean_sq_rel_error", "DOUBLE", "mean of ((nowcast - actual)/s_i)^2", False),
+        _c("s_i", "DOUBLE", "scale: mean |actual| of the indicator over the evaluated months, reporting unit", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "indicator_id", "reference_period", "days_to_release"),
+)
+
+LIVEBETTING_SCORES = Table(
+    name="livebetting_scores",
+    doc="LiveBetting Score (LiveMacroEval App. L Eq. 13, Table 13): $1 hourly bets on the bucket holding the "
+    "model's latest nowcast, per market window and segment, with the profit decomposition and every "
+    "excluded hour counted by reason.",
+    grain="one row per (model_id, market_id, segment); segment 'total' = the whole window",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model", False),
+        _c("market_id", "VARCHAR", "prediction market (prediction_market_prices.market_id)", False),
+        _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
+        _c("reference_period", "DATE", "reference period the market resolves on", False),
+        _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (bets strictly before it)", False),
+        _c("winning_bucket", "VARCHAR", "bucket label holding the released value", False),
+        _c("segment", "VARCHAR", "segment label (e.g. a target month) or 'total'", False),
+        _c("n_hours", "INTEGER", "price hours before the release in the segment", False),
+        _c("n_bets", "INTEGER", "$1 bets placed", False),
+        _c("n_wins", "INTEGER", "bets on the winning bucket", False),
+        _c("win_rate", "DOUBLE", "n_wins / n_bets"),
+        _c("profit", "DOUBLE", "sum of (1{win}/p - 1), dollars", False),
+        _c("segment_return", "DOUBLE", "profit / n_bets of the segment"),
+        _c("final_return", "DOUBLE", "Eq. 13 over the whole window: total profit / all bets"),
+        _c("return_if_segment_zero", "DOUBLE", "final return had this segment made zero profit (NULL for total)"),
+        _c("n_no_nowcast", "INTEGER", "hours excluded: no nowcast issued yet", False),
+        _c("n_no_bucket", "INTEGER", "hours excluded: nowcast in no bucket", False),
+        _c("n_missing_price", "INTEGER", "hours excluded: bucket price missing", False),
+        _c("n_zero_price", "INTEGER", "hours excluded: bucket price 0 (would divide by zero)", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "market_id", "segment"),
+)
+
+LIVEBETTING_BETS = Table(
+    name="livebetting_bets",
+    doc="The hour-by-hour bet stream behind livebetting_scores (App. L): one row per price hour before the "
+    "release, the bet placed or the reason none was, and the cumulative return curve.",
+    grain="one row per (model_id, market_id, bet_at)",
+    columns=(
+        PARTITION_KEY,
+        _c("model_id", "VARCHAR", "model", False),
+        _c("market_id", "VARCHAR", "prediction market", False),
+        _c("bet_at", "TIMESTAMPTZ", "price hour, UTC (strictly before the release)", False),
+        _c("segment", "VARCHAR", "segment label", False),
+        _c("nowcast", "DOUBLE", "latest valid nowcast issued at or before bet_at, reporting unit"),
+        _c("nowcast_issued_at", "TIMESTAMPTZ", "when that nowcast was issued, UTC"),
+        _c("bucket", "VARCHAR", "bucket label holding the nowcast"),
+        _c("price", "DOUBLE", "that bucket's YES price at bet_at"),
+        _c("status", "VARCHAR", "bet | no_nowcast | no_bucket | missing_price | zero_price", False),
+        _c("won", "BOOLEAN", "the bucket was the winning one (NULL when no bet)"),
+        _c("payout", "DOUBLE", "1/p if won else 0, dollars per $1", False),
+        _c("profit", "DOUBLE", "payout - 1 for a bet, 0 otherwise", False),
+        _c("cum_bets", "INTEGER", "bets placed up to and including bet_at", False),
+        _c("cum_profit", "DOUBLE", "cumulative profit, dollars", False),
+        _c("cum_return", "DOUBLE", "cum_profit / cum_bets (Eq. 13 so far; NULL before the first bet)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "market_id", "bet_at"),
+)
+
+MARKET_BETA_FITS = Table(
+    name="market_beta_fits",
+    doc="Named market-beta fits (the fit windows of the market_betas asset's config: 'full' = Table 9, "
+    "'no_covid' = K.3 refit, 'backtest' = events up to the fit cutoff). A name points at the fit_id its window "
+    "produced; when the data under a window change, a new fit_id is added under the same name and the old "
+    "rows stay. Scores use the fit a name confirmed most recently.",
+    grain="one row per (fit_name, fit_id)",
+    columns=(
+        _c("fit_name", "VARCHAR", "fit window name (full | no_covid | backtest | user-defined)", False),
+        _c("fit_id", "VARCHAR", "market_betas.fit_id the window produced", False),
+        _c("first_month", "VARCHAR", "first release month of the window, YYYY-MM (America/New_York)", False),
+        _c("last_month", "VARCHAR", "last release month of the window (inclusive)", False),
+        _c("exclude_covid", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) dropped (K.3)", False),
+        _c("lambda_rule", "VARCHAR", "cv | fixed:<value> | from:<fit_name> (that fit's lambda, as K.3)", False),
+        _c("registered_at", "TIMESTAMPTZ", "first materialization that produced this (fit_name, fit_id), UTC", False),
+        _c("confirmed_at", "TIMESTAMPTZ", "latest materialization that produced it, UTC (the current fit of a "
+           "name has the latest confirmed_at)", False),
+        _c("available_at", "TIMESTAMPTZ", "the fit's events are all known: latest available_at of the events "
+           "used, UTC", False),
+    ),
+    partition_by=("fit_name",),
+    primary_key=("fit_name", "fit_id"),
+)
+
+# Later stages register their tables here too (one schema definition per table).
+
+# Registration order = the order of the README's table docs.
+for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS):
+    register(_t)

@@ -1,0 +1,677 @@
+"""The LiveMacro Score family (LiveMacroEval §3.6, App. K, M, N, P, S.1-S.4).
+
+Everything here works on a :class:`LiveDesign`: the live timestamp-group events (one row per release
+timestamp ``T_g``) with the realized return ``r_g``, the realized standardized surprises ``S`` (n, 16) and
+the model-implied ones ``S_hat`` (n, 16), structural zeros for fields not released in an event.
+
+* score (Eq. 2/8/17): ``(SS_cons - SS_model) / (SS_cons + SS_model)``, target ``Y = r`` (LiveMacro) or
+  ``Y = Q = S beta`` (consensus-relative score, S.1); the consensus has ``Q_hat = 0`` so it scores 0;
+* scope: ``"overall"`` or a theme (§4.4 / App. P): events with at least one release of the theme, and
+  only the theme's fields in ``Q_hat`` (and in ``Q`` for the shock target);
+* position size kappa and directional alignment phi (Eq. 18) with Eq. 19 as an identity;
+* directional score LMD (Eq. 14); parametric bootstrap (Eq. 12); sampling CI (K.3); exact Shapley
+  allocation over indicators (App. M); paired event bootstrap (S.2); sizing discipline (S.4).
+
+Nowcast selection (:func:`implied_surprises`) turns releases + ``nowcasts`` rows into per-release
+``S`` and ``S_hat`` at a horizon: ``terminal`` (latest valid nowcast strictly before the release, scored
+against the final consensus) or ``median_{k}d`` (median of the valid nowcasts issued on the calendar day
+k days before the release day, America/New_York, against the consensus standing at the end of that day).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
+
+Target = Literal["return", "shock"]
+MissingPolicy = Literal["drop_event", "consensus", "error"]
+RELEASE_TZ = "America/New_York"
+DEFAULT_BOOT_DRAWS = 10_000
+DEFAULT_SEED = 20260427  # the released code's seed (PROVENANCE, SCORE_CALCULATION.md summary)
+SAMPLING_K = 5
+HORIZONS = ("terminal", "median_1d", "median_3d", "median_7d")
+_MEDIAN_RE = re.compile(r"^median_(\d+)d$")
+
+
+class ScoringError(ValueError):
+    """Scoring inputs are unusable; the message names the field and offending value."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-release implied surprises from the nowcasts table
+# ---------------------------------------------------------------------------------------------
+
+
+def _sigma_frame(sigma: Mapping[str, float] | pl.DataFrame) -> pl.DataFrame:
+    if isinstance(sigma, pl.DataFrame):
+        if not {"indicator_id", "sigma"} <= set(sigma.columns):
+            raise ScoringError(f"sigma frame needs columns indicator_id, sigma; got {sigma.columns}")
+        out = sigma.select("indicator_id", pl.col("sigma").cast(pl.Float64))
+    else:
+        out = pl.DataFrame({"indicator_id": list(sigma), "sigma": [float(v) for v in sigma.values()]})
+    bad = out.filter(pl.col("sigma").is_null() | ~(pl.col("sigma") > 0) | pl.col("sigma").is_infinite())
+    if bad.height:
+        raise ScoringError(f"sigma must be finite and > 0; indicator_id={bad['indicator_id'][0]} has {bad['sigma'][0]}")
+    return out
+
+
+def _check_cols(frame: pl.DataFrame, name: str, cols: Sequence[str]) -> None:
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise ScoringError(f"{name} frame lacks columns {missing}")
+
+
+def _utc_col(frame: pl.DataFrame, name: str, col: str) -> pl.DataFrame:
+    """``frame`` with ``col`` as Datetime(us, UTC); naive timestamps are refused, not guessed."""
+    dt = frame.schema[col]
+    if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
+        raise ScoringError(f"{name}.{col} must be a tz-aware datetime, got {dt}")
+    return frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
+
+
+def _one_model(nowcasts: pl.DataFrame, name: str) -> None:
+    if "model_id" in nowcasts.columns and nowcasts["model_id"].n_unique() > 1:
+        raise ScoringError(f"{name} mixes models {sorted(nowcasts['model_id'].unique().to_list())}; pass one model's rows")
+
+
+def _horizon_days(horizon: str) -> int | None:
+    if horizon == "terminal":
+        return None
+    m = _MEDIAN_RE.match(horizon)
+    if not m:
+        raise ScoringError(f"horizon must be 'terminal' or 'median_<k>d' (e.g. median_1d), got {horizon!r}")
+    return int(m.group(1))
+
+
+def _valid_before_release(releases: pl.DataFrame, nowcasts: pl.DataFrame) -> pl.DataFrame:
+    nc = nowcasts
+    if "valid" in nc.columns:
+        nc = nc.filter(pl.col("valid"))
+    nc = nc.filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
+    j = releases.select("indicator_id", "reference_period", "release_at").join(
+        nc.select("indicator_id", "reference_period", "issued_at", "value"),
+        on=["indicator_id", "reference_period"], how="inner",
+    )
+    # strictly before the release: a nowcast issued at or after T is never scored (DESIGN principle 1)
+    return j.filter(pl.col("issued_at") < pl.col("release_at"))
+
+
+def implied_surprises(
+    releases: pl.DataFrame,
+    sigma: Mapping[str, float] | pl.DataFrame,
+    nowcasts: pl.DataFrame,
+    *,
+    horizon: str = "terminal",
+    consensus_path: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Per-release realized and model-implied standardized surprises (App. K Eq. 3) at a horizon.
+
+    ``releases``: one row per release with ``indicator_id``, ``reference_period`` (date), ``release_at``
+    (UTC), ``actual`` and ``consensus`` (reporting unit). ``sigma``: sigma_i per indicator (reporting
+    unit; mapping or a ``surprise_scales`` frame). ``nowcasts``: rows of ONE model from the ``nowcasts``
+    table (``indicator_id``, ``reference_period``, ``issued_at``, ``value``, optional ``valid``); invalid
+    rows and rows issued at or after the release are ignored.
+
+    ``horizon``: ``"terminal"`` = latest nowcast strictly before ``release_at`` (rows tied at that instant
+    are averaged), scored against the final consensus; ``"median_<k>d"`` = median of the nowcasts issued
+    on the America/New_York calendar day k days before the release day, scored against the consensus
+    standing at the end of that day: the latest ``consensus_path`` value (nowcast-shaped rows of the
+    consensus, issued by then) if given, else the final consensus.
+
+    Returns one row per release: the release columns plus ``sigma``, ``consensus_used``, ``nowcast``,
+    ``nowcast_issued_at`` (latest row used), ``n_nowcasts`` (rows aggregated), ``s = (A - C)/sigma`` and
+    ``s_hat = (nowcast - consensus_used)/sigma`` (NULL when the model has no nowcast at that horizon).
+    Raises :class:`ScoringError` for missing columns, missing sigma, NULL actual/consensus or duplicate
+    releases.
+    """
+    _check_cols(releases, "releases", ["indicator_id", "reference_period", "release_at", "actual", "consensus"])
+    _check_cols(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    _one_model(nowcasts, "nowcasts")
+    k = _horizon_days(horizon)
+    sig = _sigma_frame(sigma)
+    releases = _utc_col(releases, "releases", "release_at")
+    nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
+    rel = releases.select("indicator_id", "reference_period", "release_at",
+                          pl.col("actual").cast(pl.Float64), pl.col("consensus").cast(pl.Float64))
+    for c in ("actual", "consensus"):
+        bad = rel.filter(pl.col(c).is_null())
+        if bad.height:
+            raise ScoringError(f"release {bad['indicator_id'][0]} at {bad['release_at'][0]} has NULL {c}")
+    dup = rel.filter(pl.struct("indicator_id", "release_at").is_duplicated())
+    if dup.height:
+        raise ScoringError(f"duplicate release indicator_id={dup['indicator_id'][0]} release_at={dup['release_at'][0]}")
+    rel = rel.join(sig, on="indicator_id", how="left")
+    nos = rel.filter(pl.col("sigma").is_null())
+    if nos.height:
+        raise ScoringError(f"no sigma for indicator_id={nos['indicator_id'][0]}")
+    pre = _valid_before_release(rel, nowcasts)
+    keys = ["indicator_id", "reference_period", "release_at"]
+    if k is None:
+        last = pre.group_by(keys).agg(pl.col("issued_at").max().alias("nowcast_issued_at"))
+        agg = (
+            pre.join(last, on=keys)
+            .filter(pl.col("issued_at") == pl.col("nowcast_issued_at"))
+            .group_by(keys)
+            .agg(pl.col("value").mean().alias("nowcast"), pl.col("nowcast_issued_at").first(),
+                 pl.len().cast(pl.Int32).alias("n_nowcasts"))
+        )
+        rel = rel.join(agg, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
+    else:
+        day = (pl.col("release_at").dt.convert_time_zone(RELEASE_TZ).dt.date() - pl.duration(days=k))
+        pre = pre.with_columns(
+            day.alias("_day"), pl.col("issued_at").dt.convert_time_zone(RELEASE_TZ).dt.date().alias("_iday")
+        ).filter(pl.col("_iday") == pl.col("_day"))
+        agg = pre.group_by(keys).agg(
+            pl.col("value").median().alias("nowcast"), pl.col("issued_at").max().alias("nowcast_issued_at"),
+            pl.len().cast(pl.Int32).alias("n_nowcasts"),
+        )
+        rel = rel.join(agg, on=keys, how="left")
+        cons = rel.select(pl.col("consensus").alias("consensus_used"))
+        if consensus_path is not None:
+            _check_cols(consensus_path, "consensus_path", ["indicator_id", "reference_period", "issued_at", "value"])
+            consensus_path = _utc_col(consensus_path, "consensus_path", "issued_at")
+            end = (
+                (pl.col("release_at").dt.convert_time_zone(RELEASE_TZ).dt.date() - pl.duration(days=k - 1))
+                .cast(pl.Datetime("us")).dt.replace_time_zone(RELEASE_TZ).dt.convert_time_zone("UTC")
+            )
+            cp = _valid_before_release(rel.select(*keys), consensus_path)
+            cp = cp.join(rel.select(*keys, end.alias("_end")), on=keys).filter(pl.col("issued_at") < pl.col("_end"))
+            latest = cp.sort("issued_at").group_by(keys).agg(pl.col("value").last().alias("_cons_h"))
+            rel = rel.join(latest, on=keys, how="left")
+            cons = rel.select(pl.coalesce("_cons_h", "consensus").alias("consensus_used"))
+            rel = rel.drop("_cons_h")
+        rel = rel.with_columns(cons["consensus_used"])
+    return rel.with_columns(
+        ((pl.col("actual") - pl.col("consensus")) / pl.col("sigma")).alias("s"),
+        ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
+        pl.col("n_nowcasts").fill_null(0),
+    ).sort("release_at", "indicator_id")
+
+
+def sampling_surprises(
+    releases: pl.DataFrame,
+    sigma: Mapping[str, float] | pl.DataFrame,
+    nowcasts: pl.DataFrame,
+    *,
+    k: int = SAMPLING_K,
+) -> list[pl.DataFrame]:
+    """The k sampling replicates of :func:`implied_surprises` (K.3 sampling CI).
+
+    Replicate j (0-based) uses, per release, the (j+1)-th most recent valid pre-release nowcast, scored
+    against the final consensus. A release with fewer than k nowcasts gets NULL ``s_hat`` in the missing
+    replicates. Returns a list of k per-release frames with the columns of :func:`implied_surprises`.
+    """
+    if k < 2:
+        raise ScoringError(f"sampling CI needs k >= 2 nowcasts per release, got k={k}")
+    _check_cols(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    _one_model(nowcasts, "nowcasts")
+    nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
+    keys = ["indicator_id", "reference_period", "release_at"]
+    base = implied_surprises(releases, sigma, nowcasts.head(0), horizon="terminal")
+    pre = _valid_before_release(base.select(*keys), nowcasts).with_columns(
+        pl.col("issued_at").rank("ordinal", descending=True).over(keys).alias("_rank")
+    )
+    out = []
+    for j in range(1, k + 1):
+        pick = pre.filter(pl.col("_rank") == j).select(
+            *keys, pl.col("value").alias("nowcast"), pl.col("issued_at").alias("nowcast_issued_at"),
+            pl.lit(1, pl.Int32).alias("n_nowcasts"),
+        )
+        rep = base.drop("nowcast", "nowcast_issued_at", "n_nowcasts", "s_hat").join(pick, on=keys, how="left")
+        out.append(rep.with_columns(
+            ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
+            pl.col("n_nowcasts").fill_null(0),
+        ).select(base.columns))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Event design
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveDesign:
+    """Live timestamp-group events: ``r`` (n,), ``S``/``S_hat``/``released`` (n, p), ``release_at`` (n,)."""
+
+    release_at: np.ndarray  # datetime64[us] UTC
+    r: np.ndarray
+    S: np.ndarray
+    S_hat: np.ndarray
+    released: np.ndarray  # bool: field i released in event g
+    indicator_ids: tuple[str, ...] = INDICATOR_IDS
+    counts: dict = field(default_factory=dict)  # events/releases dropped and why
+
+    @property
+    def n_events(self) -> int:
+        return int(self.r.shape[0])
+
+    def subset(self, rows: np.ndarray) -> "LiveDesign":
+        """The design restricted to event rows ``rows`` (bool mask or indices)."""
+        return LiveDesign(self.release_at[rows], self.r[rows], self.S[rows], self.S_hat[rows],
+                          self.released[rows], self.indicator_ids, dict(self.counts))
+
+
+def live_design(
+    per_release: pl.DataFrame,
+    returns: pl.DataFrame,
+    *,
+    indicator_ids: Sequence[str] = INDICATOR_IDS,
+    missing: MissingPolicy = "drop_event",
+) -> LiveDesign:
+    """Group per-release surprises into timestamp-group events with their announcement-window return.
+
+    ``per_release``: output of :func:`implied_surprises` (``release_at``, ``indicator_id``, ``s``,
+    ``s_hat``). ``returns``: ``release_at``, ``r_g`` (NULL/NaN = unusable window: the event is dropped and
+    counted). A release whose model nowcast is missing (NULL ``s_hat``) is handled by ``missing``:
+    ``"drop_event"`` drops its whole event (counted), ``"consensus"`` sets ``s_hat = 0`` (counted),
+    ``"error"`` raises. Raises :class:`ScoringError` for unknown indicators, an event with no return row,
+    or duplicate fields within an event.
+    """
+    _check_cols(per_release, "per_release", ["release_at", "indicator_id", "s", "s_hat"])
+    _check_cols(returns, "returns", ["release_at", "r_g"])
+    if missing not in ("drop_event", "consensus", "error"):
+        raise ScoringError(f"missing must be drop_event | consensus | error, got {missing!r}")
+    per_release = _utc_col(per_release, "per_release", "release_at")
+    returns = _utc_col(returns, "returns", "release_at")
+    ids = list(indicator_ids)
+    pos = {i: k for k, i in enumerate(ids)}
+    unknown = per_release.filter(~pl.col("indicator_id").is_in(ids))
+    if unknown.height:
+        raise ScoringError(f"per_release has indicator_id={unknown['indicator_id'][0]!r} outside the scored set")
+    dup = per_release.filter(pl.struct("release_at", "indicator_id").is_duplicated())
+    if dup.height:
+        raise ScoringError(f"two releases of {dup['indicator_id'][0]} at {dup['release_at'][0]}")
+    counts = {"releases_without_nowcast": 0, "events_dropped_no_nowcast": 0, "events_dropped_no_return": 0}
+    pr = per_release.select("release_at", "indicator_id", "s", "s_hat")
+    no_nc = pr.filter(pl.col("s_hat").is_null() | pl.col("s_hat").is_nan())
+    counts["releases_without_nowcast"] = no_nc.height
+    if no_nc.height:
+        if missing == "error":
+            raise ScoringError(f"no nowcast for {no_nc['indicator_id'][0]} released at {no_nc['release_at'][0]}")
+        if missing == "drop_event":
+            bad_t = no_nc["release_at"].unique()
+            counts["events_dropped_no_nowcast"] = bad_t.len()
+            pr = pr.filter(~pl.col("release_at").is_in(bad_t.implode()))
+        else:
+            pr = pr.with_columns(pl.col("s_hat").fill_null(0.0).fill_nan(0.0))
+    ret = returns.select("release_at", pl.col("r_g").cast(pl.Float64))
+    dup_r = ret.filter(pl.col("release_at").is_duplicated())
+    if dup_r.height:
+        raise ScoringError(f"returns has two rows for release_at={dup_r['release_at'][0]}")
+    events = pr.select("release_at").unique().join(ret, on="release_at", how="left", coalesce=True)
+    absent = pr.select("release_at").unique().join(ret, on="release_at", how="anti")
+    if absent.height:
+        raise ScoringError(f"no announcement return row for event release_at={absent['release_at'][0]}")
+    usable = pl.col("r_g").is_not_null() & pl.col("r_g").is_not_nan()
+    counts["events_dropped_no_return"] = events.filter(~usable).height
+    events = events.filter(usable).sort("release_at")
+    n, p = events.height, len(ids)
+    row = {t: g for g, t in enumerate(events["release_at"].to_list())}
+    S = np.zeros((n, p))
+    S_hat = np.zeros((n, p))
+    rel = np.zeros((n, p), dtype=bool)
+    keep = pr.filter(pl.col("release_at").is_in(events["release_at"].implode()))
+    for t, i, s, sh in keep.iter_rows():
+        g, k = row[t], pos[i]
+        S[g, k], S_hat[g, k], rel[g, k] = s, sh, True
+    t_np = events["release_at"].dt.convert_time_zone("UTC").dt.replace_time_zone(None).cast(pl.Datetime("us"))
+    return LiveDesign(t_np.to_numpy(), events["r_g"].to_numpy().astype(float), S, S_hat, rel, tuple(ids), counts)
+
+
+def scope_indices(scope: str, indicator_ids: Sequence[str] = INDICATOR_IDS) -> np.ndarray:
+    """Column indices of a scope: ``"overall"`` (all) or a theme of §3.3 (``leaf_live.macro.catalog.THEMES``)."""
+    if scope == "overall":
+        return np.arange(len(indicator_ids))
+    if scope not in THEMES:
+        raise ScoringError(f"scope must be 'overall' or one of {THEMES}, got {scope!r}")
+    return np.array([k for k, i in enumerate(indicator_ids) if get_indicator(i).theme == scope], dtype=int)
+
+
+def scoped_design(design: LiveDesign, beta: np.ndarray, scope: str) -> tuple[LiveDesign, np.ndarray]:
+    """The scope's events (those releasing at least one of its fields) and its column indices."""
+    beta = np.asarray(beta, dtype=float)
+    if beta.shape != (len(design.indicator_ids),):
+        raise ScoringError(f"beta must have shape ({len(design.indicator_ids)},), got {beta.shape}")
+    idx = scope_indices(scope, design.indicator_ids)
+    rows = design.released[:, idx].any(axis=1)  # theme score: only events releasing a theme field
+    return design.subset(rows), idx
+
+
+# ---------------------------------------------------------------------------------------------
+# Point scores
+# ---------------------------------------------------------------------------------------------
+
+
+def skill_score(y: np.ndarray, y_hat: np.ndarray) -> float:
+    """Eq. 2/8/17: ``(sum y^2 - sum (y - y_hat)^2) / (sum y^2 + sum (y - y_hat)^2)`` in [-1, 1].
+
+    ``y`` (n,) realized target (return r_g or shock Q_g), ``y_hat`` (n,) model prediction; the consensus
+    prediction is 0, so ``sum y^2`` is SS_cons. NaN when both sums are 0 (nothing to score).
+    """
+    y = np.asarray(y, dtype=float)
+    y_hat = np.asarray(y_hat, dtype=float)
+    ss_c = float(y @ y)
+    e = y - y_hat
+    ss_m = float(e @ e)
+    den = ss_c + ss_m
+    return (ss_c - ss_m) / den if den > 0 else float("nan")
+
+
+def kappa_phi(y: np.ndarray, y_hat: np.ndarray) -> tuple[float, float]:
+    """Position size kappa and directional alignment phi (Eq. 18). phi is NaN when ``y_hat`` is all 0."""
+    y = np.asarray(y, dtype=float)
+    y_hat = np.asarray(y_hat, dtype=float)
+    yy, hh = float(y @ y), float(y_hat @ y_hat)
+    if yy <= 0:
+        raise ScoringError("kappa/phi undefined: the realized target is identically 0")
+    kappa = math.sqrt(hh / yy)
+    phi = float(y_hat @ y) / math.sqrt(hh * yy) if hh > 0 else float("nan")
+    return kappa, phi
+
+
+def score_from_kappa_phi(kappa: float, phi: float) -> float:
+    """Eq. 19: ``(2 kappa phi - kappa^2) / (2 + kappa^2 - 2 kappa phi)`` (0 when kappa = 0)."""
+    if kappa == 0:
+        return 0.0
+    return (2 * kappa * phi - kappa**2) / (2 + kappa**2 - 2 * kappa * phi)
+
+
+def directional_score(r: np.ndarray, r_hat: np.ndarray) -> float:
+    """LiveMacro directional score (Eq. 14): |r|-weighted share of events with sgn(r_hat) = sgn(r).
+
+    A zero prediction has sign 0 and never hits. NaN when every ``r`` is 0.
+    """
+    r = np.asarray(r, dtype=float)
+    w = np.abs(r)
+    tot = float(w.sum())
+    return float(w @ (np.sign(r_hat) == np.sign(r))) / tot if tot > 0 else float("nan")
+
+
+def targets(design: LiveDesign, beta: np.ndarray, target: Target, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y, Q_hat)`` for the scope columns ``idx``: Y = r (``"return"``) or Q = S beta (``"shock"``, S.1)."""
+    b = np.asarray(beta, dtype=float)[idx]
+    q_hat = design.S_hat[:, idx] @ b
+    if target == "return":
+        return design.r, q_hat
+    if target == "shock":
+        return design.S[:, idx] @ b, q_hat
+    raise ScoringError(f"target must be 'return' or 'shock', got {target!r}")
+
+
+@dataclass(frozen=True)
+class PointScore:
+    score: float
+    ss_model: float
+    ss_cons: float
+    kappa: float
+    phi: float
+    lmd: float
+    n_events: int
+    n_releases: int
+
+
+def point_score(design: LiveDesign, beta: np.ndarray, *, scope: str = "overall", target: Target = "return") -> PointScore:
+    """Score, SS terms, kappa/phi and LMD of one model on one scope (Eq. 8/17, 18, 14; §4.4).
+
+    ``beta`` (p,) frozen market betas in log return per standardized surprise. The LMD is computed
+    against the scored target's sign (Eq. 14 for ``target="return"``).
+    """
+    d, idx = scoped_design(design, beta, scope)
+    y, q = targets(d, beta, target, idx)
+    ss_c = float(y @ y)
+    ss_m = float((y - q) @ (y - q))
+    kap, ph = kappa_phi(y, q) if ss_c > 0 else (float("nan"), float("nan"))
+    return PointScore(
+        score=skill_score(y, q), ss_model=ss_m, ss_cons=ss_c, kappa=kap, phi=ph,
+        lmd=directional_score(y, q), n_events=d.n_events, n_releases=int(d.released[:, idx].sum()),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Parametric bootstrap (Eq. 12)
+# ---------------------------------------------------------------------------------------------
+
+
+def standard_normal_draws(n_draws: int = DEFAULT_BOOT_DRAWS, p: int = len(INDICATOR_IDS), seed: int = DEFAULT_SEED) -> np.ndarray:
+    """The (B, p) matrix of z draws shared by every model and scope (theme intervals slice its columns)."""
+    return np.random.default_rng(seed).standard_normal((n_draws, p))
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Percentile intervals of the bootstrap distribution of the score (and of the LMD)."""
+
+    scores: np.ndarray  # (B,)
+    lmd: np.ndarray  # (B,)
+    ci90: tuple[float, float]
+    ci95: tuple[float, float]
+    p_le_zero: float  # share of draws with score <= 0: one-sided p for "beats the consensus"
+    p_ge_zero: float  # share of draws with score >= 0: one-sided p for "worse than the consensus"
+    lmd_ci90: tuple[float, float]
+    n_draws: int
+
+
+def _pct(x: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+    a, b = np.nanpercentile(x, [lo, hi])
+    return float(a), float(b)
+
+
+def _quad(Bm: np.ndarray, G: np.ndarray) -> np.ndarray:
+    return np.einsum("bi,ij,bj->b", Bm, G, Bm, optimize=True)
+
+
+def beta_draws(beta: np.ndarray, cov: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """beta^(b) = beta_idx + L z_idx^(b) with L the Cholesky factor of V restricted to idx (Eq. 12, K.3).
+
+    A column with zero variance (an indicator never released with a surprise in the fit window: its beta is
+    the ridge's exact 0 and its V row is 0) is held at beta in every draw; the others are drawn from the
+    Cholesky factor of their block, so a full-rank V gives exactly the plain formula.
+    """
+    V = np.asarray(cov, dtype=float)[np.ix_(idx, idx)]
+    pos = np.diag(V) > 0
+    out = np.broadcast_to(np.asarray(beta, dtype=float)[idx], (z.shape[0], idx.size)).copy()
+    if not pos.any():
+        return out
+    try:
+        L = np.linalg.cholesky(V[np.ix_(pos, pos)])
+    except np.linalg.LinAlgError as exc:
+        raise ScoringError(f"V_beta restricted to columns {idx[pos].tolist()} is not positive definite") from exc
+    out[:, pos] += z[:, idx[pos]] @ L.T
+    return out
+
+
+def bootstrap_scores(
+    design: LiveDesign,
+    beta: np.ndarray,
+    cov: np.ndarray,
+    *,
+    scope: str = "overall",
+    target: Target = "return",
+    z: np.ndarray | None = None,
+    n_draws: int = DEFAULT_BOOT_DRAWS,
+    seed: int = DEFAULT_SEED,
+) -> BootstrapResult:
+    """Parametric bootstrap of the score over beta ~ N(beta_hat, V_beta) (Eq. 12), S, S_hat, r fixed.
+
+    ``cov`` (p, p) is V_beta; a theme uses V restricted to its block and re-factored, with the same z
+    draws sliced to its columns. ``z`` (B, p) defaults to :func:`standard_normal_draws` (n_draws, seed).
+    Vectorized: every draw's sums of squares are quadratic forms in beta with 16x16 Gram matrices,
+    so the cost does not grow with the number of events (the LMD needs one (n x B) sign matrix).
+    """
+    d, idx = scoped_design(design, beta, scope)
+    if z is None:
+        z = standard_normal_draws(n_draws, len(design.indicator_ids), seed)
+    Bm = beta_draws(beta, cov, idx, z)  # (B, q)
+    Sh, S, r = d.S_hat[:, idx], d.S[:, idx], d.r
+    if target == "return":
+        ss_c = np.full(Bm.shape[0], float(r @ r))
+        ss_m = ss_c - 2.0 * Bm @ (Sh.T @ r) + _quad(Bm, Sh.T @ Sh)
+        y_sign = np.sign(r)[:, None]
+        w = np.abs(r)[:, None]
+    elif target == "shock":
+        D = S - Sh
+        ss_c = _quad(Bm, S.T @ S)
+        ss_m = _quad(Bm, D.T @ D)
+        Y = S @ Bm.T
+        y_sign = np.sign(Y)
+        w = np.abs(Y)
+    else:
+        raise ScoringError(f"target must be 'return' or 'shock', got {target!r}")
+    ss_m = np.maximum(ss_m, 0.0)  # the expansion can dip below 0 by rounding only
+    den = ss_c + ss_m
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(den > 0, (ss_c - ss_m) / den, np.nan)
+        hits = (np.sign(Sh @ Bm.T) == y_sign)
+        lmd = (w * hits).sum(axis=0) / w.sum(axis=0)
+    return BootstrapResult(
+        scores=scores, lmd=np.asarray(lmd, dtype=float),
+        ci90=_pct(scores, 5, 95), ci95=_pct(scores, 2.5, 97.5),
+        p_le_zero=float(np.mean(scores <= 0)), p_ge_zero=float(np.mean(scores >= 0)),
+        lmd_ci90=_pct(lmd, 5, 95), n_draws=int(Bm.shape[0]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling CI (K.3), Shapley (App. M), paired bootstrap (S.2), sizing discipline (S.4)
+# ---------------------------------------------------------------------------------------------
+
+
+def sampling_interval(scores: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t interval of the k sampling replicate scores (K.3): ``(mean, lo, hi)``."""
+    x = np.asarray(scores, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        raise ScoringError(f"sampling interval needs >= 2 finite replicate scores, got {x.size}")
+    m = float(x.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return m, m - half, m + half
+
+
+def _coalition_values(y: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Score of every coalition T (bitmask over the q players): players in T use the model, others 0."""
+    q = C.shape[1]
+    masks = ((np.arange(1 << q)[:, None] >> np.arange(q)) & 1).astype(float)
+    ss_c = float(y @ y)
+    ss = ss_c - 2.0 * masks @ (C.T @ y) + _quad(masks, C.T @ C)
+    ss = np.maximum(ss, 0.0)
+    return (ss_c - ss) / (ss_c + ss)
+
+
+def shapley_values(values: np.ndarray) -> np.ndarray:
+    """Exact Shapley values from a value function given on all 2^q coalitions (index = bitmask)."""
+    m = values.shape[0]
+    q = m.bit_length() - 1
+    if 1 << q != m:
+        raise ScoringError(f"value function needs 2^q entries, got {m}")
+    ar = np.arange(m)
+    pop = np.zeros(m, dtype=int)
+    for i in range(q):
+        pop += (ar >> i) & 1
+    wts = np.array([math.factorial(s) * math.factorial(q - s - 1) / math.factorial(q) for s in range(q)])
+    out = np.empty(q)
+    for i in range(q):
+        without = ar[((ar >> i) & 1) == 0]
+        out[i] = wts[pop[without]] @ (values[without | (1 << i)] - values[without])
+    return out
+
+
+def shapley_allocation(
+    design: LiveDesign, beta: np.ndarray, *, scope: str = "overall", target: Target = "return"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Shapley allocation of the score to the scope's indicators (App. M).
+
+    Player i's presence means its implied surprise is the model's, absence means the consensus's (0); the
+    empty coalition scores 0, the full one the model's score, so the contributions sum to the score
+    exactly, including events where several indicators release together. Returns ``(idx, phi)``: the
+    scope's column indices and their contributions, in score points. 2^q coalition values come from
+    precomputed Gram sums (O(2^q q^2)), so q = 16 is one pass.
+    """
+    d, idx = scoped_design(design, beta, scope)
+    y, _ = targets(d, beta, target, idx)
+    if float(y @ y) <= 0:
+        raise ScoringError("Shapley allocation undefined: the realized target is identically 0 on this scope")
+    C = d.S_hat[:, idx] * np.asarray(beta, dtype=float)[idx]
+    return idx, shapley_values(_coalition_values(y, C))
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    delta: float  # score(model a) - score(model b) on the shared events
+    ci95: tuple[float, float]
+    draws: np.ndarray  # (B,)
+    n_events: int
+
+
+def paired_event_bootstrap(
+    design_a: LiveDesign,
+    design_b: LiveDesign,
+    beta: np.ndarray,
+    *,
+    scope: str = "overall",
+    target: Target = "return",
+    n_draws: int = DEFAULT_BOOT_DRAWS,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+) -> PairedBootstrap:
+    """Paired event bootstrap of a score difference (S.2, Table 17).
+
+    Keeps the events both designs score (same ``release_at``), resamples those event indices with
+    replacement ``n_draws`` times and recomputes both scores on each identical resample (event counts
+    from one multinomial draw, so each resample's sums are one matrix product). Percentile interval.
+    Raises :class:`ScoringError` when the designs share no event.
+    """
+    da, ia = scoped_design(design_a, beta, scope)
+    db, _ = scoped_design(design_b, beta, scope)
+    common, ka, kb = np.intersect1d(da.release_at, db.release_at, return_indices=True)
+    if common.size == 0:
+        raise ScoringError("paired bootstrap: the two models share no scored event")
+    da, db = da.subset(ka), db.subset(kb)
+    ya, qa = targets(da, beta, target, ia)
+    yb, qb = targets(db, beta, target, ia)
+    if target == "return" and not np.array_equal(ya, yb):
+        raise ScoringError("paired bootstrap: the two designs disagree on r_g for a shared event")
+    n = common.size
+    K = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_draws).astype(float)
+    c = K @ (ya * ya)
+    ma = K @ ((ya - qa) ** 2)
+    mb = K @ ((yb - qb) ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = (c - ma) / (c + ma) - ((K @ (yb * yb)) - mb) / ((K @ (yb * yb)) + mb)
+    delta = skill_score(ya, qa) - skill_score(yb, qb)
+    a = (1 - level) / 2 * 100
+    return PairedBootstrap(delta=delta, ci95=_pct(draws, a, 100 - a), draws=draws, n_events=n)
+
+
+@dataclass(frozen=True)
+class SizingDiscipline:
+    mean_abs_s_hat: float
+    corr_abs_s_hat_abs_error: float  # corr(|S_hat|, |S_hat - S|) over field-events
+    sign_accuracy: float  # share of field-events with sgn(S_hat) = sgn(S)
+    mean_abs_s: float
+    n_field_events: int
+
+
+def sizing_discipline(per_release: pl.DataFrame) -> SizingDiscipline:
+    """Sizing-discipline row of Table 19 (S.4) over field-events with a nowcast.
+
+    mean |S_hat|; Pearson correlation of |S_hat| with the absolute error |S_hat - S| (standardized units,
+    i.e. |nowcast - actual| / sigma); sign accuracy = share with sgn(S_hat) = sgn(S) (0 counts as a sign).
+    """
+    _check_cols(per_release, "per_release", ["s", "s_hat"])
+    d = per_release.filter(pl.col("s_hat").is_not_null() & pl.col("s").is_not_null())
+    if d.height < 2:
+        raise ScoringError(f"sizing discipline needs >= 2 field-events with a nowcast, got {d.height}")
+    s, sh = d["s"].to_numpy(), d["s_hat"].to_numpy()
+    a, e = np.abs(sh), np.abs(sh - s)
+    corr = float(np.corrcoef(a, e)[0, 1]) if a.std() > 0 and e.std() > 0 else float("nan")
+    return SizingDiscipline(float(a.mean()), corr, float(np.mean(np.sign(sh) == np.sign(s))),
+                            float(np.abs(s).mean()), d.height)

@@ -1,0 +1,214 @@
+"""FRED / ALFRED series (Federal Reserve Bank of St. Louis): actuals and their vintages.
+
+Transports:
+
+``live``
+    Keyless by default: ``{graph_url}/graph/fredgraph.csv?id=<ID>`` (the CSV behind FRED's "Download" button;
+    latest vintage). With an API key (argument or ``FRED_API_KEY``) the FRED API
+    ``{api_url}/series/observations`` serves ALFRED vintages: a series as it was known on a
+    ``vintage_date`` (``realtime_start = realtime_end = vintage_date``), or, via
+    :func:`fetch_fred_first_release`, every observation's first release (``output_type=4``) with the date
+    it was first published. The key is sent only to the API and never appears in errors or rows.
+``snapshot``
+    fredgraph-style CSVs under ``macro/fred_series/<folder>/<ID>.csv`` of the snapshot; the folders use
+    slightly different headers (``date,value``, ``date,<ID>``, ``observation_date,<ID>``), all accepted, as is
+    FRED's ``.`` for a missing value. Snapshots hold one (recent) vintage, no release dates.
+
+Values are in the series' own units (FRED levels, e.g. PAYEMS in thousands of persons); transforming them
+into an indicator's reporting unit is the caller's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import date, datetime
+from pathlib import Path
+
+import polars as pl
+
+from leaf_live.core.sources import SourceError, cached_parse, csv_rows, display_path, http_get_text, parse_number, redact
+
+GRAPH_URL = "https://fred.stlouisfed.org"
+API_URL = "https://api.stlouisfed.org/fred"
+SNAPSHOT_DIR = "macro/fred_series"
+SERIES_SCHEMA = {"date": pl.Date, "value": pl.Float64}
+FIRST_RELEASE_SCHEMA = {"date": pl.Date, "value": pl.Float64, "realtime_start": pl.Date}
+_DATE_COLUMNS = ("date", "DATE", "observation_date")
+
+
+def fetch_fred_series(
+    series_id: str,
+    *,
+    transport: str,
+    snapshot_dir: Path | None,
+    vintage_date: date | None = None,
+    observation_start: date | None = None,
+    observation_end: date | None = None,
+    api_key: str | None = None,
+    graph_url: str = GRAPH_URL,
+    api_url: str = API_URL,
+    folder: str | None = None,
+) -> pl.DataFrame:
+    """One FRED series as ``[date, value]``.
+
+    Args:
+        series_id: FRED id, e.g. ``PAYEMS``.
+        transport: ``"live"`` or ``"snapshot"``.
+        snapshot_dir: snapshot directory (snapshot transport).
+        vintage_date: live only: the series as known on that day (ALFRED; needs an API key).
+        observation_start, observation_end: keep observations in this inclusive date range.
+        api_key: FRED API key; default ``FRED_API_KEY`` from the environment (used only with ``vintage_date``).
+        graph_url, api_url: service base URLs (tests point them at a local server).
+        folder: snapshot only: the ``macro/fred_series`` sub-folder to read; default the folder whose file
+            has the latest observation (the most recent vintage).
+
+    Returns:
+        ``date`` (pl.Date, observation period start, e.g. the month's first day), ``value`` (pl.Float64, the
+        series' units; NULL where FRED has ``.``), sorted by date.
+
+    Raises:
+        SourceError: HTTP error, malformed CSV/JSON (names the URL or file, row, field and value), or no
+            snapshot file for the id.
+        ValueError: unknown transport; ``vintage_date`` without an API key or in snapshot transport.
+    """
+    if transport == "snapshot":
+        if vintage_date is not None:
+            raise ValueError("vintage_date: the fred_series snapshot holds one vintage; use the FRED-MD vintages "
+                             "(macro/fred_md) or the live transport with FRED_API_KEY")
+        frame = _snapshot_series(series_id, snapshot_dir, folder)
+    elif transport == "live":
+        if vintage_date is None:
+            url = f"{graph_url.rstrip('/')}/graph/fredgraph.csv"
+            params = {"id": series_id}
+            if observation_start is not None:
+                params["cosd"] = observation_start.isoformat()
+            if observation_end is not None:
+                params["coed"] = observation_end.isoformat()
+            text = http_get_text(url, params=params, what=f"FRED series {series_id}")
+            frame = parse_fredgraph_csv(text, f"{url}?id={series_id}", series_id)
+        else:
+            key = _key(api_key, "vintage_date")
+            obs = _api_observations(series_id, key, api_url, {
+                "realtime_start": vintage_date.isoformat(), "realtime_end": vintage_date.isoformat(),
+            }, observation_start, observation_end)
+            frame = obs.select("date", "value")
+    else:
+        raise ValueError(f"transport={transport!r}: expected 'snapshot' or 'live'")
+    if observation_start is not None:
+        frame = frame.filter(pl.col("date") >= observation_start)
+    if observation_end is not None:
+        frame = frame.filter(pl.col("date") <= observation_end)
+    return frame
+
+
+def fetch_fred_first_release(
+    series_id: str,
+    *,
+    api_key: str | None = None,
+    api_url: str = API_URL,
+    observation_start: date | None = None,
+    observation_end: date | None = None,
+) -> pl.DataFrame:
+    """Every observation's FIRST release from ALFRED (FRED API ``output_type=4``, "initial release only").
+
+    Live only (needs an API key, argument or ``FRED_API_KEY``). Returns ``date``, ``value`` (first-release
+    value, series units) and ``realtime_start`` (the day it was first published), sorted by date.
+    Raises :class:`SourceError` / ``ValueError`` like :func:`fetch_fred_series`.
+    """
+    key = _key(api_key, "fetch_fred_first_release")
+    obs = _api_observations(series_id, key, api_url, {
+        "realtime_start": "1776-07-04", "realtime_end": "9999-12-31", "output_type": "4",
+    }, observation_start, observation_end)
+    return obs.select("date", "value", "realtime_start")
+
+
+def _key(api_key: str | None, what: str) -> str:
+    key = api_key or os.environ.get("FRED_API_KEY")
+    if not key:
+        raise ValueError(f"{what}: ALFRED vintages need a FRED API key (set FRED_API_KEY); the keyless "
+                         "fredgraph.csv download serves only the latest vintage")
+    return key
+
+
+# ------------------------------------------------------------------------------------------------
+# parsing
+# ------------------------------------------------------------------------------------------------
+
+
+def parse_fredgraph_csv(text: str, file: str, series_id: str | None = None) -> pl.DataFrame:
+    """Parse a fredgraph-style CSV (``<date column>,<value column>``; date column ``date``, ``DATE`` or
+    ``observation_date``; value column ``value`` or the series id). Raises :class:`SourceError`."""
+    header = text.lstrip("\ufeff").split("\n", 1)[0].strip().split(",")
+    if len(header) != 2 or header[0] not in _DATE_COLUMNS:
+        raise SourceError(f"expected a two-column fredgraph header (<{'|'.join(_DATE_COLUMNS)}>,<value>)",
+                          file=file, row=0, field="header", value=",".join(header))
+    dcol, vcol = header
+    if series_id is not None and vcol not in ("value", series_id):
+        raise SourceError(f"value column is neither 'value' nor the series id {series_id!r}",
+                          file=file, row=0, field="header", value=vcol)
+    dates, values = [], []
+    for i, r in csv_rows(text, file=file, required=(dcol, vcol)):
+        dates.append(_parse_date(r[dcol], file=file, row=i, field=dcol))
+        raw = (r[vcol] or "").strip()
+        values.append(None if raw in ("", ".") else parse_number(raw, file=file, row=i, field=vcol))
+    return pl.DataFrame({"date": dates, "value": values}, schema=SERIES_SCHEMA).sort("date")
+
+
+def _parse_date(text: str | None, *, file: str, row: int, field: str) -> date:
+    try:
+        return datetime.strptime((text or "").strip(), "%Y-%m-%d").date()
+    except ValueError:
+        raise SourceError("not a date YYYY-MM-DD", file=file, row=row, field=field, value=text) from None
+
+
+def _api_observations(
+    series_id: str, key: str, api_url: str, extra: dict[str, str], start: date | None, end: date | None
+) -> pl.DataFrame:
+    url = f"{api_url.rstrip('/')}/series/observations"
+    params = {"series_id": series_id, "api_key": key, "file_type": "json", **extra}
+    if start is not None:
+        params["observation_start"] = start.isoformat()
+    if end is not None:
+        params["observation_end"] = end.isoformat()
+    shown = redact(f"{url}?series_id={series_id}&api_key={key}")
+    text = http_get_text(url, params=params, what=f"FRED API observations of {series_id}")
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"response is not JSON: {exc}", file=shown) from None
+    if "error_message" in payload:
+        raise SourceError(f"FRED API error {payload.get('error_code')}: {payload['error_message']}", file=shown)
+    obs = payload.get("observations")
+    if not isinstance(obs, list):
+        raise SourceError("response has no 'observations' list", file=shown, field="observations",
+                          value=type(obs).__name__)
+    dates, values, starts = [], [], []
+    for i, o in enumerate(obs, start=1):
+        if not isinstance(o, dict):
+            raise SourceError("observation is not an object", file=shown, row=i, field="observation", value=o)
+        dates.append(_parse_date(o.get("date"), file=shown, row=i, field="date"))
+        starts.append(_parse_date(o.get("realtime_start"), file=shown, row=i, field="realtime_start"))
+        raw = str(o.get("value", "")).strip()
+        values.append(None if raw in ("", ".") else parse_number(raw, file=shown, row=i, field="value"))
+    return pl.DataFrame({"date": dates, "value": values, "realtime_start": starts},
+                        schema=FIRST_RELEASE_SCHEMA).sort(["date", "realtime_start"])
+
+
+def _snapshot_series(series_id: str, snapshot_dir: Path | None, folder: str | None) -> pl.DataFrame:
+    if snapshot_dir is None or not Path(snapshot_dir).is_dir():
+        raise ValueError(f"snapshot transport: snapshot_dir={snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT)")
+    root = Path(snapshot_dir) / SNAPSHOT_DIR
+    candidates = sorted(root.glob(f"{folder or '*'}/{series_id}.csv"))
+    if not candidates:
+        have = sorted({p.stem for p in root.glob("*/*.csv")})
+        raise SourceError(f"no snapshot file for FRED series {series_id!r}"
+                          + (f" in folder {folder!r}" if folder else "") + f"; available: {have}",
+                          file=display_path(root, snapshot_dir))
+    frames = [
+        cached_parse("fredgraph", p, lambda p: parse_fredgraph_csv(p.read_text(encoding="utf-8"),
+                                                                   display_path(p, snapshot_dir), series_id))
+        for p in candidates
+    ]
+    # several folders may hold the id: the latest observation marks the most recent vintage
+    return max(frames, key=lambda f: (f["date"].max() or date.min, f.height))

@@ -1,1 +1,0 @@
-"""leaf_live.scoring"""
