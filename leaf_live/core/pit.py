@@ -9,8 +9,11 @@ period's first day).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
+
+import polars as pl
 
 from leaf_live.core.sources import SourceError
 
@@ -96,3 +99,69 @@ def to_utc(dt: datetime) -> datetime:
         raise ValueError(f"timestamp {dt!r} has no time zone; pass tz-aware UTC times")
     return dt.astimezone(UTC)
 
+
+
+# ------------------------------------------------------------------------------------------------
+# as-of selection and cutoff flags (DESIGN.md principle 1)
+# ------------------------------------------------------------------------------------------------
+
+
+def require_columns(frame: pl.DataFrame, cols: Sequence[str], what: str, error: type[Exception] = ValueError) -> None:
+    """Raise ``error`` naming ``what`` and the missing columns when ``frame`` lacks any of ``cols``.
+
+    The one required-columns check of the project (every stage validates its input frames with it)."""
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise error(f"{what} frame lacks column(s) {missing}; has {frame.columns}")
+
+
+def _utc_instant(at: datetime, name: str = "at") -> datetime:
+    if not isinstance(at, datetime) or at.tzinfo is None:
+        raise ValueError(f"{name}={at!r}: pass a tz-aware time")
+    return at.astimezone(UTC)
+
+
+def known_by(frame: pl.DataFrame, at: datetime, *, time_col: str = "available_at", strict: bool = False) -> pl.DataFrame:
+    """Rows of ``frame`` knowable at ``at``: ``time_col <= at`` (``< at`` when ``strict``).
+
+    ``at`` must be tz-aware (raises :class:`ValueError` otherwise); ``time_col`` a tz-aware timestamp column.
+    This is the point-in-time filter every forecast input goes through (DESIGN.md principle 1)."""
+    at_utc = _utc_instant(at)
+    require_columns(frame, [time_col], "point-in-time")
+    cond = pl.col(time_col) < at_utc if strict else pl.col(time_col) <= at_utc
+    return frame.filter(cond)
+
+
+def as_of(
+    frame: pl.DataFrame,
+    at: datetime,
+    keys: Sequence[str],
+    *,
+    time_col: str = "available_at",
+    strict: bool = False,
+    where: pl.Expr | None = None,
+) -> pl.DataFrame:
+    """The latest row per ``keys`` knowable at ``at`` (a step function of ``time_col``).
+
+    Rows pass ``where`` (e.g. ``pl.col("valid")``) and ``time_col <= at`` (``< at`` when ``strict``); of those,
+    each key keeps the row with the greatest ``time_col``; ties keep the row that comes last in ``frame``.
+    Returns the selected rows with ``frame``'s columns, sorted by ``keys``; a key with no row by ``at`` is
+    absent. Raises :class:`ValueError` for a naive ``at`` or missing columns."""
+    require_columns(frame, [*keys, time_col], "as-of")
+    sel = known_by(frame, at, time_col=time_col, strict=strict)
+    if where is not None:
+        sel = sel.filter(where)
+    return (
+        sel.with_row_index("_row")
+        .sort(time_col, "_row")
+        .group_by(list(keys), maintain_order=True)
+        .last()
+        .sort(list(keys))
+        .select(frame.columns)
+    )
+
+
+def flag_at_or_after(issued: pl.Expr, cutoff: pl.Expr) -> pl.Expr:
+    """``issued >= cutoff``: the after-release / after-cutoff flag. A forecast issued at or after the
+    release (macro) or the task cutoff (event) is kept, flagged, and never scored."""
+    return issued >= cutoff
