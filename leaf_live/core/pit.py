@@ -165,3 +165,52 @@ def flag_at_or_after(issued: pl.Expr, cutoff: pl.Expr) -> pl.Expr:
     """``issued >= cutoff``: the after-release / after-cutoff flag. A forecast issued at or after the
     release (macro) or the task cutoff (event) is kept, flagged, and never scored."""
     return issued >= cutoff
+
+
+def as_of_join(
+    left: pl.DataFrame,
+    frame: pl.DataFrame,
+    *,
+    left_time: str,
+    by: Sequence[str] = (),
+    time_col: str = "available_at",
+    strict: bool = False,
+    where: pl.Expr | None = None,
+    suffix: str = "_asof",
+) -> pl.DataFrame:
+    """:func:`as_of` evaluated at every row of ``left``: for each row, the latest row of ``frame`` with the same
+    ``by`` values and ``time_col <= left[left_time]`` (``<`` when ``strict``), after ``where``.
+
+    Same tie rule as :func:`as_of` (equal ``time_col``: the row that comes last in ``frame``). Returns ``left``
+    in its own row order with ``frame``'s other columns appended (named ``<col><suffix>`` where they clash
+    with ``left``'s; ``time_col`` always comes back as ``<time_col><suffix>``); rows with no match get NULLs.
+    Both time columns must be tz-aware. Raises :class:`ValueError` for missing columns or naive times.
+    Vectorised with polars ``join_asof`` (a backward search), so a few thousand evaluation times cost one join
+    rather than one filter each."""
+    require_columns(left, [left_time, *by], "as-of join (left)")
+    require_columns(frame, [time_col, *by], "as-of join (right)")
+    for f, c in ((left, left_time), (frame, time_col)):
+        dt = f.schema[c]
+        if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
+            raise ValueError(f"as-of join: column {c!r} must be a tz-aware timestamp, got {dt}")
+    right = frame if where is None else frame.filter(where)
+    t_out = f"{time_col}{suffix}"
+    rename = {c: (f"{c}{suffix}" if c in left.columns or c == time_col else c) for c in right.columns if c not in by}
+    right = (
+        right.with_row_index("_asof_row")
+        .sort(time_col, "_asof_row")
+        .unique([*by, time_col], keep="last", maintain_order=True)
+        .drop("_asof_row")
+        .rename(rename)
+        .with_columns(pl.col(t_out).dt.convert_time_zone("UTC").alias("_asof_key"))
+    )
+    out = (
+        left.with_row_index("_asof_left")
+        .with_columns(pl.col(left_time).dt.convert_time_zone("UTC").alias("_asof_key"))
+        .sort("_asof_key")
+        # both sides are sorted on the key just above (polars cannot verify it within ``by`` groups)
+        .join_asof(right, on="_asof_key", by=list(by) or None, strategy="backward",
+                   allow_exact_matches=not strict, check_sortedness=False)
+        .sort("_asof_left")
+    )
+    return out.drop("_asof_left", "_asof_key")
