@@ -1,0 +1,91 @@
+"""Inputs shared by the analyses: one value per model and hour, first releases, sigma as of a time.
+
+Every analysis reads frames of the stored tables (``nowcasts``, ``releases``, ``surprise_scales``) and
+goes through :mod:`leaf_live.core.pit` for anything that depends on when a fact was known.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import polars as pl
+
+from leaf_live.core import pit
+
+SERIES_KEYS = ("model_id", "indicator_id", "reference_period")
+# model_id prefixes of the public comparators (App. F compares agents against these) and of baselines
+COMPARATOR_PREFIXES = ("consensus/", "fed/", "market/")
+BASELINE_PREFIXES = ("baseline/",)
+NOWCAST_COLUMNS = ("model_id", "indicator_id", "reference_period", "issued_at", "value", "valid", "available_at")
+RELEASE_COLUMNS = ("indicator_id", "reference_period", "release_at", "actual", "consensus", "available_at")
+
+
+class AnalysisError(ValueError):
+    """Bad input to an analysis; the message names the field and value."""
+
+
+def is_comparator(model_id: str) -> bool:
+    """``consensus/*``, ``fed/*`` or ``market/*``: a public forecast an agent could copy (App. F)."""
+    return model_id.startswith(COMPARATOR_PREFIXES)
+
+
+def is_agent(model_id: str) -> bool:
+    """Every model that is neither a comparator nor a ``baseline/*`` (LLM agents, recorded runs, external)."""
+    return not is_comparator(model_id) and not model_id.startswith(BASELINE_PREFIXES)
+
+
+def hourly_series(nowcasts: pl.DataFrame) -> pl.DataFrame:
+    """Valid nowcasts collapsed to one value per (model_id, indicator_id, reference_period, issued_at).
+
+    ``nowcasts`` is a frame of the ``nowcasts`` table (at least :data:`NOWCAST_COLUMNS`). Two runs of one model
+    can answer the same hour for the same target (the recorded GPT-5 February and March core runs both nowcast
+    2026Q1 GDP from 2026-03-25): the hour's value is their mean, ``n_runs`` counts them and ``available_at`` is
+    the latest of theirs. Returns columns ``model_id, indicator_id, reference_period, issued_at, value, n_runs,
+    available_at`` sorted by series and time. Raises :class:`AnalysisError` for missing columns.
+    """
+    pit.require_columns(nowcasts, NOWCAST_COLUMNS, "nowcasts", AnalysisError)
+    return (
+        nowcasts.filter(pl.col("valid") & pl.col("value").is_not_null())
+        .group_by(*SERIES_KEYS, "issued_at")
+        .agg(pl.col("value").mean(), pl.len().cast(pl.Int32).alias("n_runs"), pl.col("available_at").max())
+        .sort(*SERIES_KEYS, "issued_at")
+    )
+
+
+def first_releases(releases: pl.DataFrame) -> pl.DataFrame:
+    """The first release per (indicator_id, reference_period) from a ``releases`` frame: ``indicator_id,
+    reference_period, release_at, actual, consensus, available_at`` (the release's own ``available_at``)."""
+    pit.require_columns(releases, RELEASE_COLUMNS, "releases", AnalysisError)
+    return (
+        releases.select(RELEASE_COLUMNS)
+        .sort("release_at")
+        .unique(["indicator_id", "reference_period"], keep="first", maintain_order=True)
+        .sort("indicator_id", "reference_period")
+    )
+
+
+def with_release(series: pl.DataFrame, releases: pl.DataFrame) -> pl.DataFrame:
+    """``series`` (from :func:`hourly_series`) joined to its first release, with ``after_release`` =
+    issued at or after the release (:func:`leaf_live.core.pit.flag_at_or_after`) and ``hours_to_release`` =
+    (release_at - issued_at) in hours, negative after the release. Series without a release are dropped."""
+    rel = first_releases(releases).rename({"available_at": "release_available_at"})
+    return series.join(rel, on=["indicator_id", "reference_period"], how="inner").with_columns(
+        pit.flag_at_or_after(pl.col("issued_at"), pl.col("release_at")).alias("after_release"),
+        ((pl.col("release_at") - pl.col("issued_at")).dt.total_seconds() / 3600.0).alias("hours_to_release"),
+    )
+
+
+def sigma_as_of(scales: pl.DataFrame, indicator_id: str, at: datetime) -> tuple[float, datetime]:
+    """sigma_i of App. K (``surprise_scales``) as known at ``at``: (sigma, its available_at).
+
+    Raises :class:`AnalysisError` when no sigma for ``indicator_id`` was known by ``at``."""
+    pit.require_columns(scales, ("indicator_id", "sigma", "available_at"), "surprise_scales", AnalysisError)
+    row = pit.as_of(scales.filter(pl.col("indicator_id") == indicator_id), at, ["indicator_id"])
+    if row.height == 0 or row["sigma"][0] is None or not row["sigma"][0] > 0:
+        raise AnalysisError(f"surprise_scales: no positive sigma for indicator_id={indicator_id!r} known by {at.isoformat()}")
+    return float(row["sigma"][0]), row["available_at"][0]
+
+
+def models(frame: pl.DataFrame, keep) -> list[str]:
+    """Sorted distinct ``model_id`` values of ``frame`` for which ``keep(model_id)`` is true."""
+    return sorted(m for m in frame.get_column("model_id").unique().to_list() if keep(m))
