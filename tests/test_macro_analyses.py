@@ -10,7 +10,6 @@ from datetime import date, datetime, timedelta, timezone
 import numpy as np
 import polars as pl
 import pytest
-from scipy import stats
 from scipy.interpolate import make_smoothing_spline
 
 from leaf_live.core import pit

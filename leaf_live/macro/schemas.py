@@ -486,8 +486,339 @@ MARKET_BETA_FITS = Table(
     primary_key=("fit_name", "fit_id"),
 )
 
+# ---------------------------------------------------------------------------------------------
+# Macro track: the paper's remaining analyses (App. E, F, G, Q, R; science in leaf_live/macro/analyses/).
+# partition_key = the analysed model_id: each analysis asset replaces one model's slice per run.
+# ---------------------------------------------------------------------------------------------
+
+_MODEL = _c("model_id", "VARCHAR", "model analysed (nowcasts.model_id)", False)
+_IND = _c("indicator_id", "VARCHAR", "catalog indicator id", False)
+_REF = _c("reference_period", "DATE", "first day of the reference period", False)
+_REL_AT = _c("release_at", "TIMESTAMPTZ", "first release of the period, UTC", False)
+_COMP = _c("comparator_model_id", "VARCHAR", "public forecast compared against (consensus/*, fed/*)", False)
+
+POST_RELEASE_RECOVERY = Table(
+    name="post_release_recovery",
+    doc="Post-release recovery (LiveMacroEval App. E, Fig. 7): nowcasts issued at or after the release against "
+    "the released value. A nowcast has reached the release when it lies strictly within half the release's printed "
+    "resolution of it (0.1 for percent and index series, 1 thousand for payrolls and housing counts, 10 thousand "
+    "for existing home sales), i.e. it prints as the released number. Hours are measured from the release.",
+    grain="one row per (model_id, indicator_id, reference_period) with a valid nowcast at or after the release",
+    columns=(
+        PARTITION_KEY, _MODEL, _IND, _REF, _REL_AT,
+        _c("actual", "DOUBLE", "released value, reporting unit", False),
+        _c("tolerance", "DOUBLE", "distance below which a nowcast has reached the release, reporting unit", False),
+        _c("n_pre", "INTEGER", "valid pre-release nowcast hours", False),
+        _c("n_pre_window", "INTEGER", "of those, in the last 24 h before the release (the pre-release cluster)", False),
+        _c("pre_median", "DOUBLE", "median of the pre-release cluster, reporting unit"),
+        _c("pre_iqr", "DOUBLE", "interquartile range of the pre-release cluster (numpy linear quantiles)"),
+        _c("pre_gap", "DOUBLE", "|pre_median - actual|: the release-versus-prior-cluster gap"),
+        _c("n_post", "INTEGER", "valid nowcast hours at or after the release", False),
+        _c("first_post_hours", "DOUBLE", "hours from the release to the first post-release nowcast", False),
+        _c("last_post_hours", "DOUBLE", "hours from the release to the last post-release nowcast", False),
+        _c("hours_to_first_hit", "DOUBLE", "hours from the release to the first nowcast that reached it (NULL: none did)"),
+        _c("hours_to_settle", "DOUBLE", "hours from the release after which every nowcast reached it (NULL: the last "
+           "one did not)"),
+        _c("share_post_reached", "DOUBLE", "share of post-release nowcasts that reached the release", False),
+        _c("post_median", "DOUBLE", "median of the post-release nowcasts", False),
+        _c("post_iqr", "DOUBLE", "interquartile range of the post-release nowcasts (residual dispersion)", False),
+        _c("post_median_abs_dev", "DOUBLE", "median |nowcast - actual| after the release", False),
+        _c("spline_points", "INTEGER", "hours the smoothing spline was fit on (from 5 days before the release on)", False),
+        _c("spline_lambda", "DOUBLE", "GCV-chosen penalty of the cubic smoothing spline, x in days (scipy "
+           "make_smoothing_spline; NULL when fewer than 5 points)"),
+        _c("spline_lambda_at_bound", "BOOLEAN", "GCV stopped at the end of even the widened search range"),
+        _c("spline_gap_24h", "DOUBLE", "|spline(24 h after the release) - actual| (NULL if no nowcast that late)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "indicator_id", "reference_period"),
+)
+
+POST_RELEASE_PATHS = Table(
+    name="post_release_paths",
+    doc="The hourly nowcast path around the release and the GCV cubic smoothing spline through it (App. E Fig. 7), "
+    "from 5 days before the release to the last post-release nowcast. available_at: the whole path's latest "
+    "(the spline uses every point).",
+    grain="one row per (model_id, indicator_id, reference_period, issued_at)",
+    columns=(
+        PARTITION_KEY, _MODEL, _IND, _REF,
+        _c("issued_at", "TIMESTAMPTZ", "nowcast hour, UTC", False),
+        _c("hours_from_release", "DOUBLE", "(issued_at - release_at) in hours, negative before the release", False),
+        _c("value", "DOUBLE", "the hour's nowcast (mean of concurrent runs), reporting unit", False),
+        _c("n_runs", "INTEGER", "valid nowcasts of the model for this target in this hour", False),
+        _c("spline", "DOUBLE", "smoothing-spline value at this hour"),
+        _c("after_release", "BOOLEAN", "issued at or after the release", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "indicator_id", "reference_period", "issued_at"),
+)
+
+COPYING_CONVERGENCE = Table(
+    name="copying_convergence",
+    doc="Copying test 1, level convergence (App. F, Table 3): gap G_t = |nowcast - comparator| / sigma_i at every "
+    "pre-release hour; the terminal gap and the within-series Spearman rho of G_t with hours to release (> 0: the "
+    "gap closes toward the release). Comparator value as of each hour (Fed) or the final stored consensus "
+    "(consensus/*: only its final value, stamped 1 min before the release, exists).",
+    grain="one row per (model_id, comparator_model_id, indicator_id, reference_period)",
+    columns=(
+        PARTITION_KEY, _MODEL, _COMP,
+        _c("comparator_rule", "VARCHAR", "as_of (value published by each hour) | terminal (final consensus)", False),
+        _IND, _REF, _REL_AT,
+        _c("sigma", "DOUBLE", "release-surprise scale sigma_i (surprise_scales, as known at the release)", False),
+        _c("n_nowcasts", "INTEGER", "pre-release nowcast hours with a comparator value", False),
+        _c("n_without_comparator", "INTEGER", "pre-release hours before the comparator's first value", False),
+        _c("first_issued_at", "TIMESTAMPTZ", "first hour compared, UTC", False),
+        _c("terminal_issued_at", "TIMESTAMPTZ", "last pre-release nowcast hour, UTC", False),
+        _c("terminal_value", "DOUBLE", "last pre-release nowcast, reporting unit", False),
+        _c("terminal_comparator_value", "DOUBLE", "comparator value at that hour", False),
+        _c("terminal_gap_sigma", "DOUBLE", "terminal gap in sigma units (a copier shows 0)", False),
+        _c("spearman_rho", "DOUBLE", "Spearman rho(G_t, hours to release) (NULL: < 3 hours or no variation)"),
+        _c("spearman_p", "DOUBLE", "its two-sided p-value (scipy.stats.spearmanr)"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "comparator_model_id", "indicator_id", "reference_period"),
+)
+
+COPYING_GAP_BINS = Table(
+    name="copying_gap_bins",
+    doc="Copying test 1 by time to release (App. F, Table 4): each series' median gap G_t (sigma units) within "
+    "hours-before-release bins [hours_lo, hours_hi); the table's median over series weights series equally.",
+    grain="one row per (model_id, comparator_model_id, indicator_id, reference_period, bin)",
+    columns=(
+        PARTITION_KEY, _MODEL, _COMP, _IND, _REF,
+        _c("bin", "VARCHAR", "336+ | 168-336 | 96-168 | 48-96 | 24-48 | 12-24 | 6-12 | 0-6 (hours before release)", False),
+        _c("hours_lo", "DOUBLE", "bin start, hours before the release (inclusive)", False),
+        _c("hours_hi", "DOUBLE", "bin end (exclusive; NULL = open)"),
+        _c("n_nowcasts", "INTEGER", "nowcast hours in the bin", False),
+        _c("median_gap_sigma", "DOUBLE", "median G_t in the bin, sigma units", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "comparator_model_id", "indicator_id", "reference_period", "bin"),
+)
+
+COPYING_COMOVEMENT = Table(
+    name="copying_comovement",
+    doc="Copying test 2, first-difference co-movement (App. F, Table 5): Pearson r between the model's and the "
+    "comparator's day-over-day changes (each day's value = the latest strictly before the day's end in New York, "
+    "or before the release on release day), pooled across reference periods.",
+    grain="one row per (model_id, comparator_model_id, indicator_id)",
+    columns=(
+        PARTITION_KEY, _MODEL, _COMP,
+        _c("comparator_rule", "VARCHAR", "as_of | terminal", False),
+        _IND,
+        _c("n_reference_periods", "INTEGER", "reference periods pooled", False),
+        _c("n_day_pairs", "INTEGER", "pairs of day-over-day changes", False),
+        _c("r_delta", "DOUBLE", "Pearson r of the changes (NULL unless status = ok)"),
+        _c("p_value", "DOUBLE", "two-sided p-value (scipy.stats.pearsonr)"),
+        _c("status", "VARCHAR", "ok | too_few_days | comparator_constant | agent_constant", False),
+        _c("first_day_end", "TIMESTAMPTZ", "first day end used, UTC", False),
+        _c("last_day_end", "TIMESTAMPTZ", "last day end used (the release), UTC", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "comparator_model_id", "indicator_id"),
+)
+
+COPYING_EVENT_TIME = Table(
+    name="copying_event_time",
+    doc="Copying test 3, event-time concentration (App. F, Table 6): do the model's large revisions (|Delta| at "
+    "or above its series' 90th percentile, not 0) cluster within +-window_hours of a Fed publication? Delta share "
+    "= share of large revisions inside minus share of all revisions inside (> 0: the copying pattern); publications "
+    "within 48 h after a kept one are dropped; perm p from reassigning magnitudes across each series' revision "
+    "times, KS p from |Delta| inside vs outside.",
+    grain="one row per (model_id, comparator_model_id, indicator_id)",
+    columns=(
+        PARTITION_KEY, _MODEL, _COMP, _IND,
+        _c("n_reference_periods", "INTEGER", "reference periods pooled", False),
+        _c("n_fed_updates", "INTEGER", "comparator publications before the releases", False),
+        _c("n_fed_updates_kept", "INTEGER", "publications left after dropping those < 48 h after a kept one", False),
+        _c("n_revisions", "INTEGER", "revisions between consecutive pre-release nowcast hours", False),
+        _c("n_large", "INTEGER", "large revisions", False),
+        _c("n_inside", "INTEGER", "revisions inside a publication window", False),
+        _c("share_large_inside", "DOUBLE", "share of large revisions inside (NULL without large revisions)"),
+        _c("share_all_inside", "DOUBLE", "share of all revisions inside"),
+        _c("delta_share", "DOUBLE", "share_large_inside - share_all_inside"),
+        _c("perm_p", "DOUBLE", "two-sided permutation p, (1 + #{|stat_b| >= |stat|}) / (B + 1)"),
+        _c("ks_stat", "DOUBLE", "two-sample KS statistic of |Delta| inside vs outside"),
+        _c("ks_p", "DOUBLE", "two-sided KS p (scipy.stats.ks_2samp)"),
+        _c("status", "VARCHAR", "ok | no_large_revisions | no_revisions_inside | no_revisions_outside", False),
+        _c("perm_draws", "INTEGER", "permutations B", False),
+        _c("perm_seed", "BIGINT", "seed of the permutations", False),
+        _c("window_hours", "DOUBLE", "half-width of a publication window, hours", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "comparator_model_id", "indicator_id"),
+)
+
+_BLOCK_KEY = (
+    PARTITION_KEY, _MODEL, _IND, _REF, _c("issued_at", "TIMESTAMPTZ", "when the nowcast was issued, UTC", False),
+)
+
+RATIONALE_AUDIT = Table(
+    name="rationale_audit",
+    doc="What the nowcast rationales contain (App. G, Table 7), one row per rationale block (nowcasts.rationale). "
+    "Keyword rules in leaf_live/macro/analyses/rationales.py (the paper does not publish its lists).",
+    grain="one row per nowcasts row with a non-empty rationale",
+    columns=(
+        *_BLOCK_KEY,
+        _c("valid", "BOOLEAN", "the nowcast passed parsing and guardrails", False),
+        _c("value", "DOUBLE", "the nowcast, reporting unit"),
+        _c("n_chars", "INTEGER", "characters in the block", False),
+        _c("names_agency", "BOOLEAN", "names the BLS, the BEA, the Census Bureau or the ISM", False),
+        _c("judges_own_figure", "BOOLEAN", "exercises explicit judgement over its figure (adjust, shave, nudge, ...)", False),
+        _c("states_vintage", "BOOLEAN", "states the data vintage (advance estimate, revised, preliminary, ...)", False),
+        _c("performs_arithmetic", "BOOLEAN", "holds at least one explicit calculation", False),
+        _c("n_calculations", "INTEGER", "explicit calculations found", False),
+        _c("n_calculations_matched", "INTEGER", "of those, recomputed within 2% of the stated result", False),
+        _c("n_citations", "INTEGER", "URLs in nowcasts.citations", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
+RATIONALE_CALCULATIONS = Table(
+    name="rationale_calculations",
+    doc="Every explicit calculation '<expression> (= | ≈ | ~ | →) <number>' in a rationale, recomputed (App. G): "
+    "matched when |computed - stated| <= 2% |stated| (a result written with % may also be the fraction).",
+    grain="one row per (rationale block, calc_index)",
+    columns=(
+        *_BLOCK_KEY,
+        _c("calc_index", "INTEGER", "0-based order of the calculation in the block", False),
+        _c("expression", "VARCHAR", "the expression as written", False),
+        _c("n_operands", "INTEGER", "numbers combined", False),
+        _c("stated", "DOUBLE", "result the agent wrote (without applying %)", False),
+        _c("stated_is_percent", "BOOLEAN", "the result carried a % sign", False),
+        _c("computed", "DOUBLE", "our value of the expression", False),
+        _c("rel_error", "DOUBLE", "|computed - stated| / |stated| (the closer reading)", False),
+        _c("matched", "BOOLEAN", "rel_error <= 2%", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+)
+
+CITATION_DOMAINS = Table(
+    name="citation_domains",
+    doc="Citation composition of the rationales (App. G): cited hosts per model, with their share of the model's "
+    "citations; official = .gov, ISM or a Federal Reserve bank; aggregator = consensus/forecast aggregators.",
+    grain="one row per (model_id, domain)",
+    columns=(
+        PARTITION_KEY, _MODEL,
+        _c("domain", "VARCHAR", "host without www.", False),
+        _c("category", "VARCHAR", "official | aggregator | other", False),
+        _c("n_citations", "INTEGER", "citations of the host", False),
+        _c("n_blocks", "INTEGER", "rationale blocks citing it", False),
+        _c("share", "DOUBLE", "n_citations / all the model's citations", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "domain"),
+)
+
+CROSS_MODEL_ERRORS = Table(
+    name="cross_model_errors",
+    doc="Cross-model error analysis (App. Q, Table 14): each model's final pre-release nowcast against the release "
+    "and the consensus, in reporting and sigma units, with the shared-failure flags (all models erring in the same "
+    "direction, wrong sign of a growth rate) and the release's change from the previous release.",
+    grain="one row per (model_id, indicator_id, reference_period) with a pre-release nowcast and a release",
+    columns=(
+        PARTITION_KEY, _MODEL, _IND, _REF, _REL_AT,
+        _c("final_issued_at", "TIMESTAMPTZ", "hour of the last valid nowcast strictly before the release, UTC", False),
+        _c("final_value", "DOUBLE", "that nowcast (mean of concurrent runs), reporting unit", False),
+        _c("n_runs", "INTEGER", "concurrent runs averaged in that hour", False),
+        _c("actual", "DOUBLE", "released value", False),
+        _c("consensus", "DOUBLE", "consensus C at release (NULL if none)"),
+        _c("sigma", "DOUBLE", "sigma_i as known at the release", False),
+        _c("error", "DOUBLE", "final_value - actual", False),
+        _c("error_sigma", "DOUBLE", "error / sigma", False),
+        _c("consensus_error", "DOUBLE", "consensus - actual"),
+        _c("consensus_error_sigma", "DOUBLE", "consensus_error / sigma"),
+        _c("beats_consensus", "BOOLEAN", "|error| < |consensus_error| (NULL without consensus)"),
+        _c("sign_wrong", "BOOLEAN", "growth-rate indicators: sign(final) != sign(actual) (NULL for levels or actual 0)"),
+        _c("prior_period", "DATE", "previous reference period released before this release"),
+        _c("prior_actual", "DOUBLE", "its released value"),
+        _c("change_vs_prior", "DOUBLE", "actual - prior_actual"),
+        _c("change_vs_prior_sigma", "DOUBLE", "change_vs_prior / sigma"),
+        _c("n_models", "INTEGER", "models with a final nowcast of this release", False),
+        _c("n_same_direction", "INTEGER", "of those, erring in this row's direction (sign of error)", False),
+        _c("shared_miss", "BOOLEAN", "at least two models and all err in the same (nonzero) direction", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "indicator_id", "reference_period"),
+)
+
+NOWCAST_PATH_SUMMARIES = Table(
+    name="nowcast_path_summaries",
+    doc="Nowcast paths over a stated span before the release (App. Q, Table 15; default March 2026 CPI over "
+    "April 2-7, 2026 in New York): median and IQR of the hourly nowcasts, the final pre-release nowcast and its "
+    "deviation from the release.",
+    grain="one row per (model_id, case_label)",
+    columns=(
+        PARTITION_KEY, _MODEL,
+        _c("case_label", "VARCHAR", "name of the span", False),
+        _IND, _REF,
+        _c("span_start", "TIMESTAMPTZ", "first instant of the span, UTC (00:00 New York)", False),
+        _c("span_end", "TIMESTAMPTZ", "end of the span (exclusive; never after the release), UTC", False),
+        _c("n_nowcasts", "INTEGER", "nowcast hours in the span", False),
+        _c("median", "DOUBLE", "median (numpy linear quantile)", False),
+        _c("q25", "DOUBLE", "25th percentile", False),
+        _c("q75", "DOUBLE", "75th percentile", False),
+        _c("iqr", "DOUBLE", "q75 - q25", False),
+        _c("final_issued_at", "TIMESTAMPTZ", "last pre-release nowcast hour, UTC", False),
+        _c("final_value", "DOUBLE", "last pre-release nowcast", False),
+        _c("actual", "DOUBLE", "released value", False),
+        _c("deviation", "DOUBLE", "final_value - actual", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "case_label"),
+)
+
+REVISION_ATTRIBUTIONS = Table(
+    name="revision_attributions",
+    doc="Information shocks and nowcast revisions (App. R): the headline nowcast's revision R^H over an event "
+    "window (median of the hours after it minus median of the hours before it) and Eq. 16's implied revision of "
+    "the component forecast R^H / s_g (default: March 2026 CPI, April 8 2026 10:30-14:00 New York, gasoline "
+    "share 2.89%, realized gasoline 18.9% YoY).",
+    grain="one row per (model_id, event_label)",
+    columns=(
+        PARTITION_KEY, _MODEL,
+        _c("event_label", "VARCHAR", "name of the event window", False),
+        _IND, _REF,
+        _c("event_start", "TIMESTAMPTZ", "window start, UTC", False),
+        _c("event_end", "TIMESTAMPTZ", "window end, UTC", False),
+        _REL_AT,
+        _c("n_pre", "INTEGER", "nowcast hours in the 24 h before the window", False),
+        _c("n_inside", "INTEGER", "nowcast hours inside the window", False),
+        _c("n_post", "INTEGER", "nowcast hours in the 24 h after it (before the release)", False),
+        _c("pre_median", "DOUBLE", "median before", False),
+        _c("post_median", "DOUBLE", "median after", False),
+        _c("revision", "DOUBLE", "R^H = post_median - pre_median, reporting unit", False),
+        _c("last_pre", "DOUBLE", "last nowcast before the window", False),
+        _c("first_post", "DOUBLE", "first nowcast after it", False),
+        _c("step", "DOUBLE", "first_post - last_pre", False),
+        _c("component", "VARCHAR", "component the revision is read through", False),
+        _c("component_share", "DOUBLE", "its expenditure share s_g (fraction)", False),
+        _c("implied_component_revision", "DOUBLE", "Eq. 16: revision / component_share", False),
+        _c("component_realized", "DOUBLE", "realized component rate (NULL if not given)"),
+        _c("component_ratio", "DOUBLE", "implied / realized"),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "event_label"),
+)
+
+ANALYSIS_TABLES = (POST_RELEASE_RECOVERY, POST_RELEASE_PATHS, COPYING_CONVERGENCE, COPYING_GAP_BINS,
+                   COPYING_COMOVEMENT, COPYING_EVENT_TIME, RATIONALE_AUDIT, RATIONALE_CALCULATIONS, CITATION_DOMAINS,
+                   CROSS_MODEL_ERRORS, NOWCAST_PATH_SUMMARIES, REVISION_ATTRIBUTIONS)
+
+
 # Later stages register their tables here too (one schema definition per table).
 
 # Registration order = the order of the README's table docs.
-for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS):
+for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS, *ANALYSIS_TABLES):
     register(_t)

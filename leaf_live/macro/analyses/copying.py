@@ -41,6 +41,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import polars as pl
+
 from scipy import stats
 
 from leaf_live.core import pit
@@ -50,6 +51,7 @@ from leaf_live.macro.analyses.series import (
     is_agent,
     is_comparator,
     models,
+    table_frame,
     with_release,
 )
 
@@ -164,7 +166,7 @@ def convergence(
                             "hours_hi": None if math.isinf(hi) else hi, "n_nowcasts": int(m.sum()),
                             "median_gap_sigma": float(np.median(gap[m])), "available_at": avail,
                         })
-    return (pl.DataFrame(rows, schema=CONVERGENCE_SCHEMA), pl.DataFrame(bins, schema=GAP_BIN_SCHEMA))
+    return (table_frame("copying_convergence", rows), table_frame("copying_gap_bins", bins))
 
 
 def _spearman(gap: np.ndarray, hours: np.ndarray) -> tuple[float | None, float | None]:
@@ -260,7 +262,7 @@ def comovement(
                     "r_delta": r, "p_value": p, "status": status, "first_day_end": min(days),
                     "last_day_end": max(days), "available_at": max(avail),
                 })
-    return pl.DataFrame(rows, schema=COMOVEMENT_SCHEMA)
+    return table_frame("copying_comovement", rows)
 
 
 def thin_updates(times: Sequence[datetime], min_gap: timedelta = timedelta(hours=MIN_GAP_HOURS)) -> list[datetime]:
@@ -339,7 +341,7 @@ def event_time(
                     **_concentration(per_series, draws, seed), "perm_draws": draws, "perm_seed": seed,
                     "window_hours": window_hours, "available_at": max(avail),
                 })
-    return pl.DataFrame(rows, schema=EVENT_TIME_SCHEMA)
+    return table_frame("copying_event_time", rows)
 
 
 def _concentration(per_series, draws: int, seed: int) -> dict:
@@ -371,30 +373,3 @@ def _concentration(per_series, draws: int, seed: int) -> dict:
         hits += abs(stat) >= abs(obs) - 1e-12
     out["perm_p"] = (1 + hits) / (draws + 1)
     return out
-
-
-CONVERGENCE_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "comparator_model_id": pl.Utf8, "comparator_rule": pl.Utf8,
-    "indicator_id": pl.Utf8, "reference_period": pl.Date, "release_at": _TS, "sigma": pl.Float64,
-    "n_nowcasts": pl.Int32, "n_without_comparator": pl.Int32, "first_issued_at": _TS, "terminal_issued_at": _TS,
-    "terminal_value": pl.Float64, "terminal_comparator_value": pl.Float64, "terminal_gap_sigma": pl.Float64,
-    "spearman_rho": pl.Float64, "spearman_p": pl.Float64, "available_at": _TS,
-}
-GAP_BIN_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "comparator_model_id": pl.Utf8, "indicator_id": pl.Utf8,
-    "reference_period": pl.Date, "bin": pl.Utf8, "hours_lo": pl.Float64, "hours_hi": pl.Float64,
-    "n_nowcasts": pl.Int32, "median_gap_sigma": pl.Float64, "available_at": _TS,
-}
-COMOVEMENT_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "comparator_model_id": pl.Utf8, "comparator_rule": pl.Utf8,
-    "indicator_id": pl.Utf8, "n_reference_periods": pl.Int32, "n_day_pairs": pl.Int32, "r_delta": pl.Float64,
-    "p_value": pl.Float64, "status": pl.Utf8, "first_day_end": _TS, "last_day_end": _TS, "available_at": _TS,
-}
-EVENT_TIME_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "comparator_model_id": pl.Utf8, "indicator_id": pl.Utf8,
-    "n_reference_periods": pl.Int32, "n_fed_updates": pl.Int32, "n_fed_updates_kept": pl.Int32,
-    "n_revisions": pl.Int32, "n_large": pl.Int32, "n_inside": pl.Int32, "share_large_inside": pl.Float64,
-    "share_all_inside": pl.Float64, "delta_share": pl.Float64, "perm_p": pl.Float64, "ks_stat": pl.Float64,
-    "ks_p": pl.Float64, "status": pl.Utf8, "perm_draws": pl.Int32, "perm_seed": pl.Int64,
-    "window_hours": pl.Float64, "available_at": _TS,
-}

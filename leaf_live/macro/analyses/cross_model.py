@@ -22,6 +22,7 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import polars as pl
 
+
 from leaf_live.core import pit
 from leaf_live.macro.analyses.series import (
     AnalysisError,
@@ -29,12 +30,12 @@ from leaf_live.macro.analyses.series import (
     hourly_series,
     is_comparator,
     models,
+    table_frame,
     with_release,
 )
 from leaf_live.macro.catalog import get_indicator
 
 GROWTH_TRANSFORMATIONS = ("qoq_saar_pct", "mom_pct", "yoy_pct", "mom_change")
-_TS = pl.Datetime("us", "UTC")
 
 
 def _finals(nowcasts: pl.DataFrame, releases: pl.DataFrame, keep) -> pl.DataFrame:
@@ -112,7 +113,8 @@ def final_errors(
         pl.max_horizontal("available_at_final", "release_available_at", "available_at_sigma").alias("available_at"),
         pl.col("model_id").alias("partition_key"),
     )
-    return fin.select(list(ERROR_SCHEMA)).cast(ERROR_SCHEMA).sort("model_id", "indicator_id", "reference_period")
+    out = table_frame("cross_model_errors", [])
+    return fin.select(out.columns).cast(out.schema).sort("model_id", "indicator_id", "reference_period")
 
 
 @dataclass(frozen=True)
@@ -178,21 +180,4 @@ def path_summaries(
                 "actual": float(r["actual"][0]), "deviation": fin["value"][0] - float(r["actual"][0]),
                 "available_at": max(fin["available_at"][0], r["available_at"][0]),
             })
-    return pl.DataFrame(rows, schema=PATH_SCHEMA)
-
-
-ERROR_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
-    "release_at": _TS, "final_issued_at": _TS, "final_value": pl.Float64, "n_runs": pl.Int32,
-    "actual": pl.Float64, "consensus": pl.Float64, "sigma": pl.Float64, "error": pl.Float64,
-    "error_sigma": pl.Float64, "consensus_error": pl.Float64, "consensus_error_sigma": pl.Float64,
-    "beats_consensus": pl.Boolean, "sign_wrong": pl.Boolean, "prior_period": pl.Date, "prior_actual": pl.Float64,
-    "change_vs_prior": pl.Float64, "change_vs_prior_sigma": pl.Float64, "n_models": pl.Int32,
-    "n_same_direction": pl.Int32, "shared_miss": pl.Boolean, "available_at": _TS,
-}
-PATH_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "case_label": pl.Utf8, "indicator_id": pl.Utf8,
-    "reference_period": pl.Date, "span_start": _TS, "span_end": _TS, "n_nowcasts": pl.Int32, "median": pl.Float64,
-    "q25": pl.Float64, "q75": pl.Float64, "iqr": pl.Float64, "final_issued_at": _TS, "final_value": pl.Float64,
-    "actual": pl.Float64, "deviation": pl.Float64, "available_at": _TS,
-}
+    return table_frame("nowcast_path_summaries", rows)

@@ -35,8 +35,9 @@ from urllib.parse import urlsplit
 
 import polars as pl
 
+
 from leaf_live.core import pit
-from leaf_live.macro.analyses.series import AnalysisError
+from leaf_live.macro.analyses.series import AnalysisError, table_frame
 
 TOLERANCE = 0.02
 AGENCY_RE = re.compile(
@@ -240,19 +241,6 @@ def audit_rationales(nowcasts: pl.DataFrame, *, tolerance: float = TOLERANCE) ->
             totals[r["model_id"]] += 1
     domains = [{"partition_key": m, "model_id": m, "domain": h, "category": host_category(h), "n_citations": v[0],
                 "n_blocks": v[1], "share": v[0] / totals[m], "available_at": v[2]} for (m, h), v in sorted(dom.items())]
-    return (pl.DataFrame(blocks, schema=BLOCK_SCHEMA), pl.DataFrame(calcs, schema=CALC_SCHEMA),
-            pl.DataFrame(domains, schema=DOMAIN_SCHEMA))
+    return (table_frame("rationale_audit", blocks), table_frame("rationale_calculations", calcs),
+            table_frame("citation_domains", domains))
 
-
-_TS = pl.Datetime("us", "UTC")
-_KEY = {"partition_key": pl.Utf8, "model_id": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
-        "issued_at": _TS}
-BLOCK_SCHEMA = {**_KEY, "valid": pl.Boolean, "value": pl.Float64, "n_chars": pl.Int32, "names_agency": pl.Boolean,
-                "judges_own_figure": pl.Boolean, "states_vintage": pl.Boolean, "performs_arithmetic": pl.Boolean,
-                "n_calculations": pl.Int32, "n_calculations_matched": pl.Int32, "n_citations": pl.Int32,
-                "available_at": _TS}
-CALC_SCHEMA = {**_KEY, "calc_index": pl.Int32, "expression": pl.Utf8, "n_operands": pl.Int32, "stated": pl.Float64,
-               "stated_is_percent": pl.Boolean, "computed": pl.Float64, "rel_error": pl.Float64,
-               "matched": pl.Boolean, "available_at": _TS}
-DOMAIN_SCHEMA = {"partition_key": pl.Utf8, "model_id": pl.Utf8, "domain": pl.Utf8, "category": pl.Utf8,
-                 "n_citations": pl.Int32, "n_blocks": pl.Int32, "share": pl.Float64, "available_at": _TS}

@@ -23,9 +23,10 @@ from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
+
 from scipy.interpolate import make_smoothing_spline
 
-from leaf_live.macro.analyses.series import SERIES_KEYS, AnalysisError, hourly_series, with_release
+from leaf_live.macro.analyses.series import SERIES_KEYS, AnalysisError, hourly_series, table_frame, with_release
 from leaf_live.macro.catalog import get_indicator
 
 RESOLUTION_BY_UNIT = {"percent": 0.1, "index": 0.1, "thousand persons": 1.0, "thousand units, SAAR": 1.0}
@@ -193,24 +194,7 @@ def post_release_recovery(
             "value": v[span], "n_runs": g["n_runs"].filter(pl.Series(span)), "spline": spline_vals[span],
             "after_release": post[span], "available_at": avail,
         }, schema_overrides={"reference_period": pl.Date}))
-    summary = pl.DataFrame(rows, schema=_SUMMARY_SCHEMA) if rows else pl.DataFrame(schema=_SUMMARY_SCHEMA)
-    path = pl.concat(paths) if paths else pl.DataFrame(schema=_PATH_SCHEMA)
-    return summary, path.cast(_PATH_SCHEMA)
+    empty = table_frame("post_release_paths", [])
+    path = pl.concat(paths).select(empty.columns).cast(empty.schema) if paths else empty
+    return table_frame("post_release_recovery", rows), path
 
-
-_TS = pl.Datetime("us", "UTC")
-_SUMMARY_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
-    "release_at": _TS, "actual": pl.Float64, "tolerance": pl.Float64, "n_pre": pl.Int32, "n_pre_window": pl.Int32,
-    "pre_median": pl.Float64, "pre_iqr": pl.Float64, "pre_gap": pl.Float64, "n_post": pl.Int32,
-    "first_post_hours": pl.Float64, "last_post_hours": pl.Float64, "hours_to_first_hit": pl.Float64,
-    "hours_to_settle": pl.Float64, "share_post_reached": pl.Float64, "post_median": pl.Float64,
-    "post_iqr": pl.Float64, "post_median_abs_dev": pl.Float64, "spline_points": pl.Int32,
-    "spline_lambda": pl.Float64, "spline_lambda_at_bound": pl.Boolean, "spline_gap_24h": pl.Float64,
-    "available_at": _TS,
-}
-_PATH_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
-    "issued_at": _TS, "hours_from_release": pl.Float64, "value": pl.Float64, "n_runs": pl.Int32,
-    "spline": pl.Float64, "after_release": pl.Boolean, "available_at": _TS,
-}

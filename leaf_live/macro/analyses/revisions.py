@@ -26,11 +26,16 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import polars as pl
 
+
 from leaf_live.core import pit
-from leaf_live.macro.analyses.series import AnalysisError, hourly_series, is_comparator, models, with_release
-
-_TS = pl.Datetime("us", "UTC")
-
+from leaf_live.macro.analyses.series import (
+    AnalysisError,
+    hourly_series,
+    is_comparator,
+    models,
+    table_frame,
+    with_release,
+)
 
 def inventory_change(production: float, imports: float, exports: float, consumption: float) -> float:
     """Eq. 15: Delta I = Q + M - X - C (same unit and period for every flow, e.g. Mbbl per week)."""
@@ -140,14 +145,4 @@ def revision_attribution(
                 "component_ratio": None if not ev.component_realized else comp / ev.component_realized,
                 "available_at": post["available_at"].max(),
             })
-    return pl.DataFrame(rows, schema=ATTRIBUTION_SCHEMA)
-
-
-ATTRIBUTION_SCHEMA = {
-    "partition_key": pl.Utf8, "model_id": pl.Utf8, "event_label": pl.Utf8, "indicator_id": pl.Utf8,
-    "reference_period": pl.Date, "event_start": _TS, "event_end": _TS, "release_at": _TS, "n_pre": pl.Int32,
-    "n_inside": pl.Int32, "n_post": pl.Int32, "pre_median": pl.Float64, "post_median": pl.Float64,
-    "revision": pl.Float64, "last_pre": pl.Float64, "first_post": pl.Float64, "step": pl.Float64,
-    "component": pl.Utf8, "component_share": pl.Float64, "implied_component_revision": pl.Float64,
-    "component_realized": pl.Float64, "component_ratio": pl.Float64, "available_at": _TS,
-}
+    return table_frame("revision_attributions", rows)

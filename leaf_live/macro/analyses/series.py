@@ -11,6 +11,7 @@ from datetime import datetime
 import polars as pl
 
 from leaf_live.core import pit
+from leaf_live.core.storage import polars_schema
 
 SERIES_KEYS = ("model_id", "indicator_id", "reference_period")
 # model_id prefixes of the public comparators (App. F compares agents against these) and of baselines
@@ -89,3 +90,13 @@ def sigma_as_of(scales: pl.DataFrame, indicator_id: str, at: datetime) -> tuple[
 def models(frame: pl.DataFrame, keep) -> list[str]:
     """Sorted distinct ``model_id`` values of ``frame`` for which ``keep(model_id)`` is true."""
     return sorted(m for m in frame.get_column("model_id").unique().to_list() if keep(m))
+
+
+def table_frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    """``rows`` as a frame of the registered ``table``'s columns and types (empty rows: an empty frame).
+    Raises :class:`AnalysisError` when the rows' keys are not exactly the table's columns."""
+    schema = polars_schema(table)
+    if rows and set(rows[0]) != set(schema):
+        raise AnalysisError(f"table {table}: rows have columns {sorted(set(rows[0]) ^ set(schema))} "
+                            "that differ from the table's")
+    return pl.DataFrame(rows, schema=schema)
