@@ -4,6 +4,10 @@
 [--backtest-start YYYY-MM] [--backtest-end YYYY-MM] [--boot-draws N]``
     materializes the main job in-process for every release month the sources cover, prints a summary, any
     failed asset check and the two leaderboards (historical backtest, live window).
+    It then writes the paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to
+    ``macro_analyses.md`` next to the database and prints its path.
+``leaf-live report [--db PATH] [--out FILE]``
+    writes that report again from the stored analysis tables (read-only).
 ``leaf-live tables``
     prints every table an analyst can query (name, grain, columns, units) as Markdown.
 ``leaf-live sql "SELECT ..."``
@@ -111,6 +115,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed")
     print()
     print(leaderboards(db))
+    out = write_analysis_report(db)
+    print(f"\nPaper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures: {out}")
+    return 0
+
+
+ANALYSIS_TABLES = ("post_release_recovery", "post_release_paths", "copying_convergence", "copying_gap_bins",
+                   "copying_comovement", "copying_event_time", "rationale_audit", "rationale_calculations",
+                   "citation_domains", "cross_model_errors", "nowcast_path_summaries", "revision_attributions")
+
+
+def analysis_report(db: str | Path) -> str:
+    """The Markdown report of the analysis tables (``leaf_live.macro.analyses.report``), read-only."""
+    from leaf_live.macro.analyses.report import render_report
+    from leaf_live.macro.analyses.series import is_agent
+
+    con = storage.connect_read_only(db)
+    try:
+        present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {t: storage.read_table(con, t) if t in present else storage.empty_frame(t) for t in ANALYSIS_TABLES}
+        agents = [r[0] for r in con.execute("SELECT DISTINCT model_id FROM nowcasts ORDER BY 1").fetchall()
+                  if is_agent(r[0])] if "nowcasts" in present else []
+        releases = storage.read_table(con, "releases", "release_at >= '2025-11-01'") if "releases" in present else None
+    finally:
+        con.close()
+    return render_report(tables, models_in_store=agents, releases=releases)
+
+
+def write_analysis_report(db: str | Path, out: str | Path | None = None) -> Path:
+    """Write :func:`analysis_report` to ``out`` (default ``macro_analyses.md`` next to the database)."""
+    path = Path(out) if out is not None else Path(db).parent / "macro_analyses.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(analysis_report(db))
+    return path
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    db = args.db or get_settings().db_path
+    if not Path(db).is_file():
+        raise SystemExit(f"leaf-live report: --db {db}: no database file (run `leaf-live run` first)")
+    print(write_analysis_report(db, args.out))
     return 0
 
 
@@ -197,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
                    "start; each window costs a 52-order AIC grid)")
     r.add_argument("--arima-to", help="last release month that gets auto-ARIMA nowcasts (default: no bound)")
     r.set_defaults(func=cmd_run)
+    rp = sub.add_parser("report", help="write the App. E/F/G/Q/R analyses report from the stored tables")
+    rp.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
+    rp.add_argument("--out", help="Markdown file (default macro_analyses.md next to the database)")
+    rp.set_defaults(func=cmd_report)
     t = sub.add_parser("tables", help="print the analyst-facing table documentation")
     t.set_defaults(func=cmd_tables)
     q = sub.add_parser("sql", help="run a read-only SQL query")

@@ -27,15 +27,15 @@ H = timedelta(hours=1)
 AGENT = "openai/gpt-5-search-api@single"
 
 
-def nowcasts(rows) -> pl.DataFrame:
+def nowcasts(rows, producer: str = "llm_nowcasts", partition_key: str = "2026-04-01-00:00") -> pl.DataFrame:
     """rows: (model_id, indicator_id, reference_period, issued_at, value[, rationale, citations])."""
     out = []
     for r in rows:
         m, i, ref, t, v = r[:5]
-        out.append({"model_id": m, "indicator_id": i, "reference_period": ref, "issued_at": t, "value": v,
+        out.append({"producer": producer, "partition_key": partition_key, "model_id": m, "indicator_id": i, "reference_period": ref, "issued_at": t, "value": v,
                     "valid": v is not None, "available_at": t, "rationale": r[5] if len(r) > 5 else None,
                     "citations": r[6] if len(r) > 6 else None})
-    return pl.DataFrame(out, schema={"model_id": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
+    return pl.DataFrame(out, schema={"producer": pl.Utf8, "partition_key": pl.Utf8, "model_id": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
                                      "issued_at": pl.Datetime("us", "UTC"), "value": pl.Float64, "valid": pl.Boolean,
                                      "available_at": pl.Datetime("us", "UTC"), "rationale": pl.Utf8,
                                      "citations": pl.Utf8})
@@ -60,13 +60,20 @@ def scales(**sigma) -> pl.DataFrame:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_hourly_series_averages_concurrent_runs_and_drops_invalid_rows():
-    t = REL - 5 * H
-    nc = nowcasts([(AGENT, "real_gdp_advance", date(2026, 1, 1), t, 1.9),
-                   (AGENT, "real_gdp_advance", date(2026, 1, 1), t, 1.4),
-                   (AGENT, "real_gdp_advance", date(2026, 1, 1), t + H, None)])
-    hs = hourly_series(nc)
-    assert hs.height == 1 and hs["value"][0] == pytest.approx(1.65) and hs["n_runs"][0] == 2
+def test_recorded_runs_are_separate_series_and_invalid_rows_drop():
+    t, q1 = REL - 5 * H, date(2026, 1, 1)
+    feb = nowcasts([(AGENT, "real_gdp_advance", q1, t, 1.9), (AGENT, "real_gdp_advance", q1, t + H, None)],
+                   producer="recorded_nowcasts", partition_key=f"{AGENT}/2026-02_core_macroeconomic_conditions")
+    mar = nowcasts([(AGENT, "real_gdp_advance", q1, t, 1.4)], producer="recorded_nowcasts",
+                   partition_key=f"{AGENT}/2026-03_core_macroeconomic_conditions")
+    hs = hourly_series(pl.concat([feb, mar]))
+    # two runs answering the same hour stay two series (the paper's (agent, indicator, target month))
+    assert hs["run_id"].to_list() == [f"{AGENT}/2026-02_core_macroeconomic_conditions",
+                                       f"{AGENT}/2026-03_core_macroeconomic_conditions"]
+    assert hs["value"].to_list() == [1.9, 1.4] and hs["n_runs"].to_list() == [1, 1]
+    # an hourly producer is one stream: its partition_key (the hour) is not a run
+    live = nowcasts([(AGENT, "cpi", REF, t, 3.0), (AGENT, "cpi", REF, t + H, 3.1)])
+    assert hourly_series(live)["run_id"].unique().to_list() == ["hourly"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +217,7 @@ def test_comovement_by_hand():
     # day ends (Apr 6..9 midnight ET, then the release): agent 1.0 1.2 1.1 1.5 1.5 -> changes .2 -.1 .4 0;
     # Fed 2.0 2.1 2.1 2.3 2.2 -> .1 0 .2 -.1. Means .125 and .05; centred products .00375 + .01125 + .04125
     # + .01875 = .075; sums of squares .1475 and .05 -> r = .075 / sqrt(.1475 * .05) = 0.87333
-    assert (r["status"], r["n_day_pairs"], r["n_reference_periods"]) == ("ok", 4, 1)
+    assert (r["status"], r["n_day_pairs"], r["n_series"]) == ("ok", 4, 1)
     assert r["r_delta"] == pytest.approx(0.075 / math.sqrt(0.1475 * 0.05)) == pytest.approx(0.87333, abs=1e-5)
     assert r["last_day_end"] == rel_at
     c = out.filter(pl.col("comparator_model_id") == "consensus/investing").row(0, named=True)
@@ -295,6 +302,7 @@ def test_audit_blocks_shares_and_domains():
         (AGENT, "ism_manufacturing", REF, t, 52.0, "I estimate 52.0, nudged down from 52.4 - 0.4 = 52.0.", "[]"),
         (AGENT, "ppi", REF, t, 0.5, "   ", None),  # empty: not a block
         (AGENT, "ppi", REF, t + H, 0.5, None, None),
+        ("baseline/auto-arima", "ppi", REF, t, 0.4, "AR(1)+const; 0.2 + 0.2 = 0.4", None),  # a fit, not a self-report
     ]
     blocks, calcs, domains = G.audit_rationales(nowcasts(rows))
     assert blocks.height == 2

@@ -496,6 +496,8 @@ _IND = _c("indicator_id", "VARCHAR", "catalog indicator id", False)
 _REF = _c("reference_period", "DATE", "first day of the reference period", False)
 _REL_AT = _c("release_at", "TIMESTAMPTZ", "first release of the period, UTC", False)
 _COMP = _c("comparator_model_id", "VARCHAR", "public forecast compared against (consensus/*, fed/*)", False)
+_RUN = _c("run_id", "VARCHAR", "run of the series: a recorded file's nowcasts.partition_key (one target month's job, "
+          "the paper's series) or 'hourly' for a model's single stream", False)
 
 POST_RELEASE_RECOVERY = Table(
     name="post_release_recovery",
@@ -503,9 +505,10 @@ POST_RELEASE_RECOVERY = Table(
     "the released value. A nowcast has reached the release when it lies strictly within half the release's printed "
     "resolution of it (0.1 for percent and index series, 1 thousand for payrolls and housing counts, 10 thousand "
     "for existing home sales), i.e. it prints as the released number. Hours are measured from the release.",
-    grain="one row per (model_id, indicator_id, reference_period) with a valid nowcast at or after the release",
+    grain="one row per series (model_id, indicator_id, reference_period, run_id) with a valid nowcast at or after "
+    "the release",
     columns=(
-        PARTITION_KEY, _MODEL, _IND, _REF, _REL_AT,
+        PARTITION_KEY, _MODEL, _IND, _REF, _RUN, _REL_AT,
         _c("actual", "DOUBLE", "released value, reporting unit", False),
         _c("tolerance", "DOUBLE", "distance below which a nowcast has reached the release, reporting unit", False),
         _c("n_pre", "INTEGER", "valid pre-release nowcast hours", False),
@@ -531,7 +534,7 @@ POST_RELEASE_RECOVERY = Table(
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "indicator_id", "reference_period"),
+    primary_key=("partition_key", "indicator_id", "reference_period", "run_id"),
 )
 
 POST_RELEASE_PATHS = Table(
@@ -539,19 +542,19 @@ POST_RELEASE_PATHS = Table(
     doc="The hourly nowcast path around the release and the GCV cubic smoothing spline through it (App. E Fig. 7), "
     "from 5 days before the release to the last post-release nowcast. available_at: the whole path's latest "
     "(the spline uses every point).",
-    grain="one row per (model_id, indicator_id, reference_period, issued_at)",
+    grain="one row per (model_id, indicator_id, reference_period, run_id, issued_at)",
     columns=(
-        PARTITION_KEY, _MODEL, _IND, _REF,
+        PARTITION_KEY, _MODEL, _IND, _REF, _RUN,
         _c("issued_at", "TIMESTAMPTZ", "nowcast hour, UTC", False),
         _c("hours_from_release", "DOUBLE", "(issued_at - release_at) in hours, negative before the release", False),
-        _c("value", "DOUBLE", "the hour's nowcast (mean of concurrent runs), reporting unit", False),
-        _c("n_runs", "INTEGER", "valid nowcasts of the model for this target in this hour", False),
+        _c("value", "DOUBLE", "the hour's nowcast, reporting unit", False),
+        _c("n_runs", "INTEGER", "valid nowcasts of the run in this hour (averaged; 1 in the stored data)", False),
         _c("spline", "DOUBLE", "smoothing-spline value at this hour"),
         _c("after_release", "BOOLEAN", "issued at or after the release", False),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "indicator_id", "reference_period", "issued_at"),
+    primary_key=("partition_key", "indicator_id", "reference_period", "run_id", "issued_at"),
 )
 
 COPYING_CONVERGENCE = Table(
@@ -560,11 +563,11 @@ COPYING_CONVERGENCE = Table(
     "pre-release hour; the terminal gap and the within-series Spearman rho of G_t with hours to release (> 0: the "
     "gap closes toward the release). Comparator value as of each hour (Fed) or the final stored consensus "
     "(consensus/*: only its final value, stamped 1 min before the release, exists).",
-    grain="one row per (model_id, comparator_model_id, indicator_id, reference_period)",
+    grain="one row per (model_id, comparator_model_id, indicator_id, reference_period, run_id)",
     columns=(
         PARTITION_KEY, _MODEL, _COMP,
         _c("comparator_rule", "VARCHAR", "as_of (value published by each hour) | terminal (final consensus)", False),
-        _IND, _REF, _REL_AT,
+        _IND, _REF, _RUN, _REL_AT,
         _c("sigma", "DOUBLE", "release-surprise scale sigma_i (surprise_scales, as known at the release)", False),
         _c("n_nowcasts", "INTEGER", "pre-release nowcast hours with a comparator value", False),
         _c("n_without_comparator", "INTEGER", "pre-release hours before the comparator's first value", False),
@@ -578,16 +581,16 @@ COPYING_CONVERGENCE = Table(
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "comparator_model_id", "indicator_id", "reference_period"),
+    primary_key=("partition_key", "comparator_model_id", "indicator_id", "reference_period", "run_id"),
 )
 
 COPYING_GAP_BINS = Table(
     name="copying_gap_bins",
     doc="Copying test 1 by time to release (App. F, Table 4): each series' median gap G_t (sigma units) within "
     "hours-before-release bins [hours_lo, hours_hi); the table's median over series weights series equally.",
-    grain="one row per (model_id, comparator_model_id, indicator_id, reference_period, bin)",
+    grain="one row per (model_id, comparator_model_id, indicator_id, reference_period, run_id, bin)",
     columns=(
-        PARTITION_KEY, _MODEL, _COMP, _IND, _REF,
+        PARTITION_KEY, _MODEL, _COMP, _IND, _REF, _RUN,
         _c("bin", "VARCHAR", "336+ | 168-336 | 96-168 | 48-96 | 24-48 | 12-24 | 6-12 | 0-6 (hours before release)", False),
         _c("hours_lo", "DOUBLE", "bin start, hours before the release (inclusive)", False),
         _c("hours_hi", "DOUBLE", "bin end (exclusive; NULL = open)"),
@@ -596,7 +599,7 @@ COPYING_GAP_BINS = Table(
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "comparator_model_id", "indicator_id", "reference_period", "bin"),
+    primary_key=("partition_key", "comparator_model_id", "indicator_id", "reference_period", "run_id", "bin"),
 )
 
 COPYING_COMOVEMENT = Table(
@@ -609,7 +612,7 @@ COPYING_COMOVEMENT = Table(
         PARTITION_KEY, _MODEL, _COMP,
         _c("comparator_rule", "VARCHAR", "as_of | terminal", False),
         _IND,
-        _c("n_reference_periods", "INTEGER", "reference periods pooled", False),
+        _c("n_series", "INTEGER", "series pooled (reference periods x runs)", False),
         _c("n_day_pairs", "INTEGER", "pairs of day-over-day changes", False),
         _c("r_delta", "DOUBLE", "Pearson r of the changes (NULL unless status = ok)"),
         _c("p_value", "DOUBLE", "two-sided p-value (scipy.stats.pearsonr)"),
@@ -632,8 +635,8 @@ COPYING_EVENT_TIME = Table(
     grain="one row per (model_id, comparator_model_id, indicator_id)",
     columns=(
         PARTITION_KEY, _MODEL, _COMP, _IND,
-        _c("n_reference_periods", "INTEGER", "reference periods pooled", False),
-        _c("n_fed_updates", "INTEGER", "comparator publications before the releases", False),
+        _c("n_series", "INTEGER", "series pooled (reference periods x runs)", False),
+        _c("n_fed_updates", "INTEGER", "distinct comparator publications before the releases of the pooled series", False),
         _c("n_fed_updates_kept", "INTEGER", "publications left after dropping those < 48 h after a kept one", False),
         _c("n_revisions", "INTEGER", "revisions between consecutive pre-release nowcast hours", False),
         _c("n_large", "INTEGER", "large revisions", False),
@@ -723,12 +726,13 @@ CROSS_MODEL_ERRORS = Table(
     doc="Cross-model error analysis (App. Q, Table 14): each model's final pre-release nowcast against the release "
     "and the consensus, in reporting and sigma units, with the shared-failure flags (all models erring in the same "
     "direction, wrong sign of a growth rate) and the release's change from the previous release.",
-    grain="one row per (model_id, indicator_id, reference_period) with a pre-release nowcast and a release",
+    grain="one row per series (model_id, indicator_id, reference_period, run_id) with a pre-release nowcast and a "
+    "release",
     columns=(
-        PARTITION_KEY, _MODEL, _IND, _REF, _REL_AT,
+        PARTITION_KEY, _MODEL, _IND, _REF, _RUN, _REL_AT,
         _c("final_issued_at", "TIMESTAMPTZ", "hour of the last valid nowcast strictly before the release, UTC", False),
-        _c("final_value", "DOUBLE", "that nowcast (mean of concurrent runs), reporting unit", False),
-        _c("n_runs", "INTEGER", "concurrent runs averaged in that hour", False),
+        _c("final_value", "DOUBLE", "that nowcast, reporting unit", False),
+        _c("n_runs", "INTEGER", "valid nowcasts of the run in that hour (averaged; 1 in the stored data)", False),
         _c("actual", "DOUBLE", "released value", False),
         _c("consensus", "DOUBLE", "consensus C at release (NULL if none)"),
         _c("sigma", "DOUBLE", "sigma_i as known at the release", False),
@@ -743,12 +747,12 @@ CROSS_MODEL_ERRORS = Table(
         _c("change_vs_prior", "DOUBLE", "actual - prior_actual"),
         _c("change_vs_prior_sigma", "DOUBLE", "change_vs_prior / sigma"),
         _c("n_models", "INTEGER", "models with a final nowcast of this release", False),
-        _c("n_same_direction", "INTEGER", "of those, erring in this row's direction (sign of error)", False),
+        _c("n_same_direction", "INTEGER", "of those, models with a run erring in this row's direction", False),
         _c("shared_miss", "BOOLEAN", "at least two models and all err in the same (nonzero) direction", False),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "indicator_id", "reference_period"),
+    primary_key=("partition_key", "indicator_id", "reference_period", "run_id"),
 )
 
 NOWCAST_PATH_SUMMARIES = Table(
@@ -756,9 +760,9 @@ NOWCAST_PATH_SUMMARIES = Table(
     doc="Nowcast paths over a stated span before the release (App. Q, Table 15; default March 2026 CPI over "
     "April 2-7, 2026 in New York): median and IQR of the hourly nowcasts, the final pre-release nowcast and its "
     "deviation from the release.",
-    grain="one row per (model_id, case_label)",
+    grain="one row per (model_id, run_id, case_label)",
     columns=(
-        PARTITION_KEY, _MODEL,
+        PARTITION_KEY, _MODEL, _RUN,
         _c("case_label", "VARCHAR", "name of the span", False),
         _IND, _REF,
         _c("span_start", "TIMESTAMPTZ", "first instant of the span, UTC (00:00 New York)", False),
@@ -775,7 +779,7 @@ NOWCAST_PATH_SUMMARIES = Table(
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "case_label"),
+    primary_key=("partition_key", "run_id", "case_label"),
 )
 
 REVISION_ATTRIBUTIONS = Table(
@@ -784,9 +788,9 @@ REVISION_ATTRIBUTIONS = Table(
     "window (median of the hours after it minus median of the hours before it) and Eq. 16's implied revision of "
     "the component forecast R^H / s_g (default: March 2026 CPI, April 8 2026 10:30-14:00 New York, gasoline "
     "share 2.89%, realized gasoline 18.9% YoY).",
-    grain="one row per (model_id, event_label)",
+    grain="one row per (model_id, run_id, event_label)",
     columns=(
-        PARTITION_KEY, _MODEL,
+        PARTITION_KEY, _MODEL, _RUN,
         _c("event_label", "VARCHAR", "name of the event window", False),
         _IND, _REF,
         _c("event_start", "TIMESTAMPTZ", "window start, UTC", False),
@@ -809,7 +813,7 @@ REVISION_ATTRIBUTIONS = Table(
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "event_label"),
+    primary_key=("partition_key", "run_id", "event_label"),
 )
 
 ANALYSIS_TABLES = (POST_RELEASE_RECOVERY, POST_RELEASE_PATHS, COPYING_CONVERGENCE, COPYING_GAP_BINS,

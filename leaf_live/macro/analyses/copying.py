@@ -1,8 +1,9 @@
 """Are agents copying the consensus or the Fed nowcasts? (LiveMacroEval App. F, Tables 3-6).
 
-A *series* is one (agent, indicator, reference period); every statistic is computed within a series before
+A *series* is one (agent, indicator, reference period, run) (:func:`.series.hourly_series`: a recorded file is
+one run, the paper's (agent, indicator, target month)); every statistic is computed within a series before
 pooling, and every series stops strictly before its release (:func:`.series.with_release`), so nothing seen
-after the release enters. X_t is the agent's nowcast at hour t (concurrent runs averaged), P_t the
+after the release enters. X_t is the agent's nowcast at hour t, P_t the
 comparator's value, sigma_i the release-surprise scale of App. K (``surprise_scales``, as known at the
 release).
 
@@ -124,7 +125,7 @@ def convergence(
     ``nowcasts`` (``nowcasts`` frame: agents and comparators), ``releases``, ``scales`` (``surprise_scales``).
     ``agents`` default every :func:`.series.is_agent` model, ``comparators`` every ``consensus/*``,
     ``fed/*``, ``market/*`` model. Returns ``(series, bins)``: ``series`` (table ``copying_convergence``) one row
-    per (agent, comparator, indicator, reference period) with the terminal gap and rho_S; ``bins`` (table
+    per (agent, comparator, indicator, reference period, run) with the terminal gap and rho_S; ``bins`` (table
     ``copying_gap_bins``) the series' median gap per hours-before-release bin of Table 4. Gaps in sigma units.
     Raises :class:`AnalysisError` for missing columns or an indicator without sigma.
     """
@@ -140,7 +141,7 @@ def convergence(
             if ag.height == 0:
                 continue
             j = _sigma(_comparator_values(ag, comp, rule), scales)
-            for key, g in j.group_by(_KEYS, maintain_order=True):
+            for key, g in j.group_by([*_KEYS, "run_id"], maintain_order=True):
                 have = g.filter(pl.col("p_value").is_not_null()).sort("issued_at")
                 if have.height == 0:
                     continue
@@ -150,7 +151,8 @@ def convergence(
                 avail = max(have["available_at"].max(), have["p_available_at"].max(), have["available_at_sigma"][0])
                 rows.append({
                     "partition_key": a, "model_id": a, "comparator_model_id": c, "comparator_rule": rule,
-                    "indicator_id": key[0], "reference_period": key[1], "release_at": have["release_at"][0],
+                    "indicator_id": key[0], "reference_period": key[1], "run_id": key[2],
+                    "release_at": have["release_at"][0],
                     "sigma": have["sigma"][0], "n_nowcasts": have.height,
                     "n_without_comparator": g.height - have.height, "first_issued_at": have["issued_at"][0],
                     "terminal_issued_at": have["issued_at"][-1], "terminal_value": have["value"][-1],
@@ -162,7 +164,7 @@ def convergence(
                     if m.any():
                         bins.append({
                             "partition_key": a, "model_id": a, "comparator_model_id": c, "indicator_id": key[0],
-                            "reference_period": key[1], "bin": label, "hours_lo": lo,
+                            "reference_period": key[1], "run_id": key[2], "bin": label, "hours_lo": lo,
                             "hours_hi": None if math.isinf(hi) else hi, "n_nowcasts": int(m.sum()),
                             "median_gap_sigma": float(np.median(gap[m])), "available_at": avail,
                         })
@@ -199,7 +201,7 @@ def comovement(
     comparators: Sequence[str] | None = None,
     min_pairs: int = 3,
 ) -> pl.DataFrame:
-    """Test 2 (Table 5): r_Delta per (agent, comparator, indicator), pooled across reference periods.
+    """Test 2 (Table 5): r_Delta per (agent, comparator, indicator), pooled across series (reference periods, runs).
 
     Daily values: the latest strictly before each America/New_York day end (the release on release day);
     days run from the first day both have a value to the release day. ``status``: ``ok``, ``too_few_days``
@@ -217,7 +219,8 @@ def comovement(
             ag = pre.filter(pl.col("model_id") == a)
             for ind in sorted(set(ag["indicator_id"].unique()) & set(comp["indicator_id"].unique())):
                 da, dc, refs, days, avail = [], [], 0, [], []
-                for (ref,), g in ag.filter(pl.col("indicator_id") == ind).group_by(["reference_period"], maintain_order=True):
+                for (ref, _run), g in ag.filter(pl.col("indicator_id") == ind).group_by(
+                        ["reference_period", "run_id"], maintain_order=True):
                     rel_at = g["release_at"][0]
                     cs = comp.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
                     if cs.height == 0:
@@ -258,7 +261,7 @@ def comovement(
                     r, p, status = float(res.statistic), float(res.pvalue), "ok"
                 rows.append({
                     "partition_key": a, "model_id": a, "comparator_model_id": c, "comparator_rule": rule,
-                    "indicator_id": ind, "n_reference_periods": refs, "n_day_pairs": int(xa_.size),
+                    "indicator_id": ind, "n_series": refs, "n_day_pairs": int(xa_.size),
                     "r_delta": r, "p_value": p, "status": status, "first_day_end": min(days),
                     "last_day_end": max(days), "available_at": max(avail),
                 })
@@ -294,7 +297,7 @@ def event_time(
     draws: int = PERM_DRAWS,
     seed: int = PERM_SEED,
 ) -> pl.DataFrame:
-    """Test 3 (Table 6) per (agent, Fed comparator, indicator), pooled across reference periods.
+    """Test 3 (Table 6) per (agent, Fed comparator, indicator), pooled across series (reference periods, runs).
 
     ``comparators`` default every ``fed/*`` model. A revision's time is the later nowcast's ``issued_at``;
     Fed update times are the comparator's valid publications before the release of the same reference period.
@@ -316,9 +319,9 @@ def event_time(
         for a in a_ids:
             ag = pre.filter(pl.col("model_id") == a)
             for ind in sorted(set(ag["indicator_id"].unique()) & set(comp["indicator_id"].unique())):
-                per_series, n_upd, n_kept, refs, avail = [], 0, 0, 0, []
-                for (ref,), g in ag.filter(pl.col("indicator_id") == ind).sort("issued_at").group_by(
-                        ["reference_period"], maintain_order=True):
+                per_series, upd_all, kept_all, refs, avail = [], set(), set(), 0, []
+                for (ref, _run), g in ag.filter(pl.col("indicator_id") == ind).sort("issued_at").group_by(
+                        ["reference_period", "run_id"], maintain_order=True):
                     rel_at = g["release_at"][0]
                     cs = comp.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref)
                                      & (pl.col("available_at") < rel_at))
@@ -326,8 +329,8 @@ def event_time(
                         continue
                     refs += 1
                     upd = thin_updates(cs["available_at"].to_list(), timedelta(hours=min_gap_hours))
-                    n_upd += cs.height
-                    n_kept += len(upd)
+                    upd_all |= {(ref, u) for u in cs["available_at"].to_list()}
+                    kept_all |= {(ref, u) for u in upd}
                     t = g["issued_at"].to_list()[1:]
                     d = np.abs(np.diff(g["value"].to_numpy()))
                     inside = np.array([any(u - win <= ti < u + win for u in upd) for ti in t], dtype=bool)
@@ -337,7 +340,7 @@ def event_time(
                     continue
                 rows.append({
                     "partition_key": a, "model_id": a, "comparator_model_id": c, "indicator_id": ind,
-                    "n_reference_periods": refs, "n_fed_updates": n_upd, "n_fed_updates_kept": n_kept,
+                    "n_series": refs, "n_fed_updates": len(upd_all), "n_fed_updates_kept": len(kept_all),
                     **_concentration(per_series, draws, seed), "perm_draws": draws, "perm_seed": seed,
                     "window_hours": window_hours, "available_at": max(avail),
                 })

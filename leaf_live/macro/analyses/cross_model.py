@@ -25,6 +25,7 @@ import polars as pl
 
 from leaf_live.core import pit
 from leaf_live.macro.analyses.series import (
+    SERIES_KEYS,
     AnalysisError,
     first_releases,
     hourly_series,
@@ -43,9 +44,9 @@ def _finals(nowcasts: pl.DataFrame, releases: pl.DataFrame, keep) -> pl.DataFram
     pre = pre.filter(pl.col("model_id").is_in(models(pre, keep)))
     # the last hour strictly before the release: as_of at each series' own release time
     return pit.as_of_join(
-        pre.select("model_id", "indicator_id", "reference_period", "release_at").unique(),
-        pre.select("model_id", "indicator_id", "reference_period", "issued_at", "value", "n_runs", "available_at"),
-        left_time="release_at", by=["model_id", "indicator_id", "reference_period"], time_col="issued_at",
+        pre.select(*SERIES_KEYS, "release_at").unique(),
+        pre.select(*SERIES_KEYS, "issued_at", "value", "n_runs", "available_at"),
+        left_time="release_at", by=list(SERIES_KEYS), time_col="issued_at",
         strict=True, suffix="_final",
     ).rename({"issued_at_final": "final_issued_at", "value": "final_value", "available_at": "available_at_final"})
 
@@ -58,15 +59,15 @@ def final_errors(
     model_ids: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Final pre-release nowcast errors of every model (default: every model that is not a comparator, i.e.
-    agents and baselines; pass ``model_ids`` to choose), one row per (model, indicator, reference period)
-    with a release and a pre-release nowcast.
+    agents and baselines; pass ``model_ids`` to choose), one row per series (model, indicator, reference
+    period, run) with a release and a pre-release nowcast.
 
     ``error`` = final - actual; ``consensus_error`` = consensus - actual (NULL without a consensus);
     ``error_sigma`` = error / sigma_i (sigma as known at the release); ``beats_consensus`` = |error| <
     |consensus_error|; ``sign_wrong`` (growth-rate indicators only, actual not 0) = sign(final) != sign(actual);
     ``prior_actual`` = the actual of the indicator's latest earlier reference period released before this
-    release; ``n_models`` / ``n_same_direction`` = models with a final nowcast of this release / those whose
-    error has this row's sign; ``shared_miss`` = at least two models and all err in the same direction.
+    release; ``n_models`` / ``n_same_direction`` = models with a final nowcast of this release / those with a
+    run erring in this row's direction; ``shared_miss`` = at least two models and all err in that direction.
     Returns the ``cross_model_errors`` frame. Raises :class:`AnalysisError` for missing columns or sigma."""
     keep = (lambda m: m in set(model_ids)) if model_ids is not None else (lambda m: not is_comparator(m))
     fin = _finals(nowcasts, releases, keep)
@@ -105,8 +106,8 @@ def final_errors(
     )
     keys = ["indicator_id", "reference_period"]
     fin = fin.with_columns(
-        pl.len().over(keys).cast(pl.Int32).alias("n_models"),
-        pl.len().over([*keys, "_dir"]).cast(pl.Int32).alias("n_same_direction"),
+        pl.col("model_id").n_unique().over(keys).cast(pl.Int32).alias("n_models"),
+        pl.col("model_id").n_unique().over([*keys, "_dir"]).cast(pl.Int32).alias("n_same_direction"),
     ).with_columns(
         ((pl.col("n_models") >= 2) & (pl.col("n_same_direction") == pl.col("n_models")) & (pl.col("_dir") != 0))
         .alias("shared_miss"),
@@ -114,7 +115,7 @@ def final_errors(
         pl.col("model_id").alias("partition_key"),
     )
     out = table_frame("cross_model_errors", [])
-    return fin.select(out.columns).cast(out.schema).sort("model_id", "indicator_id", "reference_period")
+    return fin.select(out.columns).cast(out.schema).sort("model_id", "indicator_id", "reference_period", "run_id")
 
 
 @dataclass(frozen=True)
@@ -165,16 +166,16 @@ def path_summaries(
                                 f"starts at or after the release {release_at.isoformat()}")
         end = min(end, release_at)
         g_all = hs.filter((pl.col("indicator_id") == case.indicator_id) & (pl.col("reference_period") == case.reference_period))
-        for (m,), g in g_all.group_by(["model_id"], maintain_order=True):
+        for (m, run), g in g_all.group_by(["model_id", "run_id"], maintain_order=True):
             span = g.filter((pl.col("issued_at") >= start) & (pl.col("issued_at") < end))
             if span.height == 0:
                 continue
-            fin = pit.as_of(g, release_at, ["model_id"], time_col="issued_at", strict=True)
+            fin = pit.as_of(g, release_at, ["model_id", "run_id"], time_col="issued_at", strict=True)
             v = span["value"].to_numpy()
             q25, med, q75 = np.quantile(v, [0.25, 0.5, 0.75])
             rows.append({
-                "partition_key": m, "model_id": m, "case_label": case.label, "indicator_id": case.indicator_id,
-                "reference_period": case.reference_period, "span_start": start, "span_end": end,
+                "partition_key": m, "model_id": m, "run_id": run, "case_label": case.label,
+                "indicator_id": case.indicator_id, "reference_period": case.reference_period, "span_start": start, "span_end": end,
                 "n_nowcasts": span.height, "median": float(med), "q25": float(q25), "q75": float(q75),
                 "iqr": float(q75 - q25), "final_issued_at": fin["issued_at"][0], "final_value": fin["value"][0],
                 "actual": float(r["actual"][0]), "deviation": fin["value"][0] - float(r["actual"][0]),

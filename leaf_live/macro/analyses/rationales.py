@@ -30,6 +30,7 @@ import json
 import operator
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -37,7 +38,7 @@ import polars as pl
 
 
 from leaf_live.core import pit
-from leaf_live.macro.analyses.series import AnalysisError, table_frame
+from leaf_live.macro.analyses.series import AnalysisError, is_agent, table_frame
 
 TOLERANCE = 0.02
 AGENCY_RE = re.compile(
@@ -199,8 +200,14 @@ def citation_urls(citations: str | None) -> list[str]:
     return [x if isinstance(x, str) else str(x.get("url", "")) for x in v if isinstance(x, (str, dict))]
 
 
-def audit_rationales(nowcasts: pl.DataFrame, *, tolerance: float = TOLERANCE) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """App. G over every ``nowcasts`` row with a non-empty rationale.
+def audit_rationales(
+    nowcasts: pl.DataFrame,
+    *,
+    tolerance: float = TOLERANCE,
+    model_ids: Sequence[str] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """App. G over every ``nowcasts`` row with a non-empty rationale of an agent (default every
+    :func:`.series.is_agent` model: a baseline's "rationale" describes its fit, not what an agent says it did).
 
     Returns ``(blocks, calculations, domains)`` frames of the tables ``rationale_audit`` (one row per block),
     ``rationale_calculations`` (one row per explicit calculation) and ``citation_domains`` (one row per model
@@ -211,6 +218,8 @@ def audit_rationales(nowcasts: pl.DataFrame, *, tolerance: float = TOLERANCE) ->
             "available_at")
     pit.require_columns(nowcasts, need, "nowcasts", AnalysisError)
     src = nowcasts.filter(pl.col("rationale").is_not_null() & (pl.col("rationale").str.strip_chars() != ""))
+    keep = set(model_ids) if model_ids is not None else {m for m in src["model_id"].unique().to_list() if is_agent(m)}
+    src = src.filter(pl.col("model_id").is_in(sorted(keep)))
     blocks, calcs = [], []
     dom: dict[tuple[str, str], list] = {}
     totals: Counter = Counter()

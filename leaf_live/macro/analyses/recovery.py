@@ -120,8 +120,7 @@ def post_release_recovery(
     """App. E for every (model, indicator, reference period) series with at least one valid nowcast issued at
     or after its first release.
 
-    ``nowcasts``: a ``nowcasts`` frame (valid rows used; concurrent runs averaged per hour,
-    :func:`.series.hourly_series`); ``releases``: a ``releases`` frame. Times are hours from the release
+    ``nowcasts``: a ``nowcasts`` frame (valid rows used); ``releases``: a ``releases`` frame. Times are hours from the release
     (``release_at``), positive after it.
 
     Returns ``(summary, paths)``:
@@ -148,7 +147,7 @@ def post_release_recovery(
     rows, paths = [], []
     for key, g in series.group_by(SERIES_KEYS, maintain_order=True):
         g = g.sort("issued_at")
-        model_id, indicator_id, ref = key
+        model_id, indicator_id, ref, run = key
         actual = float(g["actual"][0])
         release_at = g["release_at"][0]
         tol = tol_map.get(indicator_id, 0.5 * printed_resolution(indicator_id))
@@ -177,7 +176,7 @@ def post_release_recovery(
         avail = max(g["available_at"].max(), g["release_available_at"][0])
         rows.append({
             "partition_key": model_id, "model_id": model_id, "indicator_id": indicator_id, "reference_period": ref,
-            "release_at": release_at, "actual": actual, "tolerance": tol,
+            "run_id": run, "release_at": release_at, "actual": actual, "tolerance": tol,
             "n_pre": int((~post).sum()), "n_pre_window": int(pre_win.sum()), "pre_median": pre_med,
             "pre_iqr": float(np.subtract(*np.quantile(pre_v, [0.75, 0.25]))) if pre_v.size else None,
             "pre_gap": abs(pre_med - actual) if pre_med is not None else None,
@@ -190,6 +189,7 @@ def post_release_recovery(
         })
         paths.append(pl.DataFrame({
             "partition_key": model_id, "model_id": model_id, "indicator_id": indicator_id, "reference_period": ref,
+            "run_id": run,
             "issued_at": g["issued_at"].filter(pl.Series(span)), "hours_from_release": h[span],
             "value": v[span], "n_runs": g["n_runs"].filter(pl.Series(span)), "spline": spline_vals[span],
             "after_release": post[span], "available_at": avail,

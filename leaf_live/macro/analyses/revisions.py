@@ -123,7 +123,7 @@ def revision_attribution(
             raise AnalysisError(f"event {ev.label!r}: window ends at or after the release {release_at.isoformat()}")
         pre_lo = ev.start - timedelta(hours=ev.pre_hours)
         post_hi = min(ev.end + timedelta(hours=ev.post_hours), release_at)
-        for (m,), g in g_all.group_by(["model_id"], maintain_order=True):
+        for (m, run), g in g_all.group_by(["model_id", "run_id"], maintain_order=True):
             g = g.sort("issued_at")
             pre = g.filter((pl.col("issued_at") >= pre_lo) & (pl.col("issued_at") < ev.start))
             post = g.filter((pl.col("issued_at") >= ev.end) & (pl.col("issued_at") < post_hi))
@@ -133,7 +133,7 @@ def revision_attribution(
             rev = float(np.median(post["value"].to_numpy()) - np.median(pre["value"].to_numpy()))
             comp = implied_component_revision(rev, ev.component_share)
             rows.append({
-                "partition_key": m, "model_id": m, "event_label": ev.label, "indicator_id": ev.indicator_id,
+                "partition_key": m, "model_id": m, "run_id": run, "event_label": ev.label, "indicator_id": ev.indicator_id,
                 "reference_period": ev.reference_period, "event_start": ev.start, "event_end": ev.end,
                 "release_at": release_at, "n_pre": pre.height, "n_inside": inside.height, "n_post": post.height,
                 "pre_median": float(np.median(pre["value"].to_numpy())),

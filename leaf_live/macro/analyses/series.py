@@ -13,11 +13,18 @@ import polars as pl
 from leaf_live.core import pit
 from leaf_live.core.storage import polars_schema
 
-SERIES_KEYS = ("model_id", "indicator_id", "reference_period")
+SERIES_KEYS = ("model_id", "indicator_id", "reference_period", "run_id")
+# Producers whose partition_key is one run (one recorded file = one target month's job). Two runs of a model can
+# nowcast the same target at the same hour (GPT-5's February and March core runs both answer 2026Q1 GDP from
+# 2026-03-25); the paper treats each (agent, indicator, target month) as its own series, and averaging them would
+# manufacture revisions neither run made. Every other producer issues one stream per model: run_id 'hourly'.
+RUN_PRODUCERS = ("recorded_nowcasts",)
+SINGLE_STREAM = "hourly"
 # model_id prefixes of the public comparators (App. F compares agents against these) and of baselines
 COMPARATOR_PREFIXES = ("consensus/", "fed/", "market/")
 BASELINE_PREFIXES = ("baseline/",)
-NOWCAST_COLUMNS = ("model_id", "indicator_id", "reference_period", "issued_at", "value", "valid", "available_at")
+NOWCAST_COLUMNS = ("producer", "partition_key", "model_id", "indicator_id", "reference_period", "issued_at", "value",
+                   "valid", "available_at")
 RELEASE_COLUMNS = ("indicator_id", "reference_period", "release_at", "actual", "consensus", "available_at")
 
 
@@ -35,18 +42,24 @@ def is_agent(model_id: str) -> bool:
     return not is_comparator(model_id) and not model_id.startswith(BASELINE_PREFIXES)
 
 
-def hourly_series(nowcasts: pl.DataFrame) -> pl.DataFrame:
-    """Valid nowcasts collapsed to one value per (model_id, indicator_id, reference_period, issued_at).
+def run_id() -> pl.Expr:
+    """The run a nowcast row belongs to: ``partition_key`` for :data:`RUN_PRODUCERS`, else ``'hourly'``."""
+    return (pl.when(pl.col("producer").is_in(list(RUN_PRODUCERS))).then(pl.col("partition_key"))
+            .otherwise(pl.lit(SINGLE_STREAM)).alias("run_id"))
 
-    ``nowcasts`` is a frame of the ``nowcasts`` table (at least :data:`NOWCAST_COLUMNS`). Two runs of one model
-    can answer the same hour for the same target (the recorded GPT-5 February and March core runs both nowcast
-    2026Q1 GDP from 2026-03-25): the hour's value is their mean, ``n_runs`` counts them and ``available_at`` is
-    the latest of theirs. Returns columns ``model_id, indicator_id, reference_period, issued_at, value, n_runs,
+
+def hourly_series(nowcasts: pl.DataFrame) -> pl.DataFrame:
+    """Valid nowcasts as series: one value per (model_id, indicator_id, reference_period, run_id, issued_at).
+
+    ``nowcasts`` is a frame of the ``nowcasts`` table (at least :data:`NOWCAST_COLUMNS`); ``run_id`` see
+    :func:`run_id`. Rows of one run at the same instant (none in the stored data) are averaged, ``n_runs``
+    counting them. Returns columns ``model_id, indicator_id, reference_period, run_id, issued_at, value, n_runs,
     available_at`` sorted by series and time. Raises :class:`AnalysisError` for missing columns.
     """
     pit.require_columns(nowcasts, NOWCAST_COLUMNS, "nowcasts", AnalysisError)
     return (
         nowcasts.filter(pl.col("valid") & pl.col("value").is_not_null())
+        .with_columns(run_id())
         .group_by(*SERIES_KEYS, "issued_at")
         .agg(pl.col("value").mean(), pl.len().cast(pl.Int32).alias("n_runs"), pl.col("available_at").max())
         .sort(*SERIES_KEYS, "issued_at")
