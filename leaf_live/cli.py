@@ -154,7 +154,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     db = args.db or get_settings().db_path
     if not Path(db).is_file():
         raise SystemExit(f"leaf-live report: --db {db}: no database file (run `leaf-live run` first)")
-    print(write_analysis_report(db, args.out))
+    try:
+        print(write_analysis_report(db, args.out))
+    except OSError as exc:
+        raise SystemExit(f"leaf-live report: --out {args.out}: {exc.strerror or exc}") from None
     return 0
 
 

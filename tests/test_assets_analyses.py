@@ -108,3 +108,22 @@ def test_a_bad_path_case_fails_naming_the_field_and_keeps_rows(tmp_path):
     failures = [e for e in res.all_events if e.is_step_failure]
     assert any("first_day='April 2'" in str(e.step_failure_data.error) for e in failures)
     assert _slices(db) == before
+
+
+def test_report_command_writes_the_report_and_answers_bad_paths_in_one_line(tmp_path):
+    import pytest
+
+    from leaf_live.cli import main
+
+    db = tmp_path / "c.duckdb"
+    _store(db, {A: _nowcasts(A, [2.6] * 120 + [3.3] * 5)})
+    assert _run(db).success
+    out = tmp_path / "r" / "report.md"
+    assert main(["report", "--db", str(db), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## App. E" in text and f"| {A} | hourly | cpi | 2026-03-01 | 3.30 |" in text
+    with pytest.raises(SystemExit, match=r"^leaf-live report: --db .*missing\.duckdb: no database file"):
+        main(["report", "--db", str(tmp_path / "missing.duckdb")])
+    (tmp_path / "f").write_text("a file, not a folder")
+    with pytest.raises(SystemExit, match=r"^leaf-live report: --out .*f/report\.md: "):
+        main(["report", "--db", str(db), "--out", str(tmp_path / "f" / "report.md")])

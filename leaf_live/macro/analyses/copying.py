@@ -137,7 +137,7 @@ def convergence(
         comp = comp_all.filter(pl.col("model_id") == c)
         rule = comparator_rule(c)
         for a in a_ids:
-            ag = pre.filter((pl.col("model_id") == a) & pl.struct(_KEYS).is_in(comp.select(pl.struct(_KEYS)).to_series().implode()))
+            ag = pre.filter(pl.col("model_id") == a).join(comp.select(_KEYS).unique(), on=_KEYS, how="semi")
             if ag.height == 0:
                 continue
             j = _sigma(_comparator_values(ag, comp, rule), scales)
