@@ -1,0 +1,311 @@
+"""Baseline forecasters of the event track, all through the one forecaster contract
+(:class:`leaf_live.core.forecaster.Forecaster`: ``model_id`` + ``forecast(tasks) -> leaf_forecasts rows``).
+
+Every forecaster reads only a task's frozen bundle (never its outcome) and issues at the cutoff.
+
+* :class:`LastValue` (``baseline/last-value``, §4.1 LVB): markets repeat the last close; weather and load
+  repeat the previous 24 hours across the horizon.
+* :class:`HistoricalMean` (``baseline/hist-mean``, §4.1 HMB): markets predict the mean of the look-back
+  closes; weather and load the hour-of-day mean over the preceding 14 days (position mod 24 from the cutoff).
+* :class:`StatsForecastBaselines`: statsforecast AutoETS, AutoTheta, AutoARIMA (``baseline/auto-ets``,
+  ``baseline/auto-theta``, ``baseline/auto-arima``) fitted in ONE ``StatsForecast.forecast`` call per
+  frequency over every distinct bundle series, with 80% / 95% prediction intervals stored as the 0.025,
+  0.1, 0.9, 0.975 quantiles. Hourly series use season 24 (AutoETS restricted to additive error and season,
+  AutoARIMA with the approximation and p, q <= 2, P, Q <= 1, to keep a 336-hour fit near 0.1 s and 0.5 s);
+  daily closes season 1 with the default searches.
+* For trend tasks every series model answers with its implied class: markets ROC = (yhat_{T+h} - x_T) / x_T;
+  weather min(yhat over the horizon) - min(last 24 h); load max(...) - max(...), classed by App. C.1.
+* :class:`MarketPrice` (``market/polymarket``): an event task's YES price at the cutoff, where the data has one.
+* :class:`BaseRate` (``baseline/base-rate``): the share of YES among same-category questions resolved before
+  the cutoff, (k + 1) / (n + 2) (Laplace; 0.5 with none).
+* :class:`Constant` (``baseline/always-0.5``): P(YES) = 0.5, the ForecastBench reference that fixes the
+  difficulty-adjusted scale.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+
+from leaf_live.core import pit
+from leaf_live.core.storage import conform, empty_frame
+from leaf_live.event import catalog
+from leaf_live.event.tasks import trend_label
+
+QUANTILE_LEVELS = {"0.025": ("lo", 95), "0.1": ("lo", 80), "0.9": ("hi", 80), "0.975": ("hi", 95)}
+_TASK_COLS = ["task_id", "domain", "task_kind", "horizon", "horizon_steps", "frequency", "cutoff", "bundle",
+              "bundle_hash"]
+
+
+def _rows_frame(rows: list[dict]) -> pl.DataFrame:
+    if not rows:
+        return empty_frame("leaf_forecasts")
+    f = pl.DataFrame(rows, schema={"model_id": pl.Utf8, "task_id": pl.Utf8, "bundle_hash": pl.Utf8,
+                                   "issued_at": pl.Datetime("us", "UTC"), "valid": pl.Boolean,
+                                   "invalid_reason": pl.Utf8, "point": pl.List(pl.Float64), "quantiles": pl.Utf8,
+                                   "predicted_class": pl.Utf8, "probability": pl.Float64})
+    f = f.with_columns(pl.col("model_id").alias("partition_key"), pl.col("issued_at").alias("available_at"))
+    return conform("leaf_forecasts", f.select(empty_frame("leaf_forecasts").columns))
+
+
+def _row(model_id: str, task: dict, **kw: object) -> dict:
+    return {"model_id": model_id, "task_id": task["task_id"], "bundle_hash": task["bundle_hash"],
+            "issued_at": task["cutoff"], "valid": True, "invalid_reason": None, "point": None, "quantiles": None,
+            "predicted_class": None, "probability": None, **kw}
+
+
+def bundle_values(bundle: str) -> np.ndarray:
+    """The numeric series of a bundle (``series`` = [[time, value], ...]) as a float array."""
+    return np.asarray([v for _, v in json.loads(bundle)["series"]], dtype=float)
+
+
+def implied_class(task: dict, history: np.ndarray, path: np.ndarray) -> str:
+    """App. C.1 class implied by a point path for a trend task (module doc). ``history`` is the bundle series,
+    ``path`` the point forecast for the task's horizon steps."""
+    domain = task["domain"]
+    th = catalog.TREND_THRESHOLDS[domain]
+    n = 3 if task["task_kind"] == "trend3" else 5
+    if domain == "weather":
+        change = float(path.min() - history[-24:].min())
+    elif domain == "electricity":
+        change = float(path.max() - history[-24:].max())
+    else:
+        change = float((path[-1] - history[-1]) / history[-1])
+    return trend_label(change, th, n)
+
+
+def _series_tasks(tasks: pl.DataFrame) -> list[dict]:
+    pit.require_columns(tasks, _TASK_COLS, "forecast_tasks")
+    return tasks.filter(pl.col("task_kind").is_in(["series", "trend3", "trend5"])).select(_TASK_COLS).to_dicts()
+
+
+def _path_rows(model_id: str, tasks: Iterable[dict], paths: dict[str, np.ndarray],
+               quantiles: dict[str, dict[str, np.ndarray]] | None = None) -> list[dict]:
+    """Rows for series and trend tasks from a point path per bundle hash (long enough for every task)."""
+    rows = []
+    hist_cache: dict[str, np.ndarray] = {}
+    for t in tasks:
+        p = paths.get(t["bundle_hash"])
+        if p is None:
+            continue
+        steps = int(t["horizon_steps"])
+        path = p[:steps]
+        if t["task_kind"] == "series":
+            q = None
+            if quantiles is not None and t["bundle_hash"] in quantiles:
+                q = json.dumps({k: [float(x) for x in v[:steps]] for k, v in quantiles[t["bundle_hash"]].items()},
+                               sort_keys=True)
+            rows.append(_row(model_id, t, point=[float(x) for x in path], quantiles=q))
+        else:
+            if t["bundle_hash"] not in hist_cache:
+                hist_cache[t["bundle_hash"]] = bundle_values(t["bundle"])
+            rows.append(_row(model_id, t, predicted_class=implied_class(t, hist_cache[t["bundle_hash"]], path),
+                             point=[float(path[-1])]))
+    return rows
+
+
+def _max_steps(tasks: Sequence[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in tasks:
+        out[t["bundle_hash"]] = max(out.get(t["bundle_hash"], 0), int(t["horizon_steps"]))
+    return out
+
+
+class LastValue:
+    """§4.1 LVB (module doc)."""
+
+    model_id = "baseline/last-value"
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        ts = _series_tasks(tasks)
+        steps = _max_steps(ts)
+        paths = {}
+        for t in ts:
+            h = t["bundle_hash"]
+            if h in paths:
+                continue
+            y = bundle_values(t["bundle"])
+            if t["frequency"] == "hour":
+                paths[h] = np.resize(y[-24:], steps[h])  # repeat the previous 24 hours
+            else:
+                paths[h] = np.full(steps[h], y[-1])
+        return _rows_frame(_path_rows(self.model_id, ts, paths))
+
+
+class HistoricalMean:
+    """§4.1 HMB (module doc)."""
+
+    model_id = "baseline/hist-mean"
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        ts = _series_tasks(tasks)
+        steps = _max_steps(ts)
+        paths = {}
+        for t in ts:
+            h = t["bundle_hash"]
+            if h in paths:
+                continue
+            y = bundle_values(t["bundle"])
+            if t["frequency"] == "hour":
+                k = len(y) // 24 * 24
+                profile = y[len(y) - k:].reshape(-1, 24).mean(axis=0)  # hour-of-day means, aligned to the cutoff
+                paths[h] = np.resize(profile, steps[h])
+            else:
+                paths[h] = np.full(steps[h], y.mean())
+        return _rows_frame(_path_rows(self.model_id, ts, paths))
+
+
+def _sf_models(season: int, which: Sequence[str]) -> list:
+    from statsforecast.models import AutoARIMA, AutoETS, AutoTheta
+
+    out = []
+    for name in which:
+        if name == "AutoETS":
+            # hourly: additive error and season, trend chosen by AICc (the full ZZZ search is 3x slower)
+            out.append(AutoETS(season_length=season, model="AZA") if season > 1 else AutoETS())
+        elif name == "AutoTheta":
+            out.append(AutoTheta(season_length=season))
+        elif name == "AutoARIMA":
+            out.append(AutoARIMA(season_length=season, approximation=True, max_p=2, max_q=2, max_P=1, max_Q=1)
+                       if season > 1 else AutoARIMA())
+        else:
+            raise ValueError(f"unknown statsforecast model {name!r}; use AutoETS, AutoTheta, AutoARIMA")
+    return out
+
+
+SF_MODEL_IDS = {"AutoETS": "baseline/auto-ets", "AutoTheta": "baseline/auto-theta", "AutoARIMA": "baseline/auto-arima"}
+
+
+def statsforecast_paths(series: dict[str, np.ndarray], horizon: int, season: int, models: Sequence[str],
+                        n_jobs: int = 1) -> dict[str, tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]]:
+    """One ``StatsForecast.forecast`` call over every series (id -> values) with ``horizon`` steps and 80/95%
+    levels. Returns model -> (id -> point path, id -> {quantile: path})."""
+    import pandas as pd
+    from statsforecast import StatsForecast
+
+    ids = list(series)
+    df = pd.DataFrame({
+        "unique_id": np.repeat(ids, [len(series[i]) for i in ids]),
+        "ds": np.concatenate([np.arange(len(series[i])) for i in ids]),
+        "y": np.concatenate([series[i] for i in ids]),
+    })
+    sf = StatsForecast(models=_sf_models(season, models), freq=1, n_jobs=n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fc = sf.forecast(df=df, h=horizon, level=[80, 95])
+    fc = pl.from_pandas(fc.reset_index() if "unique_id" not in fc.columns else fc)
+    out = {}
+    for m in models:
+        pts, qs = {}, {}
+        for uid, g in fc.group_by("unique_id", maintain_order=True):
+            g = g.sort("ds")
+            pts[uid[0]] = g[m].to_numpy()
+            qs[uid[0]] = {q: g[f"{m}-{side}-{lvl}"].to_numpy() for q, (side, lvl) in QUANTILE_LEVELS.items()}
+        out[m] = (pts, qs)
+    return out
+
+
+class StatsForecastBaselines:
+    """statsforecast AutoETS / AutoTheta / AutoARIMA over all bundles in one call per frequency (module doc).
+
+    ``forecast`` returns the rows of every model together (a model_id per model); :meth:`forecasters` gives
+    one contract object per model for code that wants them separately."""
+
+    model_id = "baseline/statsforecast"
+
+    def __init__(self, models: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"), n_jobs: int = 1) -> None:
+        self.models = tuple(models)
+        self.n_jobs = n_jobs
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        ts = _series_tasks(tasks)
+        steps = _max_steps(ts)
+        rows: list[dict] = []
+        for freq, season in (("session", 1), ("hour", 24)):
+            group = [t for t in ts if t["frequency"] == freq]
+            if not group:
+                continue
+            series = {}
+            for t in group:
+                if t["bundle_hash"] not in series:
+                    series[t["bundle_hash"]] = bundle_values(t["bundle"])
+            horizon = max(steps[h] for h in series)
+            result = statsforecast_paths(series, horizon, season, self.models, self.n_jobs)
+            for m in self.models:
+                pts, qs = result[m]
+                rows.extend(_path_rows(SF_MODEL_IDS[m], group, pts, qs))
+        return _rows_frame(rows)
+
+
+class MarketPrice:
+    """The YES price at the cutoff (``last_value`` of an event task), where the data has one."""
+
+    model_id = "market/polymarket"
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        pit.require_columns(tasks, ["task_id", "task_kind", "cutoff", "bundle_hash", "last_value"], "forecast_tasks")
+        ev = tasks.filter(pl.col("task_kind") == "event", pl.col("last_value").is_not_null())
+        return _rows_frame([_row(self.model_id, t, probability=float(t["last_value"])) for t in ev.to_dicts()])
+
+
+class Constant:
+    """P(YES) = ``p`` for every event task."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p={p} outside [0, 1]")
+        self.p = p
+        self.model_id = f"baseline/always-{p:g}"
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        ev = tasks.filter(pl.col("task_kind") == "event")
+        return _rows_frame([_row(self.model_id, t, probability=self.p) for t in ev.to_dicts()])
+
+
+class BaseRate:
+    """Point-in-time category base rate (module doc).
+
+    ``resolutions``: one row per resolved question with ``category``, ``outcome`` (0/1) and ``available_at``
+    (when the outcome became known), e.g. :func:`resolutions_frame`. ``tasks`` must carry ``target_id``
+    (question id) and the bundle (for the category)."""
+
+    model_id = "baseline/base-rate"
+
+    def __init__(self, resolutions: pl.DataFrame) -> None:
+        pit.require_columns(resolutions, ["question_id", "category", "outcome", "available_at"], "resolutions")
+        self.res = resolutions.sort("available_at")
+
+    def rate(self, category: str, at: datetime, exclude: str | None = None) -> float:
+        known = pit.known_by(self.res, at, strict=True).filter(pl.col("category") == category)
+        if exclude is not None:
+            known = known.filter(pl.col("question_id") != exclude)
+        return (float(known["outcome"].sum()) + 1.0) / (known.height + 2.0)
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        ev = tasks.filter(pl.col("task_kind") == "event")
+        rows = []
+        for t in ev.to_dicts():
+            cat = json.loads(t["bundle"]).get("category", "other")
+            rows.append(_row(self.model_id, t, probability=self.rate(cat, t["cutoff"], exclude=t["target_id"])))
+        return _rows_frame(rows)
+
+
+def resolutions_frame(questions: pl.DataFrame, path: pl.DataFrame) -> pl.DataFrame:
+    """(question_id, category, outcome, available_at) of every resolved question: the input of :class:`BaseRate`."""
+    res = path.filter(pl.col("kind") == "resolution").select("question_id", pl.col("price").alias("outcome"), "available_at")
+    return res.join(questions.select("question_id", "category"), on="question_id")
+
+
+def default_forecasters(resolutions: pl.DataFrame, *, statistical: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"),
+                        n_jobs: int = 1) -> list:
+    """The baselines the main job runs: LVB, HMB, statsforecast models, market price, base rate, always 0.5."""
+    out: list = [LastValue(), HistoricalMean()]
+    if statistical:
+        out.append(StatsForecastBaselines(statistical, n_jobs=n_jobs))
+    out += [MarketPrice(), BaseRate(resolutions), Constant(0.5)]
+    return out
