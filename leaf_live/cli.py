@@ -27,6 +27,7 @@ import polars as pl
 
 import leaf_live  # noqa: F401  (no-network switches)
 import leaf_live.macro  # noqa: F401  (registers the macro tables)
+import leaf_live.event  # noqa: F401  (registers the event tables, after the macro ones: README order)
 from leaf_live.core import storage
 from leaf_live.core.settings import get_settings
 
