@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -116,25 +116,34 @@ def _max_steps(tasks: Sequence[dict]) -> dict[str, int]:
     return out
 
 
+def _naive_forecast(model_id: str, tasks: pl.DataFrame, hourly: Callable[[np.ndarray, int], np.ndarray],
+                    daily: Callable[[np.ndarray, int], np.ndarray]) -> pl.DataFrame:
+    """Rows of a naive rule applied once per bundle: ``hourly(y, steps)`` or ``daily(y, steps)`` gives the path."""
+    ts = _series_tasks(tasks)
+    steps = _max_steps(ts)
+    paths: dict[str, np.ndarray] = {}
+    for t in ts:
+        h = t["bundle_hash"]
+        if h not in paths:
+            rule = hourly if t["frequency"] == "hour" else daily
+            paths[h] = rule(bundle_values(t["bundle"]), steps[h])
+    return _rows_frame(_path_rows(model_id, ts, paths))
+
+
+def _hour_of_day_means(y: np.ndarray, steps: int) -> np.ndarray:
+    k = len(y) // 24 * 24
+    profile = y[len(y) - k:].reshape(-1, 24).mean(axis=0)  # hour-of-day means, aligned to the cutoff
+    return np.resize(profile, steps)
+
+
 class LastValue:
     """§4.1 LVB (module doc)."""
 
     model_id = "baseline/last-value"
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
-        ts = _series_tasks(tasks)
-        steps = _max_steps(ts)
-        paths = {}
-        for t in ts:
-            h = t["bundle_hash"]
-            if h in paths:
-                continue
-            y = bundle_values(t["bundle"])
-            if t["frequency"] == "hour":
-                paths[h] = np.resize(y[-24:], steps[h])  # repeat the previous 24 hours
-            else:
-                paths[h] = np.full(steps[h], y[-1])
-        return _rows_frame(_path_rows(self.model_id, ts, paths))
+        return _naive_forecast(self.model_id, tasks, lambda y, n: np.resize(y[-24:], n),  # the previous 24 hours again
+                               lambda y, n: np.full(n, y[-1]))
 
 
 class HistoricalMean:
@@ -143,21 +152,7 @@ class HistoricalMean:
     model_id = "baseline/hist-mean"
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
-        ts = _series_tasks(tasks)
-        steps = _max_steps(ts)
-        paths = {}
-        for t in ts:
-            h = t["bundle_hash"]
-            if h in paths:
-                continue
-            y = bundle_values(t["bundle"])
-            if t["frequency"] == "hour":
-                k = len(y) // 24 * 24
-                profile = y[len(y) - k:].reshape(-1, 24).mean(axis=0)  # hour-of-day means, aligned to the cutoff
-                paths[h] = np.resize(profile, steps[h])
-            else:
-                paths[h] = np.full(steps[h], y.mean())
-        return _rows_frame(_path_rows(self.model_id, ts, paths))
+        return _naive_forecast(self.model_id, tasks, _hour_of_day_means, lambda y, n: np.full(n, y.mean()))
 
 
 def _sf_models(season: int, which: Sequence[str]) -> list:

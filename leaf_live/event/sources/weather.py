@@ -95,26 +95,31 @@ def _parse_times(raw: pl.DataFrame, file: str) -> pl.Series:
     return t
 
 
+def _read_hourly(text: str, file: str, numbers: dict[str, str]) -> pl.DataFrame:
+    """An Open-Meteo hourly CSV as (local, source_row, <numbers renamed>): checks the header, parses the ISO
+    hours and the numbers (the first one required), refuses a repeated hour. Raises :class:`SourceError`."""
+    raw = pl.read_csv(io.StringIO(text), infer_schema=False)
+    missing = [c for c in ("time", *numbers) if c not in raw.columns]
+    if missing:
+        raise SourceError(f"missing column(s) {missing}; header has {raw.columns}", file=file, row=0, field="header",
+                          value=",".join(raw.columns))
+    local = _parse_times(raw, file)
+    nums = _strict_numbers(raw, numbers, file, required=(next(iter(numbers)),))
+    f = pl.DataFrame({"local": local, "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32)}).hstack(nums)
+    dup = f.filter(pl.col("local").is_duplicated())
+    if dup.height:
+        raise SourceError("hour repeats", file=file, row=int(dup["source_row"][-1]), field="time",
+                          value=str(dup["local"][-1]))
+    return f
+
+
 def parse_nyc_archive(text: str, *, file: str, city: str = "new_york", tz: str = "America/New_York") -> pl.DataFrame:
     """Parse the climate-cache NYC Open-Meteo archive (degF, mph, local wall clock) into weather rows.
 
     Placement rule in the module doc (one offset per local day: the zone's offset at local noon). Raises
     :class:`SourceError` (file, row, field, value) for a missing column, a bad time or number, an empty
     temperature, or a repeated local hour."""
-    raw = pl.read_csv(io.StringIO(text), infer_schema=False)
-    need = ("time", "temperature_2m", "relativehumidity_2m", "windspeed_10m")
-    missing = [c for c in need if c not in raw.columns]
-    if missing:
-        raise SourceError(f"missing column(s) {missing}; header has {raw.columns}", file=file, row=0, field="header",
-                          value=",".join(raw.columns))
-    local = _parse_times(raw, file)
-    nums = _strict_numbers(raw, {"temperature_2m": "t_f", "relativehumidity_2m": "rh", "windspeed_10m": "w_mph"},
-                           file, required=("temperature_2m",))
-    f = pl.DataFrame({"local": local, "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32)}).hstack(nums)
-    dup = f.filter(pl.col("local").is_duplicated())
-    if dup.height:
-        raise SourceError("local hour repeats", file=file, row=int(dup["source_row"][-1]), field="time",
-                          value=str(dup["local"][-1]))
+    f = _read_hourly(text, file, {"temperature_2m": "t_f", "relativehumidity_2m": "rh", "windspeed_10m": "w_mph"})
     zone = ZoneInfo(tz)
     days = f["local"].dt.date().unique().to_list()
     offset = {d: int(datetime(d.year, d.month, d.day, 12, tzinfo=zone).utcoffset().total_seconds() // 60) for d in days}
@@ -133,19 +138,7 @@ def parse_greendcc(text: str, *, file: str, city: str, offset_hours: int) -> pl.
 
     Raises :class:`SourceError` (file, row, field, value) for a missing column, a bad time or number, an empty
     temperature or a repeated hour."""
-    raw = pl.read_csv(io.StringIO(text), infer_schema=False)
-    need = ("time", "temperature_2m", "relative_humidity_2m", "windspeed_10m")
-    missing = [c for c in need if c not in raw.columns]
-    if missing:
-        raise SourceError(f"missing column(s) {missing}; header has {raw.columns}", file=file, row=0, field="header",
-                          value=",".join(raw.columns))
-    local = _parse_times(raw, file)
-    nums = _strict_numbers(raw, {"temperature_2m": "t", "relative_humidity_2m": "rh", "windspeed_10m": "w"}, file,
-                           required=("temperature_2m",))
-    f = pl.DataFrame({"local": local, "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32)}).hstack(nums)
-    dup = f.filter(pl.col("local").is_duplicated())
-    if dup.height:
-        raise SourceError("hour repeats", file=file, row=int(dup["source_row"][-1]), field="time", value=str(dup["local"][-1]))
+    f = _read_hourly(text, file, {"temperature_2m": "t", "relative_humidity_2m": "rh", "windspeed_10m": "w"})
     return f.select(
         pl.lit(city).alias("city"),
         (pl.col("local") - pl.duration(hours=offset_hours)).dt.replace_time_zone("UTC").alias("ts"),
