@@ -273,3 +273,16 @@ def test_event_brier_per_cutoff_and_difficulty_index_on_resolved_questions(real)
     common = scoring.leaderboard(s.filter(pl.col("metric") == "brier"), n_draws=100)
     n = common.filter(pl.col("horizon") == "10%")["n"].unique().to_list()
     assert len(n) == 1 and n[0] == mkt["10%"]["n"]
+
+
+def test_statistical_baselines_do_not_beat_last_value_on_large_cap_prices(real):
+    # Table 7 / App. E.1: under the efficient-market view the last close is the best point forecast
+    t = real.forecast_tasks.filter(pl.col("domain") == "large_cap", pl.col("task_kind") == "series", pl.col("horizon") == "3d")
+    fc = B.StatsForecastBaselines(("AutoETS", "AutoTheta")).forecast(t)
+    s = scoring.score_forecasts(t, real.task_outcomes, fc)
+    lvb = _mean(real.leaf_scores, "baseline/last-value", "large_cap", "3d", "mape")
+    for m in ("baseline/auto-ets", "baseline/auto-theta"):
+        assert _mean(s, m, "large_cap", "3d", "mape") > lvb
+        assert s.filter(pl.col("model_id") == m, pl.col("metric") == "mape").height == 1020
+        cover = _mean(s, m, "large_cap", "3d", "cover95")
+        assert 0.5 < cover < 1.0  # intervals from 15 closes are too narrow, but they are intervals
