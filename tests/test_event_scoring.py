@@ -286,3 +286,15 @@ def test_statistical_baselines_do_not_beat_last_value_on_large_cap_prices(real):
         assert s.filter(pl.col("model_id") == m, pl.col("metric") == "mape").height == 1020
         cover = _mean(s, m, "large_cap", "3d", "cover95")
         assert 0.5 < cover < 1.0  # intervals from 15 closes are too narrow, but they are intervals
+
+
+def test_leaderboard_text_orders_models_and_shows_intervals():
+    rows = [{"model_id": m, "task_id": f"t{i}", "domain": "large_cap", "task_kind": "trend3", "horizon": "1d",
+             "target_id": f"t{i}", "metric": "accuracy", "value": float(v)}
+            for m, vals in (("a", [1, 0, 0, 0]), ("b", [1, 1, 1, 0])) for i, v in enumerate(vals)]
+    board = scoring.leaderboard(pl.DataFrame(rows), n_draws=200)
+    text = scoring.format_leaderboard(board)
+    lines = text.splitlines()
+    assert lines[0] == "large_cap / trend3 / 1d / accuracy"
+    assert lines[1].split()[0] == "b" and "0.7500" in lines[1] and lines[1].endswith("n=4")
+    assert lines[2].split()[0] == "a" and "0.2500" in lines[2]

@@ -342,3 +342,20 @@ def reliability_table(scores_or_forecasts: pl.DataFrame, outcomes: pl.DataFrame 
                                              pl.col("outcome").mean().alias("observed_freq"))
             .with_columns((pl.col("bin") / bins).alias("bin_lo"), ((pl.col("bin") + 1) / bins).alias("bin_hi"))
             .sort("model_id", "bin"))
+
+
+def format_leaderboard(board: pl.DataFrame, metrics: Sequence[str] | None = None) -> str:
+    """Plain-text event-track leaderboard from :func:`leaderboard` rows: one block per (domain, task kind,
+    horizon, metric), models best first (accuracy, coverage: higher is better; errors: lower), each with its
+    mean, 95% interval and sample count."""
+    if board.height == 0:
+        return "(no scores)"
+    higher = {"accuracy"}
+    b = board if metrics is None else board.filter(pl.col("metric").is_in(list(metrics)))
+    lines = []
+    for (d, k, h, m), g in b.group_by(["domain", "task_kind", "horizon", "metric"], maintain_order=True):
+        g = g.sort("mean", descending=m in higher)
+        lines.append(f"{d} / {k} / {h} / {m}")
+        for r in g.iter_rows(named=True):
+            lines.append(f"  {r['model_id']:28s} {r['mean']:10.4f}  [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}]  n={r['n']}")
+    return "\n".join(lines)
