@@ -177,7 +177,7 @@ def test_bad_inputs_name_the_problem(design):
         B.huber_ridge_irls(design.X[:50], design.r[:49], 1.0)
     with pytest.raises(B.BetaFitError, match="singular"):
         B.huber_ridge_irls(np.zeros((30, 2)), np.ones(30), 0.0)
-    with pytest.raises(B.BetaFitError, match="lacks columns"):
+    with pytest.raises(B.BetaFitError, match="lacks column"):
         B.event_design(pl.DataFrame({"release_at": [datetime(2020, 1, 1, tzinfo=timezone.utc)]}))
     with pytest.raises(B.BetaFitError, match="cv loss"):
         B.heldout_loss(np.ones(3), "mae")  # type: ignore[arg-type]

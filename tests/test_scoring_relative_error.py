@@ -106,7 +106,7 @@ def test_mean_abs_relative_error_and_aggregator_shares_by_hand():
 def test_errors_name_the_field():
     with pytest.raises(RE.RelativeErrorError, match="indicator_id=cpi"):
         RE.release_scales(pl.DataFrame({"indicator_id": ["cpi"], "actual": [0.0]}))
-    with pytest.raises(RE.RelativeErrorError, match="lacks columns"):
+    with pytest.raises(RE.RelativeErrorError, match="lacks column"):
         RE.relative_error_points(REL.drop("actual"), NC)
     with pytest.raises(RE.RelativeErrorError, match="nowcasts.issued_at must be a tz-aware"):
         RE.relative_error_points(REL, NC.with_columns(pl.col("issued_at").dt.replace_time_zone(None)))

@@ -59,12 +59,92 @@ def parse_naive_datetime(text: str, *, file: str, row: int, field: str) -> datet
 
 
 def shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
+    """``(year, month)`` moved by ``delta`` months (negative = back): (2025, 11, 3) -> (2026, 2)."""
     k = year * 12 + (month - 1) + delta
     return k // 12, k % 12 + 1
 
 
 def label_for_month(year: int, month: int) -> str:
+    """``YYYY-MM`` of a month (the release-month partition key and period label format)."""
     return f"{year:04d}-{month:02d}"
+
+
+_MONTH_KEY = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
+
+
+def check_month(value: object, field: str = "month", error: type[Exception] = ValueError) -> str:
+    """Return ``value`` when it is a month ``YYYY-MM`` (month 01-12); else raise ``error`` naming ``field`` and
+    the value. The one YYYY-MM check (CLI flags, config, source files, vintage labels)."""
+    if not isinstance(value, str) or not _MONTH_KEY.fullmatch(value):
+        raise error(f"{field}={value!r}: expected a month YYYY-MM (e.g. 2024-03)")
+    return value
+
+
+def month_index(month: str | date) -> int:
+    """Months since year 0 of a ``YYYY-MM`` key or a date's month: ``year * 12 + month - 1`` (differences of
+    two indices count months). Raises :class:`ValueError` for a malformed key."""
+    if isinstance(month, date):
+        return month.year * 12 + month.month - 1
+    y, m = check_month(month).split("-")
+    return int(y) * 12 + int(m) - 1
+
+
+def month_of_index(k: int) -> str:
+    """The ``YYYY-MM`` key of a :func:`month_index`."""
+    return label_for_month(k // 12, k % 12 + 1)
+
+
+def month_start_of_index(k: int) -> date:
+    """The first day of the month of a :func:`month_index`."""
+    return date(k // 12, k % 12 + 1, 1)
+
+
+def shift_month_key(month: str, delta: int) -> str:
+    """A ``YYYY-MM`` key moved by ``delta`` months: ('2026-01', -1) -> '2025-12'."""
+    return month_of_index(month_index(month) + delta)
+
+
+def month_keys(first: str, last: str) -> list[str]:
+    """Every ``YYYY-MM`` key from ``first`` through ``last`` inclusive (empty when ``last < first``)."""
+    return [month_of_index(k) for k in range(month_index(first), month_index(last) + 1)]
+
+
+def month_start(d: date) -> date:
+    """First day of ``d``'s month."""
+    return date(d.year, d.month, 1)
+
+
+def et_month_start(ts: datetime) -> date:
+    """First day of the America/New_York calendar month holding the instant ``ts`` (tz-aware)."""
+    et = to_utc(ts).astimezone(ET)
+    return date(et.year, et.month, 1)
+
+
+def et_month_key(ts: datetime) -> str:
+    """``YYYY-MM`` of the America/New_York month holding the instant ``ts`` (the release-month partition key)."""
+    et = to_utc(ts).astimezone(ET)
+    return label_for_month(et.year, et.month)
+
+
+def et_month_expr(col: str = "release_at") -> pl.Expr:
+    """Polars expression: ``YYYY-MM`` of the America/New_York month of a tz-aware timestamp column."""
+    return pl.col(col).dt.convert_time_zone(ET.key).dt.strftime("%Y-%m")
+
+
+def quarter_start(d: date) -> date:
+    """First day of the quarter holding ``d`` (2026-02-14 -> 2026-01-01)."""
+    return date(d.year, 3 * ((d.month - 1) // 3) + 1, 1)
+
+
+def period_index(d: date, quarterly: bool) -> int:
+    """Index of the month (or quarter, when ``quarterly``) holding ``d``; differences count periods."""
+    k = month_index(d)
+    return k // 3 if quarterly else k
+
+
+def period_start(k: int, quarterly: bool) -> date:
+    """First day of the period with :func:`period_index` ``k``."""
+    return month_start_of_index(k * 3 if quarterly else k)
 
 
 def parse_period_label(label: str) -> tuple[int, int, bool]:
@@ -93,12 +173,11 @@ def reference_period(label: str, frequency: str) -> date:
     return date(year, month, 1)
 
 
-
 def to_utc(dt: datetime) -> datetime:
+    """``dt`` in UTC; raises :class:`ValueError` for a naive datetime (never guessed)."""
     if dt.tzinfo is None:
         raise ValueError(f"timestamp {dt!r} has no time zone; pass tz-aware UTC times")
     return dt.astimezone(UTC)
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -113,6 +192,20 @@ def require_columns(frame: pl.DataFrame, cols: Sequence[str], what: str, error: 
     missing = [c for c in cols if c not in frame.columns]
     if missing:
         raise error(f"{what} frame lacks column(s) {missing}; has {frame.columns}")
+
+
+def require_tz_aware(frame: pl.DataFrame, col: str, what: str, error: type[Exception] = ValueError) -> None:
+    """Raise ``error`` unless ``frame[col]`` is a tz-aware datetime column (naive times are refused, not guessed)."""
+    require_columns(frame, [col], what, error)
+    dtype = frame.schema[col]
+    if not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
+        raise error(f"{what}.{col} must be a tz-aware datetime, got {dtype}")
+
+
+def as_utc_column(frame: pl.DataFrame, col: str, what: str, error: type[Exception] = ValueError) -> pl.DataFrame:
+    """``frame`` with the tz-aware column ``col`` as ``Datetime(us, UTC)`` (:func:`require_tz_aware` first)."""
+    require_tz_aware(frame, col, what, error)
+    return frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
 
 
 def _utc_instant(at: datetime, name: str = "at") -> datetime:
@@ -214,3 +307,23 @@ def as_of_join(
         .sort("_asof_left")
     )
     return out.drop("_asof_left", "_asof_key")
+
+
+def first_per_period(
+    frame: pl.DataFrame,
+    keys: Sequence[str] = ("indicator_id", "reference_period"),
+    *,
+    time_col: str = "release_at",
+) -> pl.DataFrame:
+    """The earliest row per ``keys`` by ``time_col`` (the first release of each indicator and reference period:
+    GDP keeps its advance estimate). Rows come back in ``time_col`` order; rows of one key must not tie in
+    ``time_col`` (one release per instant), else which one is kept is unspecified. Raises :class:`ValueError`
+    for missing columns."""
+    require_columns(frame, [*keys, time_col], "first-per-period")
+    return frame.sort(time_col).unique(list(keys), keep="first", maintain_order=True)
+
+
+def is_first_per_period(keys: Sequence[str] = ("indicator_id", "reference_period"), time_col: str = "release_at") -> pl.Expr:
+    """Polars expression: the row is the earliest of its ``keys`` group by ``time_col`` (a later estimate of the
+    same period is False)."""
+    return pl.col(time_col) == pl.col(time_col).min().over(list(keys))

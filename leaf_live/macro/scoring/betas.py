@@ -36,6 +36,7 @@ from typing import Literal, Sequence
 import numpy as np
 import polars as pl
 
+from leaf_live.core.pit import ET, require_columns, require_tz_aware
 from leaf_live.macro.catalog import INDICATOR_IDS
 
 HUBER_C = 1.345
@@ -45,7 +46,6 @@ DEFAULT_MAX_ITER = 1000
 DEFAULT_LAMBDA_GRID: np.ndarray = np.logspace(-4, 4, 25)
 DEFAULT_FOLDS = 5
 COVID_WINDOW = (date(2020, 3, 1), date(2020, 12, 31))  # inclusive, release dates in America/New_York (K.3)
-RELEASE_TZ = "America/New_York"
 
 CvLoss = Literal["huber", "mse"]
 
@@ -314,12 +314,8 @@ def event_design(
     a duplicate timestamp or a NULL surprise (with its timestamp).
     """
     cols = [f"{surprise_prefix}{i}" for i in indicator_ids]
-    missing = [c for c in (time_column, return_column, *cols) if c not in events.columns]
-    if missing:
-        raise BetaFitError(f"event frame lacks columns {missing}")
-    dtype = events.schema[time_column]
-    if not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
-        raise BetaFitError(f"event column {time_column} must be a tz-aware datetime, got {dtype}")
+    require_columns(events, [time_column, return_column, *cols], "event", BetaFitError)
+    require_tz_aware(events, time_column, "event", BetaFitError)
     ev = events.sort(time_column)
     dup = ev.filter(pl.col(time_column).is_duplicated())
     if dup.height:
@@ -342,7 +338,7 @@ def event_design(
 def covid_mask(release_at: np.ndarray, window: tuple[date, date] = COVID_WINDOW) -> np.ndarray:
     """True for events whose America/New_York release date lies in ``window`` (inclusive; K.3)."""
     s = pl.Series("t", np.asarray(release_at, dtype="datetime64[us]")).dt.replace_time_zone("UTC")
-    d = s.dt.convert_time_zone(RELEASE_TZ).dt.date()
+    d = s.dt.convert_time_zone(ET.key).dt.date()
     return ((d >= window[0]) & (d <= window[1])).to_numpy()
 
 

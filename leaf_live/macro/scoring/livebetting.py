@@ -31,6 +31,8 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from leaf_live.core.pit import as_of_join, require_tz_aware
+
 
 class BucketLabelError(ValueError):
     """A market label cannot be parsed, or a market's buckets overlap; the message names the label."""
@@ -248,14 +250,8 @@ def hourly_bets(
     (payout - 1 for bets, 0 otherwise), ``cum_bets``, ``cum_profit``, ``cum_return`` (cumulative Eq. 13).
     Raises :class:`BettingError` for a price above 1, a naive timestamp, or an actual outside every bucket.
     """
-    if "bet_at" not in prices.columns:
-        raise BettingError(f"prices frame lacks 'bet_at'; columns {prices.columns}")
     for name, frame, col in (("prices", prices, "bet_at"), ("nowcasts", nowcasts, "issued_at")):
-        if col not in frame.columns:
-            raise BettingError(f"{name} frame lacks {col!r}")
-        dt = frame.schema[col]
-        if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
-            raise BettingError(f"{name}.{col} must be a tz-aware datetime, got {dt}")
+        require_tz_aware(frame, col, name, BettingError)
     labels = [c for c in prices.columns if c != "bet_at"]
     market = market or parse_market(labels)
     if market.labels != labels:
@@ -275,7 +271,8 @@ def hourly_bets(
         .filter(pl.col("value").is_not_null() & pl.col("value").is_finite() & (pl.col("issued_at") < rel))
         .sort("issued_at")
     )
-    joined = grid.join_asof(nc, left_on="bet_at", right_on="issued_at", strategy="backward")
+    # the latest nowcast standing at each hour (ties at one instant: the last row, as everywhere in pit)
+    joined = as_of_join(grid, nc, left_time="bet_at", time_col="issued_at")
     P = joined.select(labels).to_numpy().astype(float)
     x = joined["value"].to_numpy().astype(float)  # NaN where no nowcast yet
     H = joined.height
@@ -315,7 +312,7 @@ def hourly_bets(
         "bet_at": joined["bet_at"],
         "segment": seg.tolist(),
         "nowcast": pl.Series(x).fill_nan(None),
-        "nowcast_issued_at": joined["issued_at"],
+        "nowcast_issued_at": joined["issued_at_asof"],
         "bucket": [labels[k] if k >= 0 else None for k in bidx],
         "price": pl.Series(price).fill_nan(None),
         "status": status.tolist(),

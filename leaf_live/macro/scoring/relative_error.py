@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from leaf_live.core.pit import as_utc_column, require_columns
 from leaf_live.macro.catalog import INDICATOR_IDS
 
 
@@ -27,18 +28,13 @@ class RelativeErrorError(ValueError):
     """Inputs to the relative-error metrics are unusable; the message names the field and value."""
 
 
-def _need(frame: pl.DataFrame, name: str, cols: Sequence[str]) -> None:
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise RelativeErrorError(f"{name} frame lacks columns {missing}")
-
 
 def release_scales(releases: pl.DataFrame) -> pl.DataFrame:
     """s_i = mean |actual| per indicator over the given releases (App. J). Columns: indicator_id, s_i.
 
     Raises :class:`RelativeErrorError` when an indicator's mean absolute release is 0 (undefined scale).
     """
-    _need(releases, "releases", ["indicator_id", "actual"])
+    require_columns(releases, ["indicator_id", "actual"], "releases", RelativeErrorError)
     out = releases.group_by("indicator_id").agg(pl.col("actual").abs().mean().alias("s_i")).sort("indicator_id")
     bad = out.filter(~(pl.col("s_i") > 0))
     if bad.height:
@@ -56,14 +52,10 @@ def relative_error_points(
     ``value``, optional ``valid``). ``scales``: ``indicator_id``, ``s_i`` (default :func:`release_scales`
     of ``releases``). Adds ``days_to_release``, ``rel_error`` and ``sq_rel_error``.
     """
-    _need(releases, "releases", ["indicator_id", "reference_period", "release_at", "actual"])
-    _need(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
-    for name, frame, col in (("releases", releases, "release_at"), ("nowcasts", nowcasts, "issued_at")):
-        dt = frame.schema[col]
-        if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
-            raise RelativeErrorError(f"{name}.{col} must be a tz-aware datetime, got {dt}")
-    releases = releases.with_columns(pl.col("release_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
-    nowcasts = nowcasts.with_columns(pl.col("issued_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
+    require_columns(releases, ["indicator_id", "reference_period", "release_at", "actual"], "releases", RelativeErrorError)
+    require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", RelativeErrorError)
+    releases = as_utc_column(releases, "release_at", "releases", RelativeErrorError)
+    nowcasts = as_utc_column(nowcasts, "issued_at", "nowcasts", RelativeErrorError)
     sc = release_scales(releases) if scales is None else scales.select("indicator_id", "s_i")
     nc = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
     nc = nc.filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
@@ -108,7 +100,7 @@ def relative_error_curve(by_month: pl.DataFrame) -> pl.DataFrame:
 
 def mean_abs_relative_error(per_release: pl.DataFrame, scales: pl.DataFrame) -> float:
     """Mean over field-events of |nowcast - actual| / s_i (the "Rel. err." column of Table 16)."""
-    _need(per_release, "per_release", ["indicator_id", "nowcast", "actual"])
+    require_columns(per_release, ["indicator_id", "nowcast", "actual"], "per_release", RelativeErrorError)
     d = per_release.filter(pl.col("nowcast").is_not_null()).join(scales.select("indicator_id", "s_i"), on="indicator_id", how="left")
     if d.height == 0:
         raise RelativeErrorError("no field-event with a nowcast")
@@ -146,7 +138,7 @@ def aggregator_shares(
     raw_error_share, relative_error_share, economic_weight (each sums to 100; indicators without a
     nowcast get 0 error shares).
     """
-    _need(per_release, "per_release", ["indicator_id", "nowcast", "actual"])
+    require_columns(per_release, ["indicator_id", "nowcast", "actual"], "per_release", RelativeErrorError)
     d = per_release.filter(pl.col("nowcast").is_not_null()).join(scales.select("indicator_id", "s_i"), on="indicator_id", how="left")
     if d["s_i"].null_count():
         raise RelativeErrorError(f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}")

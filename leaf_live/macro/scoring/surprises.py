@@ -28,9 +28,9 @@ import numpy as np
 import polars as pl
 
 from leaf_live.core import storage
+from leaf_live.core.pit import ET, et_month_expr, require_columns
 from leaf_live.macro.catalog import INDICATOR_IDS
 
-ET_ZONE = "America/New_York"
 WINDOW_AFTER = timedelta(minutes=30)  # T + 30 min closes the announcement window (App. K Eq. 4)
 
 #: Calendar sources in consensus/actual priority order: Investing.com (LiveMacroEval files) first.
@@ -43,16 +43,6 @@ HIST_END = date(2025, 10, 31)
 
 class SurpriseError(ValueError):
     """Inputs that cannot produce surprises; the message names the indicator, timestamp or column."""
-
-
-def _et_month(col: str = "release_at") -> pl.Expr:
-    return pl.col(col).dt.convert_time_zone(ET_ZONE).dt.strftime("%Y-%m")
-
-
-def _require(frame: pl.DataFrame, cols: Sequence[str], what: str) -> None:
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise SurpriseError(f"{what}: missing column(s) {missing}; got {frame.columns}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -84,8 +74,8 @@ def first_releases(calendar: pl.DataFrame, *, priority: Sequence[str] = SOURCE_P
     Raises :class:`SurpriseError` when a column is missing or one source gives one indicator two different
     reference periods at the same timestamp (the rule could not keep both).
     """
-    _require(calendar, ["source", "indicator_id", "release_at", "period_label", "period_source",
-                        "reference_period", "actual", "consensus", "consensus_source", "source_row"], "first_releases")
+    require_columns(calendar, ["source", "indicator_id", "release_at", "period_label", "period_source",
+                        "reference_period", "actual", "consensus", "consensus_source", "source_row"], "first_releases", SurpriseError)
     rank = {s: k for k, s in enumerate(priority)}
     unknown = sorted(set(calendar["source"].unique().to_list()) - set(rank))
     if unknown:
@@ -95,7 +85,7 @@ def first_releases(calendar: pl.DataFrame, *, priority: Sequence[str] = SOURCE_P
         cal = cal.filter(~pl.col("marked_revision").fill_null(False))
     cal = cal.with_columns(
         pl.col("source").replace_strict(rank, return_dtype=pl.Int32).alias("_rank"),
-        pl.col("release_at").dt.convert_time_zone(ET_ZONE).dt.date().alias("_day"),
+        pl.col("release_at").dt.convert_time_zone(ET.key).dt.date().alias("_day"),
     )
 
     # 2. the best source per (indicator, day) supplies the releases of that day
@@ -122,7 +112,7 @@ def first_releases(calendar: pl.DataFrame, *, priority: Sequence[str] = SOURCE_P
             "give each its own timestamp in the calendar (the LiveMacroEval files stamp the older one a minute early)"
         )
     out = kept.select(
-        _et_month().alias("partition_key"),
+        et_month_expr().alias("partition_key"),
         "indicator_id",
         "reference_period",
         "period_label",
@@ -187,7 +177,7 @@ def announcement_returns(prices: pl.DataFrame, release_times: pl.DataFrame) -> p
     """Announcement-window log returns for every distinct release timestamp (LiveMacroEval App. K Eq. 4).
 
     Args:
-        prices: ``load_window_prices`` output: ``release_at`` (UTC), ``contract_code``, ``price_before``
+        prices: ``WindowPricesClient.window_prices`` output: ``release_at`` (UTC), ``contract_code``, ``price_before``
             (ES close at T-5m), ``price_after`` (close at T+30m), ``source``, ``available_at``.
         release_times: any frame with a ``release_at`` column (e.g. the ``releases`` table); duplicates are
             collapsed.
@@ -198,8 +188,8 @@ def announcement_returns(prices: pl.DataFrame, release_times: pl.DataFrame) -> p
     ``window_status='no_prices'``, ``source='none'``. ``available_at`` = T + 30 min (the window's close).
     Raises :class:`SurpriseError` on a missing column, duplicate price timestamps or non-positive prices.
     """
-    _require(prices, ["release_at", "contract_code", "price_before", "price_after", "source"], "prices")
-    _require(release_times, ["release_at"], "release_times")
+    require_columns(prices, ["release_at", "contract_code", "price_before", "price_after", "source"], "prices", SurpriseError)
+    require_columns(release_times, ["release_at"], "release_times", SurpriseError)
     dup = prices.group_by("release_at").len().filter(pl.col("len") > 1)
     if dup.height:
         raise SurpriseError(f"prices: two price rows for release_at {dup['release_at'][0]}")
@@ -217,7 +207,7 @@ def announcement_returns(prices: pl.DataFrame, release_times: pl.DataFrame) -> p
     with np.errstate(invalid="ignore"):
         r = np.log(after) - np.log(before)  # same arithmetic as the released panel's hf_return
     out = j.with_columns(
-        _et_month().alias("partition_key"),
+        et_month_expr().alias("partition_key"),
         pl.Series("r_g", r, dtype=pl.Float64),
         pl.Series("_usable", usable),
     ).select(
@@ -249,8 +239,8 @@ def surprise_scales(releases: pl.DataFrame, start: date = HIST_START, end: date 
     ``available_at`` = the last counted release (the scale is knowable once its last input is).
     Raises :class:`SurpriseError` on a missing column or a zero scale.
     """
-    _require(releases, ["indicator_id", "release_at", "actual", "consensus"], "releases")
-    day = pl.col("release_at").dt.convert_time_zone(ET_ZONE).dt.date()
+    require_columns(releases, ["indicator_id", "release_at", "actual", "consensus"], "releases", SurpriseError)
+    day = pl.col("release_at").dt.convert_time_zone(ET.key).dt.date()
     sub = releases.filter(
         pl.col("actual").is_not_null() & pl.col("consensus").is_not_null() & (day >= start) & (day <= end)
     ).with_columns((pl.col("actual") - pl.col("consensus")).alias("_s"), day.alias("_day"))
@@ -296,9 +286,9 @@ def timestamp_group_events(releases: pl.DataFrame, returns: pl.DataFrame, scales
     Returns the ``schemas.SURPRISE_EVENTS`` columns sorted by release_at. Raises :class:`SurpriseError`
     when an indicator with a surprise has no scale, or a column is missing.
     """
-    _require(releases, ["indicator_id", "release_at", "actual", "consensus"], "releases")
-    _require(returns, ["release_at", "contract_code", "r_g", "window_status"], "returns")
-    _require(scales, ["indicator_id", "sigma", "available_at"], "scales")
+    require_columns(releases, ["indicator_id", "release_at", "actual", "consensus"], "releases", SurpriseError)
+    require_columns(returns, ["release_at", "contract_code", "r_g", "window_status"], "returns", SurpriseError)
+    require_columns(scales, ["indicator_id", "sigma", "available_at"], "scales", SurpriseError)
     rel = releases.filter(pl.col("actual").is_not_null() & pl.col("consensus").is_not_null())
     missing = sorted(set(rel["indicator_id"].unique().to_list()) - set(scales["indicator_id"].to_list()))
     if missing:
@@ -329,9 +319,9 @@ def timestamp_group_events(releases: pl.DataFrame, returns: pl.DataFrame, scales
     )
     close = pl.col("release_at") + WINDOW_AFTER
     out = ev.select(
-        _et_month().alias("partition_key"),
+        et_month_expr().alias("partition_key"),
         "release_at",
-        pl.col("release_at").dt.convert_time_zone(ET_ZONE).dt.strftime("%H:%M").alias("release_time_et"),
+        pl.col("release_at").dt.convert_time_zone(ET.key).dt.strftime("%H:%M").alias("release_time_et"),
         "contract_code",
         "r_g",
         "window_status",
