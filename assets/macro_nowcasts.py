@@ -3,10 +3,7 @@
 ``leaf_live.macro.forecasters``, ``leaf_live.macro.agents`` and ``leaf_live.macro.sources``.
 """
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
-from functools import partial
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
@@ -24,21 +21,16 @@ from dagster import (
 from assets.common import RELEASE_MONTHS, SINGLE_RUN, replace_producer, run_partition_keys, write_partitions
 from assets.macro_releases import releases
 from leaf_live.core import storage
-from leaf_live.core.llm import load_llm_config, no_models_message
-from leaf_live.macro.agents.nowcast_agent import hour_targets, run_nowcast_hour_sync
-from leaf_live.macro.forecasters.arima.nowcasts import arima_nowcasts_for_windows
-from leaf_live.macro.forecasters.consensus import consensus_nowcasts
-from leaf_live.macro.forecasters.windows import mark_after_release, nowcast_windows as build_windows
-from leaf_live.macro.sources.fed_nowcasts import fetch_fed_live, load_fed_snapshot
-from leaf_live.macro.sources.recorded_nowcasts import load_recorded_nowcasts
+from leaf_live.core.llm import llm_calls_frame, no_models_message
+from leaf_live.core.pit import first_per_period
+from leaf_live.macro.agents.nowcast_agent import LLMNowcaster
+from leaf_live.macro.forecasters.arima.nowcasts import AutoArima
+from leaf_live.macro.forecasters.consensus import consensus_forecasters
+from leaf_live.macro.forecasters.published import published_forecasters
+from leaf_live.macro.nowcasts import forecast_nowcasts
+from leaf_live.macro.windows import nowcast_windows as build_windows
 from pydantic import Field
-from resources import LeafLiveDB, SourcesResource
-
-
-def first_per_period(rel: pl.DataFrame) -> pl.DataFrame:
-    """One scheduled release per (indicator, reference period): the earliest (pre-2014 GDP rows repeat the
-    quarter with their second and third estimates)."""
-    return rel.sort("release_at").unique(["indicator_id", "reference_period"], keep="first", maintain_order=True)
+from resources import FedNowcastsResource, FredMdResource, LeafLiveDB, LLMResource, RecordedNowcastsResource
 
 
 def _windows(con) -> pl.DataFrame:
@@ -69,9 +61,11 @@ def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
     "openai/gpt-5-search-api@single), mapped to the catalog's reporting units with the same guardrails; "
     "timestamps America/New_York -> UTC.",
 )
-def recorded_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
+def recorded_nowcasts(db: LeafLiveDB, recorded_nowcasts: RecordedNowcastsResource) -> MaterializeResult:
     with db.get_connection() as con:
-        frame, summaries = load_recorded_nowcasts(sources.snapshot_path, windows=_windows(con))
+        windows = _windows(con)
+        rows, summaries = recorded_nowcasts.client().load(windows)
+        frame = forecast_nowcasts(published_forecasters(rows), windows, producer="recorded_nowcasts")
         written = replace_producer(con, "nowcasts", "recorded_nowcasts", frame)
     valid = int(frame["valid"].sum()) if frame.height else 0
     return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "files": len(summaries)})
@@ -83,22 +77,23 @@ def recorded_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeRe
     description="Comparators as models: the consensus (terminal value, issued 1 min before release) and each "
     "Fed nowcast (GDPNow, NY Fed, Cleveland CPI, Chicago CHURN) as a step function of publication time.",
 )
-def comparator_nowcasts(db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
+def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> MaterializeResult:
+    client = fed_nowcasts.client()
     with db.get_connection() as con:
         rel = first_per_period(storage.read_table(con, "releases"))
-        if sources.transport == "live":
+        fed = client.nowcasts()
+        if client.current_only:
             # A live fetch returns each Fed series as published now; keep every earlier stored vintage so the
             # step function of publication time only grows.
             stored = storage.read_table(
                 con, "nowcasts", "producer = 'comparator_nowcasts' AND model_id LIKE 'fed/%'"
-            )
-            fed = pl.concat([stored, fetch_fed_live()], how="vertical").unique(
+            ).with_columns(pl.lit(None, pl.Utf8).alias("producer"))
+            fed = pl.concat([stored, fed], how="vertical").unique(
                 ["model_id", "indicator_id", "reference_period", "issued_at"], keep="last", maintain_order=True
             )
-        else:
-            fed = load_fed_snapshot(sources.snapshot_path)
-        frames = [consensus_nowcasts(rel), fed]
-        frame = mark_after_release(pl.concat(frames, how="vertical"), _windows(con))
+        windows = _windows(con)
+        frame = forecast_nowcasts([*consensus_forecasters(rel), *published_forecasters(fed)], windows,
+                                  producer="comparator_nowcasts")
         written = replace_producer(con, "nowcasts", "comparator_nowcasts", frame)
     models = frame.group_by("model_id").len().sort("model_id").rows()
     return MaterializeResult(metadata={"rows": sum(written.values()), "models": str(models)})
@@ -126,7 +121,7 @@ class ArimaConfig(Config):
     "fitted on the vintage preceding the target month; ISM as AR(1) on the log level.",
 )
 def arima_nowcasts(
-    context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB, sources: SourcesResource
+    context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB, fred_md: FredMdResource
 ) -> MaterializeResult:
     keys = run_partition_keys(context)
     todo = [
@@ -139,18 +134,8 @@ def arima_nowcasts(
         win = storage.read_table(con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
         rel = storage.read_table(con, "releases")
     win = win.filter(pl.col("partition_key").is_in(todo))
-    fit = partial(arima_nowcasts_for_windows, releases=rel, transport=sources.transport,
-                  snapshot_dir=sources.snapshot_path)
-    chunks = [g for _, g in win.sort("partition_key").group_by("partition_key", maintain_order=True)]
-    workers = min(config.workers or os.cpu_count() or 1, len(chunks))
-    if workers > 1:
-        # spawn, not fork: polars' and Dagster's threads make a forked child deadlock
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            frames = list(pool.map(fit, chunks))
-    else:
-        frames = [fit(c) for c in chunks]
-    frame = pl.concat(frames) if frames else storage.empty_frame("nowcasts")
-    frame = mark_after_release(frame, win) if frame.height else frame
+    workers = min(config.workers or os.cpu_count() or 1, max(1, win["partition_key"].n_unique()))
+    frame = forecast_nowcasts([AutoArima(fred_md.client(), rel, workers=workers)], win, producer="arima_nowcasts")
     with db.get_connection() as con:
         # Months outside [first_month, last_month] keep their rows: they are outside this run's scope.
         written = write_partitions(con, "nowcasts", frame, todo, extra_where={"producer": "arima_nowcasts"})
@@ -171,12 +156,13 @@ NOWCAST_HOURS = HourlyPartitionsDefinition(start_date="2025-11-01-00:00", end_of
     "design, web search per provider) through litellm; every call logged in llm_calls. Past hours are "
     "refused: a nowcast cannot be issued retroactively. With no LEAF_LIVE_LLM_MODELS it does nothing.",
 )
-def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
-    config = load_llm_config()
+def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResource) -> MaterializeResult:
+    config = llm.config()
     message = no_models_message(config)
     if message:
         context.log.warning(message)
         return MaterializeResult(metadata={"status": message})
+    client = llm.client()  # one call path and rate limiter for every model call of this run
     now = datetime.now(timezone.utc)
     rows = calls = 0
     with db.get_connection() as con:
@@ -187,18 +173,10 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeR
                 context.log.warning(f"hour {key} is in the past: LLM nowcasts are never backfilled")
                 continue
             open_ = windows.filter((pl.col("opens_at") <= hour) & (pl.col("closes_at") > hour))
-            frames, logs = [], []
-            for (target,), g in open_.group_by("target_month"):
-                targets = hour_targets(
-                    target,
-                    reference_periods=dict(zip(g["indicator_id"], g["reference_period"])),
-                    release_times=dict(zip(g["indicator_id"], g["closes_at"])),
-                )
-                nc, lg = run_nowcast_hour_sync(targets, scheduled_at=hour, config=config, partition_key=key)
-                frames.append(nc)
-                logs.append(lg)
-            nc = pl.concat(frames) if frames else storage.empty_frame("nowcasts")
-            lg = pl.concat(logs) if logs else storage.empty_frame("llm_calls")
+            start = len(client.records)
+            nc = forecast_nowcasts([LLMNowcaster(spec, client, partition_key=key) for spec in config.models], open_,
+                                   producer="llm_nowcasts")
+            lg = llm_calls_frame(client.records[start:], key)
             # The call log first: a nowcast row always has its raw response stored.
             storage.replace_partition(con, "llm_calls", lg, {"partition_key": key})
             storage.replace_partition(con, "nowcasts", nc, {"producer": "llm_nowcasts", "partition_key": key})

@@ -20,21 +20,14 @@ from dagster import (
 
 from assets.common import RELEASE_MONTHS, SINGLE_RUN, run_partition_keys, write_partitions
 from leaf_live.core import storage
+from leaf_live.core.pit import shift_month_key
 from leaf_live.macro.catalog import catalog_frame
 from leaf_live.macro.scoring import surprises
-from leaf_live.macro.sources.futures import load_window_prices
-from leaf_live.macro.sources.releases import load_release_calendar
-from resources import LeafLiveDB, SourcesResource
+from resources import LeafLiveDB, ReleaseCalendarResource, WindowPricesResource
 
 # The first-release rule looks back at earlier months (a GDP third estimate lands ~3 months after the
 # advance); 12 months covers every revision in the panel.
 FIRST_RELEASE_LOOKBACK_MONTHS = 12
-
-
-def _month_shift(key: str, months: int) -> str:
-    y, m = map(int, key.split("-"))
-    idx = y * 12 + (m - 1) + months
-    return f"{idx // 12:04d}-{idx % 12 + 1:02d}"
 
 
 def _result(written: dict[str, int], **extra) -> MaterializeResult:
@@ -60,15 +53,9 @@ def indicator_catalog(db: LeafLiveDB) -> MaterializeResult:
     description="Scheduled releases as each calendar source reported them (actual, consensus, ET time -> UTC), "
     "before the first-release rule. Partition = release month (America/New_York).",
 )
-def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, sources: SourcesResource) -> MaterializeResult:
+def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, calendar: ReleaseCalendarResource) -> MaterializeResult:
     keys = run_partition_keys(context)
-    cal = load_release_calendar(
-        sources.transport,
-        sources.snapshot_path,
-        sources=tuple(sources.calendar_sources),
-        calendar_file=sources.calendar_file,
-        months=keys,
-    )
+    cal = calendar.client().calendar(months=keys)
     cal = cal.filter(pl.col("partition_key").is_in(keys))
     with db.get_connection() as con:
         written = write_partitions(con, "release_calendar", cal, keys)
@@ -92,7 +79,7 @@ def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, sources: So
 )
 def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
-    lo = _month_shift(min(keys), -FIRST_RELEASE_LOOKBACK_MONTHS)
+    lo = shift_month_key(min(keys), -FIRST_RELEASE_LOOKBACK_MONTHS)
     with db.get_connection() as con:
         cal = storage.read_table(con, "release_calendar", "partition_key BETWEEN ? AND ?", [lo, max(keys)])
         rel = surprises.first_releases(cal).filter(pl.col("partition_key").is_in(keys))
@@ -109,13 +96,13 @@ def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResul
     "timestamp (App. K Eq. 4); windows without prices are kept with status no_prices.",
 )
 def announcement_returns(
-    context: AssetExecutionContext, db: LeafLiveDB, sources: SourcesResource
+    context: AssetExecutionContext, db: LeafLiveDB, window_prices: WindowPricesResource
 ) -> MaterializeResult:
     keys = run_partition_keys(context)
-    prices = load_window_prices(sources.transport, sources.snapshot_path)
     with db.get_connection() as con:
         rel = storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
         times = rel.select("partition_key", "release_at").unique()
+        prices = window_prices.client().window_prices(times)
         ret = surprises.announcement_returns(prices, times).filter(pl.col("partition_key").is_in(keys))
         written = write_partitions(con, "announcement_returns", ret, keys)
     return _result(written)

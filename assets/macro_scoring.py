@@ -38,12 +38,13 @@ from pydantic import Field
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
 from assets.macro_releases import releases, surprise_events, surprise_scales
 from leaf_live.core import storage
+from leaf_live.core.pit import as_of, check_month, month_keys
 from leaf_live.macro.scoring import betas as B
 from leaf_live.macro.scoring import evaluation as E
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring.frames import fit_from_market_betas, market_betas_frame
-from leaf_live.macro.sources.polymarket import PolymarketClient, load_snapshot_grids
-from resources import LeafLiveDB, SourcesResource
+from leaf_live.macro.sources.polymarket import MarketSpec
+from resources import LeafLiveDB, PredictionMarketsResource
 
 GROUP = "macro_scoring"
 DEFAULT_FIT_CUTOFF = "2017-12"
@@ -80,8 +81,8 @@ class LiveMarket(Config):
 
 class MarketPricesConfig(Config):
     live_markets: list[LiveMarket] = Field(
-        default=[], description="live transport only: the Polymarket markets to fetch (the snapshot transport reads "
-        "every recorded LiveMacroEval price grid instead)")
+        default=[], description="the Polymarket markets to fetch (with none, the snapshot client reads every recorded "
+        "LiveMacroEval price grid and the live client fetches nothing)")
 
 
 def _ts(text: str, field: str) -> int:
@@ -101,22 +102,16 @@ def _ts(text: str, field: str) -> int:
     "Partition = market_id; markets not fetched this time keep their rows.",
 )
 def prediction_market_prices(
-    context: AssetExecutionContext, config: MarketPricesConfig, db: LeafLiveDB, sources: SourcesResource
+    context: AssetExecutionContext, config: MarketPricesConfig, db: LeafLiveDB, prediction_markets: PredictionMarketsResource
 ) -> MaterializeResult:
-    if sources.transport == "snapshot":
-        if sources.snapshot_path is None:
-            raise ValueError("prediction_market_prices: the snapshot transport needs sources.snapshot_dir")
-        frame = load_snapshot_grids(sources.snapshot_path)
-    else:
-        if not config.live_markets:
-            context.log.warning("prediction_market_prices: live transport with no live_markets configured; nothing fetched")
-        client = PolymarketClient("live")
-        frames = [
-            client.market_prices(m.slug, indicator_id=m.indicator_id, reference_period=date.fromisoformat(m.reference_period),
-                                 start_ts=_ts(m.start, "start"), end_ts=_ts(m.end, "end"), fidelity=m.fidelity)
-            for m in config.live_markets
-        ]
-        frame = pl.concat(frames) if frames else storage.empty_frame("prediction_market_prices")
+    markets = [
+        MarketSpec(m.slug, m.indicator_id, date.fromisoformat(m.reference_period), _ts(m.start, "start"), _ts(m.end, "end"),
+                   m.fidelity)
+        for m in config.live_markets
+    ]
+    frame = prediction_markets.client().market_prices(markets)
+    if frame.height == 0:
+        context.log.warning("prediction_market_prices: no market prices; configure live_markets to fetch markets")
     written = {}
     with db.get_connection() as con:
         for (key,), g in sorted(frame.group_by("partition_key"), key=lambda kv: kv[0]):
@@ -147,23 +142,13 @@ class MarketBetasConfig(Config):
     )
 
 
-def _months(first: str, last: str) -> list[str]:
-    y, m = map(int, first.split("-"))
-    out = []
-    while f"{y:04d}-{m:02d}" <= last:
-        out.append(f"{y:04d}-{m:02d}")
-        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
-    return out
-
-
 def _check_windows(fits: list[FitWindow]) -> None:
     names = [f.name for f in fits]
     if len(set(names)) != len(names):
         raise ValueError(f"market_betas: fit names must be unique, got {names}")
     for k, f in enumerate(fits):
         for field, v in (("first_month", f.first_month), ("last_month", f.last_month)):
-            if not E._MONTH.match(v):
-                raise ValueError(f"market_betas: fit {f.name!r} {field}={v!r} is not YYYY-MM")
+            check_month(v, f"market_betas: fit {f.name!r} {field}")
         if f.last_month < f.first_month:
             raise ValueError(f"market_betas: fit {f.name!r} last_month {f.last_month} < first_month {f.first_month}")
         if f.lam is not None and f.lam_from is not None:
@@ -191,7 +176,7 @@ def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: 
         have_months = {r[0] for r in con.execute("SELECT DISTINCT partition_key FROM surprise_events").fetchall()}
         stored = {r[0] for r in con.execute("SELECT DISTINCT fit_id FROM market_betas").fetchall()}
         for w in config.fits:
-            need = _months(w.first_month, w.last_month)
+            need = month_keys(w.first_month, w.last_month)
             missing = sorted(set(need) - have_months)
             if missing:
                 raise ValueError(
@@ -227,7 +212,7 @@ def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: 
 def current_fits(con) -> dict[str, B.MarketBetaFit]:
     """Fit name -> the fit that name confirmed most recently (``market_beta_fits``), rebuilt from
     ``market_betas``."""
-    reg = storage.read_table(con, "market_beta_fits").sort("confirmed_at").unique("fit_name", keep="last")
+    reg = as_of(storage.read_table(con, "market_beta_fits"), _now(), ["fit_name"], time_col="confirmed_at")
     if reg.height == 0:
         return {}
     rows = storage.read_table(con, "market_betas", "fit_id IN (SELECT fit_id FROM market_beta_fits)")

@@ -39,15 +39,16 @@ import numpy as np  # noqa: E402
 from leaf_live.macro.catalog import INDICATORS  # noqa: E402
 from leaf_live.macro.forecasters.arima.estimator import fit_grid, trend_for_d  # noqa: E402
 from leaf_live.core.settings import get_settings  # noqa: E402
-from leaf_live.macro.sources.fred_md import load_vintage  # noqa: E402
+from leaf_live.macro.sources.fred_md import FredMdSnapshot  # noqa: E402
 
 TCODE_D = {1: 0, 2: 1, 3: 2, 4: 0, 5: 1, 6: 2}
 
 
 def catalog_series(snapshot_dir) -> list[tuple[str, np.ndarray, int, str]]:
     """(column, y, d, trend) for the catalog's FRED-MD/QD columns (logs for tcodes 4-6)."""
-    md = load_vintage("2024-03", "md", transport="snapshot", snapshot_dir=snapshot_dir)
-    qd = load_vintage("2025-03", "qd", transport="snapshot", snapshot_dir=snapshot_dir)
+    vintages = FredMdSnapshot(snapshot_dir)
+    md = vintages.load_vintage("2024-03", "md")
+    qd = vintages.load_vintage("2025-03", "qd")
     out = []
     for ind in INDICATORS:
         if ind.fred_md_column is None or ind.id.startswith("ism_"):

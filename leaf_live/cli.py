@@ -42,12 +42,7 @@ def _instance():
 
 def _snapshot_month_range(resources: dict) -> tuple[str, str]:
     """First and last release month present in the configured calendar sources."""
-    from leaf_live.macro.sources.releases import load_release_calendar
-
-    src = resources["sources"]
-    cal = load_release_calendar(
-        src.transport, src.snapshot_path, sources=tuple(src.calendar_sources), calendar_file=src.calendar_file
-    )
+    cal = resources["calendar"].client().calendar()
     if cal.height == 0:
         raise SystemExit("leaf-live run: the configured calendar sources hold no releases")
     return str(cal["partition_key"].min()), str(cal["partition_key"].max())
@@ -221,7 +216,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    con = storage.connect_read_only(args.db)
+    con = storage.connect_read_only(args.db or get_settings().db_path)
     try:
         print(con.sql(args.query))
     finally:

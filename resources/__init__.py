@@ -1,19 +1,31 @@
-"""Dagster resources: the DuckDB store and the source transports (wiring only; science is in leaf_live/)."""
+"""Dagster resources (wiring only; science is in leaf_live/): the DuckDB store, the LLM call path and one client
+resource per source (snapshot | live, chosen in :func:`default_resources`)."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
 import duckdb
-from dagster import ConfigurableResource
 from dagster_duckdb import DuckDBResource
-from pydantic import Field
 
 import leaf_live.macro  # noqa: F401  (registers the macro tables)
 from leaf_live.core import storage
-from leaf_live.core.settings import get_settings
+from leaf_live.core.settings import Settings, get_settings
+from resources.llm import LLMResource, llm_resource
+from resources.sources import (
+    FedNowcastsResource,
+    FredMdResource,
+    FredResource,
+    PredictionMarketsResource,
+    RecordedNowcastsResource,
+    ReleaseCalendarResource,
+    SourceResource,
+    WindowPricesResource,
+    source_resources,
+)
 
 
 class LeafLiveDB(DuckDBResource):
@@ -32,33 +44,25 @@ class LeafLiveDB(DuckDBResource):
             yield con
 
 
-class SourcesResource(ConfigurableResource):
-    """Which transport the source connectors use and where the snapshot files are.
-
-    ``transport='snapshot'`` reads recorded files in each service's own format under ``snapshot_dir``;
-    ``'live'`` calls the services (FRED/ALFRED, intraday bars, ...). Consensus has no free live API: in
-    live mode ``calendar_file`` must name a calendar export (file path or URL).
-    """
-
-    transport: str = Field(description="snapshot | live")
-    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
-    calendar_sources: list[str] = Field(
-        default=["livemacroeval_panel", "livemacroeval_live"],
-        description="release-calendar sources to load (add 'forexfactory' for the second consensus source)",
-    )
-    calendar_file: str | None = Field(default=None, description="live mode: calendar export file or URL")
-
-    @property
-    def snapshot_path(self) -> Path | None:
-        return Path(self.snapshot_dir) if self.snapshot_dir else None
-
-
-def default_resources(db: str | Path | None = None, snapshot: str | Path | None = None) -> dict:
-    """Resources built from the environment (``LEAF_LIVE_DB``, ``LEAF_LIVE_SNAPSHOT``, ``LEAF_LIVE_TRANSPORT``)."""
-    s = get_settings()
-    snap = Path(snapshot) if snapshot is not None else s.snapshot_dir
-    transport = "snapshot" if snapshot is not None else s.transport
+def default_resources(
+    db: str | Path | None = None, snapshot: str | Path | None = None, *, settings: Settings | None = None
+) -> dict:
+    """Every resource, from the settings (``leaf_live.core.settings.get_settings``): the DuckDB file
+    (``LEAF_LIVE_DB`` or ``db``), the LLM resource (``LEAF_LIVE_LLM_*`` as ``EnvVar``s) and the source clients,
+    snapshot or live by ``LEAF_LIVE_TRANSPORT``. Passing ``snapshot`` selects the snapshot clients on that
+    directory."""
+    s = settings or get_settings()
+    if snapshot is not None:
+        s = replace(s, snapshot_dir=Path(snapshot), transport="snapshot")
     return {
         "db": LeafLiveDB(database=str(Path(db) if db is not None else s.db_path)),
-        "sources": SourcesResource(transport=transport, snapshot_dir=str(snap) if snap else None),
+        "llm": llm_resource(s),
+        **source_resources(s),
     }
+
+
+__all__ = [
+    "FedNowcastsResource", "FredMdResource", "FredResource", "LLMResource", "LeafLiveDB", "PredictionMarketsResource",
+    "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",
+    "default_resources", "source_resources",
+]

@@ -198,7 +198,7 @@ def test_persistent_500_becomes_a_recorded_failure(wire_server, provider_env):
     wire_server.reset(sequence(openai_error(500, "internal error")))
     nowcasts, calls = run_nowcast_hour_sync(
         hour_targets(date(2026, 3, 1))[:1],
-        scheduled_at=datetime(2026, 4, 9, 14, tzinfo=UTC),
+        partition_key="2026-04-09-14:00",
         models=[ModelSpec.parse("openai/gpt-5-search-api@single")],
         config=cfg(wire_server.url),
     )
@@ -256,7 +256,7 @@ def test_connection_refused_is_retried_then_recorded(provider_env):
 def test_garbage_200_bodies_become_recorded_failures(wire_server, provider_env, model, body):
     wire_server.reset(sequence(WireReply(200, body)))
     nowcasts, calls = run_nowcast_hour_sync(
-        hour_targets(date(2026, 3, 1))[1:], scheduled_at=datetime(2026, 4, 9, 14, tzinfo=UTC),
+        hour_targets(date(2026, 3, 1))[1:], partition_key="2026-04-09-14:00",
         models=[ModelSpec.parse(model)], config=cfg(wire_server.url),
     )
     assert calls["status"].to_list() == ["failed"] and calls["attempts"].to_list() == [3]
@@ -267,7 +267,7 @@ def test_openai_answer_without_choices_is_an_empty_response(wire_server, provide
     wire_server.reset(sequence(WireReply(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
                                                "model": "gpt-5-search-api", "choices": []})))
     nowcasts, calls = run_nowcast_hour_sync(
-        hour_targets(date(2026, 3, 1))[1:], scheduled_at=datetime(2026, 4, 9, 14, tzinfo=UTC),
+        hour_targets(date(2026, 3, 1))[1:], partition_key="2026-04-09-14:00",
         models=[ModelSpec.parse("openai/gpt-5-search-api@single")], config=cfg(wire_server.url),
     )
     assert calls["status"].to_list() == ["ok"]

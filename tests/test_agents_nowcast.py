@@ -39,6 +39,7 @@ from llm_wire_server import (  # noqa: F401 (fixtures)
 UTC = timezone.utc
 GROUNDING_URL = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQ-bls-cpi"
 SCHEDULED = datetime(2026, 4, 9, 14, 0, tzinfo=UTC)
+HOUR_KEY = "2026-04-09-14:00"  # the slice (hourly partition) the rows belong to
 
 # Plausible March-2026 answers in each indicator's reporting unit. CPI 3.3 %, unemployment 4.3 % and
 # 2026Q1 GDP 2.0 % are the released values quoted in LiveMacroEval App. E.
@@ -73,7 +74,7 @@ def config(server, **kw) -> LLMConfig:
 def run(server, models, targets=None, **kw):
     return run_nowcast_hour_sync(
         targets or hour_targets(date(2026, 3, 1)),
-        scheduled_at=SCHEDULED,
+        partition_key=HOUR_KEY,
         models=[ModelSpec.parse(m) for m in models],
         config=config(server, **{k: v for k, v in kw.items() if k != "clock"}),
         **({"clock": kw["clock"]} if "clock" in kw else {}),
@@ -107,7 +108,7 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
     assert nowcasts["invalid_reason"].null_count() == 48
     for row in nowcasts.iter_rows(named=True):
         assert row["value"] == GOOD[row["indicator_id"]]
-        assert row["producer"] == "llm_nowcasts" and row["partition_key"] == "2026-04-09-14:00"
+        assert row["producer"] is None and row["partition_key"] == HOUR_KEY  # the writing asset stamps producer
         assert row["available_at"] == row["issued_at"] and not row["after_release"]
     payrolls = nowcasts.filter(pl.col("indicator_id") == "nonfarm_payrolls")["value"].to_list()
     starts = nowcasts.filter(pl.col("indicator_id") == "housing_starts")["value"].to_list()
@@ -172,7 +173,8 @@ def test_valid_answers_land_as_valid_rows_in_reporting_units(wire_server, provid
 
     # both frames fit their tables and survive a round trip through DuckDB
     con = connect(tmp_path / "t.duckdb")
-    replace_partition(con, "nowcasts", nowcasts, {"producer": "llm_nowcasts", "partition_key": "2026-04-09-14:00"})
+    replace_partition(con, "nowcasts", nowcasts.with_columns(pl.lit("llm_nowcasts").alias("producer")),
+                      {"producer": "llm_nowcasts", "partition_key": HOUR_KEY})
     replace_partition(con, "llm_calls", calls, {"partition_key": "2026-04-09-14:00"})
     assert read_table(con, "nowcasts").height == 48 and read_table(con, "llm_calls").height == 6
     con.close()
@@ -198,7 +200,7 @@ def test_no_models_configured_does_nothing(wire_server, provider_env):
     wire_server.reset(lambda req: reply_ok(req, answer(req.group)))
     cfg = load_llm_config({})
     assert cfg.models == () and no_models_message(cfg) == NO_MODELS_MESSAGE
-    nowcasts, calls = run_nowcast_hour_sync(hour_targets(date(2026, 3, 1)), scheduled_at=SCHEDULED, config=cfg)
+    nowcasts, calls = run_nowcast_hour_sync(hour_targets(date(2026, 3, 1)), partition_key=HOUR_KEY, config=cfg)
     assert nowcasts.height == 0 and calls.height == 0 and wire_server.requests == []
     assert no_models_message(load_llm_config({"LEAF_LIVE_LLM_MODELS": "openai/gpt-5-search-api@single"})) is None
 

@@ -20,7 +20,7 @@ from leaf_live.macro.agents.prompts import (
     prompt_hash,
 )
 from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator, indicators_in_group
-from leaf_live.macro.forecasters.windows import target_month as window_target_month
+from leaf_live.macro.windows import target_month as window_target_month
 
 CORE, DEMAND = "output_core", "demand_sectoral"
 
@@ -157,7 +157,7 @@ def test_rationale_kept_on_invalid_rows_and_sources_merge_into_citations():
     )
     cpi = rows.filter(rows["indicator_id"] == "cpi").row(0, named=True)
     assert json.loads(cpi["citations"]) == ["https://a.example/1", "https://www.bls.gov/cpi/"]
-    assert cpi["valid"] is False and cpi["rationale"] == "BLS CPI" and cpi["producer"] == "llm_nowcasts"
+    assert cpi["valid"] is False and cpi["rationale"] == "BLS CPI" and cpi["producer"] is None
     with pytest.raises(ValueError, match="timezone-aware"):
         nowcast_rows(p, model_id="m", partition_key="pk", issued_at=datetime(2026, 4, 9, 14),
                      reference_periods={i: date(2026, 3, 1) for i in indicators_in_group(CORE)})

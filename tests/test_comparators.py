@@ -17,7 +17,7 @@ import pytest
 
 from leaf_live.macro.catalog import get_indicator
 from leaf_live.macro.forecasters.consensus import consensus_nowcasts
-from leaf_live.macro.forecasters.nowcast_frame import latest_as_of
+from leaf_live.macro.nowcasts import latest_as_of
 from leaf_live.core.settings import get_settings
 from leaf_live.core.sources import SourceError
 from leaf_live.macro.sources.fed_nowcasts import (
@@ -27,14 +27,15 @@ from leaf_live.macro.sources.fed_nowcasts import (
     NYFED,
     SNAPSHOT_FILES,
     STLOUIS,
-    fetch_fed_live,
-    load_fed_snapshot,
+    FedNowcastsLive,
+    FedNowcastsSnapshot,
     parse_cleveland_chart_csv,
     parse_fred_stleni_csv,
     parse_gdpnow_csv,
     parse_nyfed_csv,
 )
 from leaf_live.core.storage import conform
+from leaf_live.macro.nowcasts import WRITER_COLUMNS
 
 from livemacro_helpers import LIVE, serve
 
@@ -48,7 +49,7 @@ def snap():
 
 @pytest.fixture(scope="module")
 def fed() -> pl.DataFrame:
-    return load_fed_snapshot(snap())
+    return FedNowcastsSnapshot(snap()).nowcasts()
 
 
 def value_at(frame: pl.DataFrame, model: str, ref: date, at: datetime, strict: bool = False) -> float | None:
@@ -57,12 +58,12 @@ def value_at(frame: pl.DataFrame, model: str, ref: date, at: datetime, strict: b
 
 
 def test_snapshot_row_counts(fed):
-    conform("nowcasts", fed)
+    conform("nowcasts", fed, deferred=WRITER_COLUMNS)
     counts = dict(fed.group_by("model_id").len().iter_rows())
     # GDPNow: 1801 history rows (2014-05-01..2026-02-19) + 30 for 2026Q1; Cleveland: 2288 history days +
     # 29 non-blank CPI days of the March-2026 chart (03/02..04/09); NY Fed 22 Fridays; Chicago 2 releases
     assert counts == {GDPNOW: 1831, CLEVELAND: 2317, NYFED: 22, CHICAGO: 2}
-    assert set(fed.get_column("producer")) == {"comparator_nowcasts"}
+    assert fed.get_column("producer").null_count() == fed.height  # the writing asset stamps its producer
     assert fed.get_column("valid").all() and not fed.get_column("after_release").any()
     assert (fed.get_column("partition_key") == fed.get_column("model_id")).all()
 
@@ -129,7 +130,7 @@ def test_chicago_release_times_and_stlouis_needs_as_of(fed):
     st = parse_fred_stleni_csv(text, file="gdp-stlouisfed.csv", as_of=as_of)
     # FRED observation_date 10/1/25 = the 2025Q4 nowcast, not 2026Q1
     assert st.select("reference_period", "issued_at", "value").rows() == [(date(2025, 10, 1), as_of, -0.17368)]
-    both = load_fed_snapshot(snap(), models=(), stlouis_as_of=as_of)
+    both = FedNowcastsSnapshot(snap(), models=(), stlouis_as_of=as_of).nowcasts()
     assert both.height == 1 and both.get_column("model_id")[0] == STLOUIS
 
 
@@ -175,7 +176,7 @@ def live_releases_with_consensus() -> pl.DataFrame:
 def test_consensus_is_one_nowcast_a_minute_before_each_release():
     rel = live_releases_with_consensus()
     out = consensus_nowcasts(rel)
-    conform("nowcasts", out)
+    conform("nowcasts", out, deferred=WRITER_COLUMNS)
     assert out.height == 90  # 103 live releases, 13 without a published consensus
     assert set(out.get_column("model_id")) == {"consensus/investing"}
     cpi = out.filter(pl.col("indicator_id") == "cpi", pl.col("reference_period") == date(2026, 3, 1)).row(0, named=True)
@@ -252,14 +253,14 @@ def test_live_transports_parse_the_service_formats():
             STLOUIS: f"{base}/graph/fredgraph.csv?id=STLENI",
             CHICAGO: f"{base}/lmi/chi-labor-market-indicators.xlsx",
         }
-        live = fetch_fed_live(urls=urls, now=now)
+        live = FedNowcastsLive(urls=urls, clock=lambda: now).nowcasts()
         assert "/graph/fredgraph.csv?id=STLENI" in seen
         with pytest.raises(SourceError, match=r"/missing.xlsx.*HTTP 404"):
-            fetch_fed_live(models=[GDPNOW], urls={GDPNOW: f"{base}/missing.xlsx"}, now=now)
+            FedNowcastsLive(models=[GDPNOW], urls={GDPNOW: f"{base}/missing.xlsx"}, clock=lambda: now).nowcasts()
         with pytest.raises(SourceError, match="not an .xlsx workbook"):
-            fetch_fed_live(models=[GDPNOW], urls={GDPNOW: f"{base}/nowcast/nyfed.csv"}, now=now)
-    conform("nowcasts", live)
-    snapshot = load_fed_snapshot(s)
+            FedNowcastsLive(models=[GDPNOW], urls={GDPNOW: f"{base}/nowcast/nyfed.csv"}, clock=lambda: now).nowcasts()
+    conform("nowcasts", live, deferred=WRITER_COLUMNS)
+    snapshot = FedNowcastsSnapshot(s).nowcasts()
 
     def series(frame, model, ref):
         return frame.filter(pl.col("model_id") == model, pl.col("reference_period") == ref).sort("issued_at") \

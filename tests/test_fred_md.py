@@ -5,21 +5,14 @@ publisher's own file format."""
 from __future__ import annotations
 
 import tarfile
-from datetime import date
+from datetime import date, datetime, timezone
 
 import polars as pl
 import pytest
 
 from leaf_live.core.sources import SourceError
 from leaf_live.macro.sources import fred_md
-from leaf_live.macro.sources.fred_md import (
-    list_vintages,
-    load_vintage,
-    load_vintages,
-    parse_vintage_csv,
-    resolve_preceding_vintage,
-    vintage_preceding,
-)
+from leaf_live.macro.sources.fred_md import FredMdLive, FredMdSnapshot, parse_vintage_csv
 
 ARCHIVE_VINTAGES = ["2010-01", "2015-09", "2015-12", "2023-11", "2024-03"]
 
@@ -27,7 +20,7 @@ ARCHIVE_VINTAGES = ["2010-01", "2015-09", "2015-12", "2023-11", "2024-03"]
 @pytest.fixture(scope="module")
 def archive(snapshot_dir):
     # one pass over the xz stream for every archive vintage the tests use
-    return load_vintages(ARCHIVE_VINTAGES, "md", transport="snapshot", snapshot_dir=snapshot_dir)
+    return FredMdSnapshot(snapshot_dir).load_vintages(ARCHIVE_VINTAGES, "md")
 
 
 def _raw_member(snapshot_dir, vintage: str) -> str:
@@ -42,13 +35,13 @@ def _row(levels: pl.DataFrame, d: date) -> dict:
 
 
 def test_snapshot_lists_every_archive_month_and_the_approximate_vintages(snapshot_dir):
-    md = list_vintages("md", "snapshot", snapshot_dir)
+    md = FredMdSnapshot(snapshot_dir).list_vintages("md")
     # PROVENANCE section 3: 296 monthly vintages 1999-08 .. 2024-03, every month, plus ~2025-03 and ~2025-12
     assert len(md) == 296 + 2
     assert md[0] == "1999-08" and md[295] == "2024-03" and md[-2:] == ["2025-03", "2025-12"]
     months = [int(v[:4]) * 12 + int(v[5:]) for v in md[:296]]
     assert months == list(range(months[0], months[0] + 296))
-    assert list_vintages("qd", "snapshot", snapshot_dir) == ["2025-03"]
+    assert FredMdSnapshot(snapshot_dir).list_vintages("qd") == ["2025-03"]
 
 
 def test_vintage_2024_03_values_and_tcodes(archive):
@@ -88,14 +81,14 @@ def test_layout_variants_in_the_archive(archive, snapshot_dir):
 
 
 def test_standalone_vintages(snapshot_dir):
-    lv, tc = load_vintage("2025-12", "md", transport="snapshot", snapshot_dir=snapshot_dir)
+    lv, tc = FredMdSnapshot(snapshot_dir).load_vintage("2025-12", "md")
     # tcodes come from the separate fred_md_transforms.csv (last code is quoted: "1")
     assert tc["CPIAUCSL"] == 6 and tc["UNRATE"] == 2 and len(tc) == lv.width - 1
     assert lv["date"][-1] == date(2025, 11, 1)
     oct25 = _row(lv, date(2025, 10, 1))
     assert oct25["CPIAUCSL"] is None and oct25["UNRATE"] is None  # never published (2025 shutdown)
     assert _row(lv, date(2025, 11, 1))["UNRATE"] == 4.6
-    qd, qtc = load_vintage("2025-03", "qd", transport="snapshot", snapshot_dir=snapshot_dir)
+    qd, qtc = FredMdSnapshot(snapshot_dir).load_vintage("2025-03", "qd")
     # FRED-QD dates quarters by their last month (12/1/2024 = 2024Q4); we store the quarter's first day
     assert qd["date"][0] == date(1959, 1, 1) and qd["date"][-1] == date(2024, 10, 1)
     assert qtc["GDPC1"] == 5 and _row(qd, date(2024, 10, 1))["GDPC1"] == 23542.349
@@ -103,32 +96,32 @@ def test_standalone_vintages(snapshot_dir):
 
 
 def test_preceding_vintage_rule(snapshot_dir):
-    kw = {"transport": "snapshot", "snapshot_dir": snapshot_dir}
-    assert vintage_preceding(date(2024, 3, 1), "md", **kw) == "2024-02"
-    assert vintage_preceding(date(2018, 1, 1), "md", **kw) == "2017-12"
+    snap = FredMdSnapshot(snapshot_dir)
+    assert snap.vintage_preceding(date(2024, 3, 1), "md") == "2024-02"
+    assert snap.vintage_preceding(date(2018, 1, 1), "md") == "2017-12"
     # beyond the archive: the nearest EARLIER vintage, never a later one, with the gap reported
-    c = resolve_preceding_vintage(date(2026, 3, 1), "md", **kw)
+    c = snap.resolve_preceding_vintage(date(2026, 3, 1), "md")
     assert (c.wanted, c.vintage, c.gap_months) == ("2026-02", "2025-12", 2)
-    c = resolve_preceding_vintage(date(2025, 3, 1), "md", **kw)
+    c = snap.resolve_preceding_vintage(date(2025, 3, 1), "md")
     assert (c.wanted, c.vintage, c.gap_months) == ("2025-02", "2024-03", 11)
-    assert resolve_preceding_vintage(date(2025, 4, 1), "md", **kw).vintage == "2025-03"
+    assert snap.resolve_preceding_vintage(date(2025, 4, 1), "md").vintage == "2025-03"
     with pytest.raises(SourceError, match=r"no FRED-MD vintage at or before 1999-07.*earliest available is 1999-08"):
-        vintage_preceding(date(1999, 8, 1), "md", **kw)
+        snap.vintage_preceding(date(1999, 8, 1), "md")
     with pytest.raises(SourceError, match=r"no FRED-QD vintage at or before 2025-02"):
-        vintage_preceding(date(2025, 3, 1), "qd", **kw)
+        snap.vintage_preceding(date(2025, 3, 1), "qd")
     # live: the publisher is assumed to have the wanted vintage
-    assert resolve_preceding_vintage(date(2026, 3, 1), "md", transport="live").gap_months == 0
+    assert FredMdLive().resolve_preceding_vintage(date(2026, 3, 1), "md").gap_months == 0
     with pytest.raises(ValueError, match="kind="):
-        vintage_preceding(date(2024, 3, 1), "monthly", **kw)
+        snap.vintage_preceding(date(2024, 3, 1), "monthly")
 
 
-def test_missing_vintage_and_bad_labels(snapshot_dir):
+def test_missing_vintage_and_bad_labels(snapshot_dir, tmp_path):
     with pytest.raises(SourceError, match=r"FRED-MD vintage 1998-01 is not in the snapshot; available: 1999-08 \.\.\. 2025-12"):
-        load_vintage("1998-01", "md", transport="snapshot", snapshot_dir=snapshot_dir)
+        FredMdSnapshot(snapshot_dir).load_vintage("1998-01", "md")
     with pytest.raises(ValueError, match=r"vintage='2024-13'"):
-        load_vintage("2024-13", "md", transport="snapshot", snapshot_dir=snapshot_dir)
-    with pytest.raises(ValueError, match=r"transport='ftp'"):
-        list_vintages("md", "ftp", snapshot_dir)
+        FredMdSnapshot(snapshot_dir).load_vintage("2024-13", "md")
+    with pytest.raises(ValueError, match=r"snapshot_dir=.*nope: directory does not exist"):
+        FredMdSnapshot(tmp_path / "nope")
 
 
 HEAD = "sasdate,AAA,BBB\nTransform:,5,2\n"
@@ -177,7 +170,7 @@ def test_parse_small_files_exactly():
 # ------------------------------------------------------------------------------------------------
 
 
-def test_live_transport_reads_the_publisher_format(http_server, snapshot_dir, archive, monkeypatch):
+def test_live_client_reads_the_publisher_format(http_server, snapshot_dir, archive):
     fred_md.clear_cache()
     raw_2024 = _raw_member(snapshot_dir, "2024-03")
     raw_2010 = _raw_member(snapshot_dir, "2010-01")
@@ -188,42 +181,43 @@ def test_live_transport_reads_the_publisher_format(http_server, snapshot_dir, ar
     http_server.routes["/fred-md/monthly/2010-01.csv"] = lambda q: (200, "text/csv", raw_2010)  # older naming
     http_server.routes["/fred-md/quarterly/2025-03-qd.csv"] = lambda q: (200, "text/csv", raw_qd)
     http_server.routes["/fred-md/monthly/current.csv"] = lambda q: (200, "text/csv", raw_2024)
-    base = f"{http_server.url}/fred-md"
+    live_client = FredMdLive(f"{http_server.url}/fred-md")
 
-    live, tc = load_vintage("2024-03", "md", transport="live", base_url=base)
+    # the swap: the live client on a server serving the publisher's files gives the snapshot's tables
+    live, tc = live_client.load_vintage("2024-03", "md")
     snap, stc = archive["2024-03"]
     assert live.equals(snap) and tc == stc
     assert http_server.requests[-1][0] == "/fred-md/monthly/2024-03-md.csv"
 
     # a vintage published under the pre-2025 name: the -md name 404s, the plain name is tried next
-    live10, _ = load_vintage("2010-01", "md", transport="live", base_url=base)
+    live10, _ = live_client.load_vintage("2010-01", "md")
     assert live10.equals(archive["2010-01"][0])
     assert [p for p, _ in http_server.requests[-2:]] == ["/fred-md/monthly/2010-01-md.csv", "/fred-md/monthly/2010-01.csv"]
 
-    # FRED-QD, base URL from the environment
-    monkeypatch.setenv(fred_md.BASE_URL_ENV, base)
-    qd, qtc = load_vintage("2025-03", "qd", transport="live")
-    assert qd["date"][-1] == date(2024, 10, 1) and qtc["GDPC1"] == 5
+    # FRED-QD equals the snapshot's stand-alone QD vintage
+    qd, qtc = live_client.load_vintage("2025-03", "qd")
+    sqd, sqtc = FredMdSnapshot(snapshot_dir).load_vintage("2025-03", "qd")
+    assert qd.equals(sqd) and qtc == sqtc and qd["date"][-1] == date(2024, 10, 1) and qtc["GDPC1"] == 5
 
     # immutable vintages are cached; "current" is fetched every time
     n = len(http_server.requests)
-    load_vintage("2024-03", "md", transport="live", base_url=base)
+    live_client.load_vintage("2024-03", "md")
     assert len(http_server.requests) == n
-    load_vintage("current", "md", transport="live", base_url=base)
-    load_vintage("current", "md", transport="live", base_url=base)
+    live_client.load_vintage("current", "md")
+    live_client.load_vintage("current", "md")
     assert len(http_server.requests) == n + 2
 
     with pytest.raises(SourceError, match=r"vintage 2019-05 could not be downloaded; tried: .*2019-05-md\.csv.*HTTP 404.*2019-05\.csv.*HTTP 404"):
-        load_vintage("2019-05", "md", transport="live", base_url=base)
+        live_client.load_vintage("2019-05", "md")
 
     # a malformed live file names the URL, row and field
     http_server.routes["/fred-md/monthly/2019-06-md.csv"] = lambda q: (200, "text/csv", HEAD + "1/1/2000,abc,1\n")
     with pytest.raises(SourceError, match=r"file http://127\.0\.0\.1:\d+/fred-md/monthly/2019-06-md\.csv, row 2 \(line 3\), field AAA='abc'"):
-        load_vintage("2019-06", "md", transport="live", base_url=base)
+        live_client.load_vintage("2019-06", "md")
 
 
 def test_live_vintage_calendar():
-    md = list_vintages("md", "live")
-    assert md[0] == "1999-08" and len(md) > 300 and md == sorted(md)
+    md = FredMdLive(today=lambda: datetime(2026, 5, 20, tzinfo=timezone.utc)).list_vintages("md")
+    assert md[0] == "1999-08" and md[-1] == "2026-05" and len(md) == 322 and md == sorted(md)
     assert fred_md.vintage_urls("2025-12", "md", "https://example.org/x/") == [
         "https://example.org/x/monthly/2025-12-md.csv", "https://example.org/x/monthly/2025-12.csv"]

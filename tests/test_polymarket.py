@@ -15,10 +15,11 @@ from leaf_live.core.sources import SourceError
 from leaf_live.macro.sources.polymarket import (
     CLOB_URL,
     PLSITE_CACHE_DIR,
-    PolymarketClient,
+    MarketSpec,
+    PolymarketLive,
+    PolymarketSnapshot,
     cache_key,
     event_buckets,
-    load_snapshot_grids,
     read_cached_responses,
     read_price_grid,
 )
@@ -29,6 +30,7 @@ from livemacro_helpers import serve
 UTC = timezone.utc
 JUNE = "how-many-jobs-added-in-june"  # June-2024 NFP event (released 2024-07-05, actual 206k)
 WINDOW = (1720094400, 1720110600)  # recorded request window: 2024-07-04 12:00Z .. 16:30Z, fidelity 1
+JUNE_MARKET = MarketSpec(JUNE, "nonfarm_payrolls", date(2024, 6, 1), *WINDOW, fidelity=1)
 
 
 def cache_dir() -> Path:
@@ -37,7 +39,8 @@ def cache_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def grids() -> pl.DataFrame:
-    return load_snapshot_grids(get_settings().require_snapshot())
+    # the snapshot client with no market configured serves the recorded hourly grids
+    return PolymarketSnapshot(get_settings().require_snapshot()).market_prices()
 
 
 def test_grid_sizes_and_verbatim_labels(grids):
@@ -108,7 +111,7 @@ def test_recorded_cache_parses_whole():
 
 
 def test_snapshot_client_finds_recorded_requests():
-    client = PolymarketClient("snapshot", cache_dir=cache_dir())
+    client = PolymarketSnapshot(cache_dir=cache_dir())
     ev = client.event_by_slug(JUNE)
     assert cache_key("event_slug", f"https://gamma-api.polymarket.com/events/slug/{JUNE}") == \
         "508712e27134586d17faab698066655c9c6367d2"
@@ -133,24 +136,21 @@ def test_live_client_against_loopback_server_matches_snapshot(tmp_path):
 
     def prices(q):
         # answer like CLOB: look the request up by its canonical public URL (what was recorded)
-        url = PolymarketClient("snapshot", cache_dir=cache).prices_history_url(
+        url = PolymarketSnapshot(cache_dir=cache).prices_history_url(
             q["market"][0], int(q["startTs"][0]), int(q["endTs"][0]), int(q["fidelity"][0]))
         p = cache / f"{cache_key('prices_history', url)}.json"
         return (200, p.read_bytes()) if p.is_file() else (400, b'{"error": "invalid filters"}')
 
     event_body = (cache / f"{cache_key('event_slug', f'https://gamma-api.polymarket.com/events/slug/{JUNE}')}.json").read_bytes()
     with serve({f"/events/slug/{JUNE}": event_body, "/prices-history": prices}) as (base, seen):
-        live = PolymarketClient("live", gamma_url=base, clob_url=base)
-        got = live.market_prices(JUNE, indicator_id="nonfarm_payrolls", reference_period=date(2024, 6, 1),
-                                 start_ts=WINDOW[0], end_ts=WINDOW[1], fidelity=1)
+        live = PolymarketLive(gamma_url=base, clob_url=base)
+        got = live.market_prices([JUNE_MARKET])
         with pytest.raises(SourceError, match=r"HTTP 400"):
             live.prices_history("123", *WINDOW, fidelity=1)
         with pytest.raises(SourceError, match=r"/events/slug/nope.*HTTP 404"):
             live.event_by_slug("nope")
     assert sum(s.startswith("/prices-history?market=") for s in seen) == 6
-    snap = PolymarketClient("snapshot", cache_dir=cache).market_prices(
-        JUNE, indicator_id="nonfarm_payrolls", reference_period=date(2024, 6, 1),
-        start_ts=WINDOW[0], end_ts=WINDOW[1], fidelity=1)
+    snap = PolymarketSnapshot(get_settings().require_snapshot()).market_prices([JUNE_MARKET])
     cols = ["market_id", "bucket_label", "token_id", "ts", "price"]
     assert got.height == snap.height == 5 * 270
     assert got.select(cols).equals(snap.select(cols))

@@ -9,17 +9,18 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from leaf_live.macro.forecasters.windows import nowcast_windows
+from leaf_live.macro.windows import nowcast_windows
 from leaf_live.core.settings import get_settings
 from leaf_live.core.sources import SourceError
 from leaf_live.macro.sources.recorded_nowcasts import (
     NON_REPORTING_VARIABLES,
     REPORTING_VARIABLES,
-    load_recorded_nowcasts,
+    RecordedNowcastsSnapshot,
     read_recorded_csv,
     unit_slip_reason,
 )
 from leaf_live.core.storage import conform, open_db, read_table, replace_partition
+from leaf_live.macro.nowcasts import WRITER_COLUMNS
 
 from livemacro_helpers import live_releases
 
@@ -35,12 +36,12 @@ def windows() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def recorded(windows):
-    return load_recorded_nowcasts(get_settings().require_snapshot(), windows=windows)
+    return RecordedNowcastsSnapshot(get_settings().require_snapshot()).load(windows)
 
 
 def test_counts_per_file_and_variable(recorded):
     frame, summaries = recorded
-    conform("nowcasts", frame)
+    conform("nowcasts", frame, deferred=WRITER_COLUMNS)
     by_file = {Path(s.file).name: (s.rows, s.imported, s.valid, s.skipped_non_reporting) for s in summaries}
     assert by_file == {
         "2026-02_core_macroeconomic_conditions.csv": (5651, 5651, 5651, 0),
@@ -69,7 +70,7 @@ def test_counts_per_file_and_variable(recorded):
         ("2026-04", "ism_manufacturing_index"): (211, 211), ("2026-04", "ism_services_index"): (266, 266),
     }
     assert set(frame.get_column("model_id").unique()) == {GPT5}
-    assert set(frame.get_column("producer").unique()) == {"recorded_nowcasts"}
+    assert frame.get_column("producer").null_count() == frame.height  # the writing asset stamps its producer
     assert (frame.get_column("available_at") == frame.get_column("issued_at")).all()
 
 
@@ -246,7 +247,7 @@ def test_partitions_round_trip_through_duckdb(tmp_path, recorded):
     frame, _ = recorded
     with open_db(tmp_path / "t.duckdb") as con:
         for pk in frame.get_column("partition_key").unique().sort():
-            part = frame.filter(pl.col("partition_key") == pk)
+            part = frame.filter(pl.col("partition_key") == pk).with_columns(pl.lit("recorded_nowcasts").alias("producer"))
             replace_partition(con, "nowcasts", part, {"producer": "recorded_nowcasts", "partition_key": pk})
         back = read_table(con, "nowcasts")
     assert back.height == frame.height == 5651 + 5025 + 211 + 266

@@ -4,66 +4,66 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from leaf_live.core.sources import SourceError
-from leaf_live.macro.sources.fred import fetch_fred_first_release, fetch_fred_series
+from leaf_live.macro.sources.fred import FredLive, FredSnapshot
 
 
 def test_snapshot_folders_and_headers(snapshot_dir):
     # date,value (codex_macro_monitor): PAYEMS 1980-01 = 90,800 thousand persons
-    payems = fetch_fred_series("PAYEMS", transport="snapshot", snapshot_dir=snapshot_dir)
+    payems = FredSnapshot(snapshot_dir).series("PAYEMS")
     assert payems.schema == {"date": pl.Date, "value": pl.Float64}
     assert payems.row(0) == (date(1980, 1, 1), 90800.0)
     # observation_date,PCEC96 (livemacroeval)
-    pce = fetch_fred_series("PCEC96", transport="snapshot", snapshot_dir=snapshot_dir)
+    pce = FredSnapshot(snapshot_dir).series("PCEC96")
     assert pce.height == 230 and pce.row(0) == (date(2007, 1, 1), 11181.0) and pce.row(-1) == (date(2026, 2, 1), 16698.9)
     # date,UNRATE (thecoderstef, newest vintage) is preferred over the older codex file; both say 14.8 in 2020-04
-    unrate = fetch_fred_series("UNRATE", transport="snapshot", snapshot_dir=snapshot_dir)
+    unrate = FredSnapshot(snapshot_dir).series("UNRATE")
     assert unrate["date"].max() == date(2026, 6, 1) and unrate.height == 377
-    old = fetch_fred_series("UNRATE", transport="snapshot", snapshot_dir=snapshot_dir, folder="codex_macro_monitor")
+    old = FredSnapshot(snapshot_dir, folder="codex_macro_monitor").series("UNRATE")
     assert old.filter(pl.col("date") == date(2025, 10, 1))["value"].to_list() == [None]  # shutdown gap
     for f in (unrate, old):
         assert f.filter(pl.col("date") == date(2020, 4, 1))["value"].item() == 14.8
-    window = fetch_fred_series("UNRATE", transport="snapshot", snapshot_dir=snapshot_dir,
-                               observation_start=date(2026, 1, 1), observation_end=date(2026, 3, 1))
+    window = FredSnapshot(snapshot_dir).series("UNRATE", observation_start=date(2026, 1, 1),
+                                               observation_end=date(2026, 3, 1))
     assert window["date"].to_list() == [date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1)]
 
 
 def test_snapshot_errors(snapshot_dir, tmp_path):
     with pytest.raises(SourceError, match=r"no snapshot file for FRED series 'NOPE'.*available: \[.*'PAYEMS'"):
-        fetch_fred_series("NOPE", transport="snapshot", snapshot_dir=snapshot_dir)
+        FredSnapshot(snapshot_dir).series("NOPE")
     bad = tmp_path / "macro" / "fred_series" / "mine"
     bad.mkdir(parents=True)
     (bad / "HOUST.csv").write_text("date,HOUST\n2024-01-01,1376\n2024-02-01,1.5k\n")
     with pytest.raises(SourceError, match=r"mine/HOUST.csv, row 2 \(line 3\), field HOUST='1.5k': not a number"):
-        fetch_fred_series("HOUST", transport="snapshot", snapshot_dir=tmp_path)
+        FredSnapshot(tmp_path).series("HOUST")
     with pytest.raises(ValueError, match="one vintage"):
-        fetch_fred_series("HOUST", transport="snapshot", snapshot_dir=tmp_path, vintage_date=date(2024, 3, 1))
+        FredSnapshot(tmp_path).series("HOUST", vintage_date=date(2024, 3, 1))
 
 
 def test_live_fredgraph_keyless(http_server):
     # fredgraph.csv as FRED serves it today: observation_date header, empty cell for a missing value
     body = "observation_date,PAYEMS\n2025-08-01,159540\n2025-09-01,159659\n2025-10-01,\n2025-11-01,159592\n"
     http_server.routes["/graph/fredgraph.csv"] = lambda q: (200, "text/csv", body)
-    got = fetch_fred_series("PAYEMS", transport="live", snapshot_dir=None, graph_url=http_server.url,
-                            observation_start=date(2025, 9, 1))
+    got = FredLive(graph_url=http_server.url).series("PAYEMS", observation_start=date(2025, 9, 1))
     assert got.rows() == [(date(2025, 9, 1), 159659.0), (date(2025, 10, 1), None), (date(2025, 11, 1), 159592.0)]
     assert http_server.requests == [("/graph/fredgraph.csv", {"id": ["PAYEMS"], "cosd": ["2025-09-01"]})]
     # the older DATE header and '.' for missing are accepted too
     http_server.routes["/graph/fredgraph.csv"] = lambda q: (200, "text/csv", "DATE,UNRATE\n2013-10-01,.\n2013-11-01,7.0\n")
-    got = fetch_fred_series("UNRATE", transport="live", snapshot_dir=None, graph_url=http_server.url)
+    got = FredLive(graph_url=http_server.url).series("UNRATE")
     assert got.rows() == [(date(2013, 10, 1), None), (date(2013, 11, 1), 7.0)]
 
 
 def test_live_fredgraph_errors(http_server):
     http_server.routes["/graph/fredgraph.csv"] = lambda q: (200, "text/html", "<html>Series not found</html>")
     with pytest.raises(SourceError, match=r"fredgraph.csv\?id=XX, row 0 \(line 1\), field header='<html>"):
-        fetch_fred_series("XX", transport="live", snapshot_dir=None, graph_url=http_server.url)
+        FredLive(graph_url=http_server.url).series("XX")
     with pytest.raises(SourceError, match=r"HTTP 404"):
-        fetch_fred_series("XX", transport="live", snapshot_dir=None, graph_url=http_server.url + "/nothing")
+        FredLive(graph_url=http_server.url + "/nothing").series("XX")
 
 
 def _observations(q: dict) -> tuple[int, str, str]:
@@ -87,28 +87,28 @@ def _observations(q: dict) -> tuple[int, str, str]:
     return 200, "application/json", json.dumps(payload)
 
 
-def test_live_alfred_vintage_and_first_release(http_server, monkeypatch):
+def test_live_alfred_vintage_and_first_release(http_server):
     http_server.routes["/fred/series/observations"] = _observations
-    api = http_server.url + "/fred"
-    monkeypatch.setenv("FRED_API_KEY", "k3y")
-    vint = fetch_fred_series("PAYEMS", transport="live", snapshot_dir=None, api_url=api, vintage_date=date(2013, 11, 8))
+    live = FredLive(api_key="k3y", api_url=http_server.url + "/fred")
+    vint = live.series("PAYEMS", vintage_date=date(2013, 11, 8))
     assert vint.rows() == [(date(2013, 9, 1), 136256.0), (date(2013, 10, 1), 136460.0)]
     path, q = http_server.requests[-1]
     assert path == "/fred/series/observations"
     assert q["series_id"] == ["PAYEMS"] and q["file_type"] == ["json"]
     assert q["realtime_start"] == q["realtime_end"] == ["2013-11-08"]
-    first = fetch_fred_first_release("PAYEMS", api_url=api)
+    first = live.first_release("PAYEMS")
     assert first.rows() == [(date(2013, 10, 1), 136460.0, date(2013, 11, 8)), (date(2013, 11, 1), None, date(2013, 12, 6))]
     assert http_server.requests[-1][1]["output_type"] == ["4"]
 
 
-def test_live_alfred_key_handling(http_server, monkeypatch):
-    monkeypatch.delenv("FRED_API_KEY", raising=False)
+def test_live_alfred_key_handling(http_server):
     with pytest.raises(ValueError, match="set FRED_API_KEY"):
-        fetch_fred_series("PAYEMS", transport="live", snapshot_dir=None, vintage_date=date(2013, 11, 8))
+        FredLive().series("PAYEMS", vintage_date=date(2013, 11, 8))
+    with pytest.raises(ValueError, match="no release dates"):
+        FredSnapshot(Path(__file__).parent).first_release("PAYEMS")
     http_server.routes["/fred/series/observations"] = _observations
     with pytest.raises(SourceError) as err:
-        fetch_fred_first_release("PAYEMS", api_key="wrong-secret", api_url=http_server.url + "/fred")
+        FredLive(api_key="wrong-secret", api_url=http_server.url + "/fred").first_release("PAYEMS")
     msg = str(err.value)
     assert "HTTP 400" in msg and "api_key is not registered" in msg and "api_key=***" in msg
     assert "wrong-secret" not in msg

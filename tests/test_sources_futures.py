@@ -11,9 +11,10 @@ from leaf_live.core.sources import SourceError
 from leaf_live.macro.sources.futures import (
     COVERAGE_FILE,
     PANEL_VALID_FILE,
+    FuturesLive,
+    FuturesSnapshot,
     IntradayBarProvider,
-    YFinanceBars,
-    load_window_prices,
+    minute_closes,
 )
 
 UTC = timezone.utc
@@ -21,7 +22,7 @@ UTC = timezone.utc
 
 @pytest.fixture(scope="module")
 def prices(snapshot_dir):
-    return load_window_prices("snapshot", snapshot_dir)
+    return FuturesSnapshot(snapshot_dir).window_prices()
 
 
 def test_panel_windows(prices, snapshot_dir):
@@ -45,7 +46,7 @@ def test_coverage_adds_the_live_window_and_agrees_with_panel(prices, snapshot_di
     catch_up = cov.filter(pl.col("release_at") == datetime(2025, 12, 16, 13, 29, tzinfo=UTC)).row(0, named=True)
     assert (catch_up["price_before"], catch_up["price_after"]) == (6875.75, 6867.75)
     # independent copy: wherever both files price a window they agree
-    both = load_window_prices("snapshot", snapshot_dir, include_coverage=False)
+    both = FuturesSnapshot(snapshot_dir, include_coverage=False).window_prices()
     coverage_only = pl.read_csv(snapshot_dir / COVERAGE_FILE, infer_schema=False).filter(pl.col("valid") == "True")
     cov_all = coverage_only.select(
         pl.col("release_datetime_et").str.to_datetime("%Y-%m-%d %H:%M:%S").dt.replace_time_zone("America/New_York")
@@ -59,7 +60,7 @@ def test_coverage_adds_the_live_window_and_agrees_with_panel(prices, snapshot_di
 
 def test_snapshot_filter_by_release_times(snapshot_dir):
     t = datetime(2010, 1, 8, 13, 30, tzinfo=UTC)
-    got = load_window_prices("snapshot", snapshot_dir, release_times=[t, t + timedelta(days=1)])
+    got = FuturesSnapshot(snapshot_dir).window_prices([t, t + timedelta(days=1)])
     assert got.select("release_at", "price_before", "price_after").rows() == [(t, 1137.75, 1135.0)]
 
 
@@ -72,7 +73,7 @@ def test_conflicting_windows_in_one_minute(tmp_path, snapshot_dir):
     lines[4] = lines[4].replace(",1137.75,1135.0", ",1137.5,1135.0")
     dst.write_text("".join(lines))
     with pytest.raises(SourceError, match=r"field_releases_valid.csv, row 4 \(line 5\), field start_bar_close="):
-        load_window_prices("snapshot", tmp_path, include_coverage=False)
+        FuturesSnapshot(tmp_path, include_coverage=False).window_prices()
 
 
 class MinuteBars:
@@ -98,23 +99,35 @@ def test_live_provider_windows():
         t2 - timedelta(minutes=6): 7290.0, t2 + timedelta(minutes=30): 7288.5,
     })
     assert isinstance(bars, IntradayBarProvider)
-    got = load_window_prices("live", None, provider=bars, release_times=pl.Series([t1, t2, t3, t1]))
+    got = FuturesLive(bars).window_prices(pl.Series([t1, t2, t3, t1]))
     assert got.select("release_at", "price_before", "price_after", "source", "contract_code").rows() == [
         (t2, 7290.0, 7288.5, "memory", None), (t1, 7300.25, 7321.0, "memory", None)]
     assert got["partition_key"].to_list() == ["2026-06", "2026-06"]
     assert (got["available_at"] == got["release_at"] + timedelta(minutes=30)).all()
     assert t3 - timedelta(minutes=6) in bars.asked  # the one-minute fallback was tried, then given up
     with pytest.raises(ValueError, match="release_times"):
-        load_window_prices("live", None, provider=bars)
+        FuturesLive(bars).window_prices()
 
 
 def test_live_provider_bad_close():
     t = datetime(2026, 6, 5, 12, 30, tzinfo=UTC)
     bars = MinuteBars({t - timedelta(minutes=5): 0.0, t + timedelta(minutes=30): 7321.0})
     with pytest.raises(SourceError, match="memory:ES=F.*non-positive"):
-        load_window_prices("live", None, provider=bars, release_times=[t])
+        FuturesLive(bars).window_prices([t])
 
 
-def test_yfinance_provider_is_a_provider():
-    assert isinstance(YFinanceBars(), IntradayBarProvider) and YFinanceBars.name == "yfinance"
-    assert "30 days" in YFinanceBars.__doc__
+def test_yfinance_history_becomes_minute_closes_in_utc():
+    import pandas as pd
+
+    # a yfinance 1-minute history of ES=F: bar open times in America/New_York, one NaN close (no trade)
+    idx = pd.DatetimeIndex(["2026-03-06 08:24", "2026-03-06 08:25", "2026-03-06 08:26", "2026-03-06 09:00"],
+                           tz="America/New_York")
+    hist = pd.DataFrame({"Open": [1.0] * 4, "Close": [6801.25, float("nan"), 6799.5, 6790.0]}, index=idx)
+    got = minute_closes(hist)
+    # 08:24 EST = 13:24 UTC; the NaN bar is absent, so close_at falls back a minute (the panel's convention)
+    assert got == {datetime(2026, 3, 6, 13, 24, tzinfo=UTC): 6801.25, datetime(2026, 3, 6, 13, 26, tzinfo=UTC): 6799.5,
+                   datetime(2026, 3, 6, 14, 0, tzinfo=UTC): 6790.0}
+    # a naive index is read as New York time (summer: UTC-4)
+    naive = pd.DataFrame({"Close": [7000.5]}, index=pd.DatetimeIndex(["2026-06-05 08:25"]))
+    assert minute_closes(naive) == {datetime(2026, 6, 5, 12, 25, tzinfo=UTC): 7000.5}
+    assert minute_closes(None) == {} and minute_closes(hist.iloc[:0]) == {}

@@ -12,7 +12,9 @@ import pytest
 
 from leaf_live.core import storage
 from leaf_live.core.sources import SourceError
-from leaf_live.macro.sources.releases import LIVE_FILE, PANEL_FILES, load_release_calendar, read_calendar_file
+from leaf_live.macro.sources.releases import (
+    LIVE_FILE, PANEL_FILES, ReleaseCalendarLive, ReleaseCalendarSnapshot, read_calendar_file,
+)
 
 UTC = timezone.utc
 HEADER = "field_id,release_datetime_et,event,event_base_matched,A,C,raw_surprise\n"
@@ -27,12 +29,12 @@ def _row(cal: pl.DataFrame, indicator: str, at: datetime) -> dict:
 
 @pytest.fixture(scope="module")
 def cal(snapshot_dir):
-    return load_release_calendar("snapshot", snapshot_dir)
+    return ReleaseCalendarSnapshot(snapshot_dir).calendar()
 
 
 @pytest.fixture(scope="module")
 def ff(snapshot_dir):
-    return load_release_calendar("snapshot", snapshot_dir, sources=("forexfactory",))
+    return ReleaseCalendarSnapshot(snapshot_dir, sources=("forexfactory",)).calendar()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -89,7 +91,7 @@ def test_period_labels(cal):
 
 
 def test_months_filter(snapshot_dir, cal):
-    part = load_release_calendar("snapshot", snapshot_dir, months=["2018-04"])
+    part = ReleaseCalendarSnapshot(snapshot_dir).calendar(months=["2018-04"])
     assert part.height > 0 and set(part["partition_key"]) == {"2018-04"}
     assert part.equals(cal.filter(pl.col("partition_key") == "2018-04"))
 
@@ -132,7 +134,7 @@ def test_malformed_row_names_file_row_field(tmp_path, line, field, fragment):
     f = tmp_path / "bad_calendar.csv"
     f.write_text(HEADER + GOOD + line)
     with pytest.raises(SourceError) as err:
-        load_release_calendar("snapshot", tmp_path, sources=("livemacroeval_live",), calendar_file=f)
+        ReleaseCalendarSnapshot(tmp_path, sources=("livemacroeval_live",), calendar_file=f).calendar()
     msg = str(err.value)
     assert "bad_calendar.csv" in msg and "row 2 (line 3)" in msg and field in msg and fragment in msg, msg
     assert (err.value.row, err.value.file) == (2, "bad_calendar.csv")
@@ -160,7 +162,7 @@ def test_bad_file_in_snapshot_fails_whole_load(tmp_path, snapshot_dir):
     lines[5] = lines[5].replace("2010-01-14 08:30:00", "2010-01-14 08:30:xx")
     path.write_text("".join(lines))
     with pytest.raises(SourceError, match=r"field_releases.csv, row 5 \(line 6\), field release_datetime_et="):
-        load_release_calendar("snapshot", tmp_path, sources=("livemacroeval_panel",))
+        ReleaseCalendarSnapshot(tmp_path, sources=("livemacroeval_panel",)).calendar()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -222,7 +224,7 @@ def test_forexfactory_bad_value(tmp_path):
         "2015-02-06,9:30pm,USD,Non-Farm Employment Change,High,257Q,234K,329K,2015-02-06 21:30:00\n"
     )
     with pytest.raises(SourceError, match=r"forex_factory_calendar_2015.csv, row 2 \(line 3\), field Actual='257Q'"):
-        load_release_calendar("snapshot", tmp_path, sources=("forexfactory",))
+        ReleaseCalendarSnapshot(tmp_path, sources=("forexfactory",)).calendar()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -232,17 +234,17 @@ def test_forexfactory_bad_value(tmp_path):
 
 def test_live_calendar_needs_a_file():
     with pytest.raises(ValueError, match="consensus forecasts have no free live API: pass calendar_file="):
-        load_release_calendar("live", None)
+        ReleaseCalendarLive(None)
     with pytest.raises(ValueError, match="'livemacroeval_panel' reads recorded files"):
-        load_release_calendar("live", None, calendar_file="x.csv")
+        ReleaseCalendarLive("x.csv").calendar()
 
 
 def test_live_calendar_from_url(http_server, snapshot_dir):
     body = (snapshot_dir / LIVE_FILE).read_text()
     http_server.routes["/export/calendar.csv"] = lambda q: (200, "text/csv", body)
     url = f"{http_server.url}/export/calendar.csv?week=this"
-    live = load_release_calendar("live", None, sources=("livemacroeval_live",), calendar_file=url)
-    recorded = load_release_calendar("snapshot", snapshot_dir, sources=("livemacroeval_live",))
+    live = ReleaseCalendarLive(url, sources=("livemacroeval_live",)).calendar()
+    recorded = ReleaseCalendarSnapshot(snapshot_dir, sources=("livemacroeval_live",)).calendar()
     assert live.height == 103
     cols = [c for c in live.columns if c != "source_file"]
     assert live.select(cols).equals(recorded.select(cols))
@@ -252,7 +254,7 @@ def test_live_calendar_from_url(http_server, snapshot_dir):
 
 def test_live_calendar_http_error(http_server):
     with pytest.raises(SourceError, match=r"/missing.csv: HTTP 404"):
-        load_release_calendar("live", None, sources=("livemacroeval_live",), calendar_file=f"{http_server.url}/missing.csv")
+        ReleaseCalendarLive(f"{http_server.url}/missing.csv", sources=("livemacroeval_live",)).calendar()
 
 
 def test_live_calendar_local_file_with_scheduled_rows(tmp_path):
@@ -260,7 +262,7 @@ def test_live_calendar_local_file_with_scheduled_rows(tmp_path):
     f.write_text("field_id,release_datetime_et,event,A,C\n"
                  "ism_manufacturing,2026-06-01 10:00:00,ISM Manufacturing PMI  (May),,52.9\n"
                  "housing_starts,2026-05-19 08:30:00,Housing Starts  (Apr),1402000.0,1390000.0\n")
-    live = load_release_calendar("live", None, sources=("livemacroeval_live",), calendar_file=f)
+    live = ReleaseCalendarLive(f, sources=("livemacroeval_live",)).calendar()
     storage.conform("release_calendar", live)
     assert live.select("indicator_id", "period_label", "actual", "consensus").rows() == [
         ("housing_starts", "2026-04", 1402.0, 1390.0), ("ism_manufacturing", "2026-05", None, 52.9)]

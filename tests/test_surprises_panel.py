@@ -16,8 +16,8 @@ import pytest
 from leaf_live.core import storage
 from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
 from leaf_live.macro.scoring import surprises as S
-from leaf_live.macro.sources.futures import load_window_prices
-from leaf_live.macro.sources.releases import PANEL_DIR, load_release_calendar
+from leaf_live.macro.sources.futures import FuturesSnapshot
+from leaf_live.macro.sources.releases import PANEL_DIR, ReleaseCalendarSnapshot
 
 ET = "America/New_York"
 UTC = timezone.utc
@@ -33,9 +33,9 @@ def _in_hist(col: str = "release_at") -> pl.Expr:
 
 @pytest.fixture(scope="module")
 def panel(snapshot_dir):
-    cal = load_release_calendar("snapshot", snapshot_dir)
+    cal = ReleaseCalendarSnapshot(snapshot_dir).calendar()
     rel = S.first_releases(cal)
-    prices = load_window_prices("snapshot", snapshot_dir)
+    prices = FuturesSnapshot(snapshot_dir).window_prices()
     ret = S.announcement_returns(prices, rel)
     scales = S.surprise_scales(rel)
     events = S.timestamp_group_events(rel, ret, scales)
@@ -215,8 +215,8 @@ def test_consensus_priority_and_fill(tmp_path):
         "2024-03-12,8:30pm,USD,CPI y/y,High,3.2%,3.0%,3.1%,2024-03-12 20:30:00\n"
         "2024-03-14,8:30pm,USD,PPI m/m,High,0.6%,0.3%,0.3%,2024-03-14 20:30:00\n"
     )
-    cal = load_release_calendar("snapshot", tmp_path, sources=("livemacroeval_live", "forexfactory"),
-                                calendar_file=export)
+    cal = ReleaseCalendarSnapshot(tmp_path, sources=("livemacroeval_live", "forexfactory"),
+                                  calendar_file=export).calendar()
     rel = S.first_releases(cal)
     assert rel.select("indicator_id", "release_at", "period_label", "actual", "consensus", "consensus_source",
                       "surprise", "source").rows() == [

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
-from leaf_live.macro.forecasters.windows import (
+from leaf_live.macro.windows import (
     WindowError,
     hourly_issue_times,
     mark_after_release,

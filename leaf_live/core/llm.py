@@ -5,7 +5,8 @@ Source: LiveMacroEval §3.4 and App. D (two web-search calls per model and hour)
 ("every LLM call stores model, prompt hash, request time, raw response, validity, usage and cost;
 re-scoring never re-calls a model").
 
-Configuration (environment, read by :func:`load_llm_config`):
+Configuration (environment variables, resolved by ``leaf_live.core.settings`` and parsed by
+:func:`load_llm_config`; the ``llm`` Dagster resource receives them as ``EnvVar``s):
 
 | variable                        | meaning                                                          | default |
 |---------------------------------|------------------------------------------------------------------|---------|
@@ -30,7 +31,6 @@ import email.utils
 import hashlib
 import json
 import math
-import os
 import random
 import re
 import time
@@ -45,7 +45,7 @@ import httpx
 import litellm
 import polars as pl
 
-from leaf_live.core.settings import SettingsError
+from leaf_live.core.settings import SettingsError, secret_values
 from leaf_live.core.storage import conform, polars_schema
 
 litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
@@ -161,13 +161,13 @@ def _env_number(env: Mapping[str, str], name: str, default: float, kind: type) -
         raise SettingsError(f"{name}={raw!r}: expected {'an integer' if kind is int else 'a number'}") from None
 
 
-def load_llm_config(env: Mapping[str, str] | None = None) -> LLMConfig:
-    """Read :class:`LLMConfig` from the environment (``os.environ`` by default; see the module table).
+def load_llm_config(env: Mapping[str, str]) -> LLMConfig:
+    """Parse :class:`LLMConfig` from ``LEAF_LIVE_LLM_*`` variables (name -> text; absent = default; see the
+    module table), e.g. ``leaf_live.core.settings.get_settings().llm`` or the ``llm`` resource's fields.
 
     Raises :class:`~leaf_live.core.settings.SettingsError` naming the variable and value on bad input.
     API keys are not read here (litellm reads the providers' own variables at call time).
     """
-    env = os.environ if env is None else env
     api_base = (env.get("LEAF_LIVE_LLM_API_BASE") or "").strip() or None
     models_raw = env.get("LEAF_LIVE_LLM_MODELS", "")
     models = tuple(ModelSpec.parse(m) for m in models_raw.split(",") if m.strip())
@@ -214,9 +214,8 @@ def redact_secrets(text: str | None) -> str | None:
     """Replace API keys (values of ``*_API_KEY`` variables and key-shaped tokens) with ``***``."""
     if text is None:
         return None
-    for name, value in os.environ.items():
-        if value and len(value) >= 6 and (name.endswith("_API_KEY") or name.endswith("_TOKEN")):
-            text = text.replace(value, "***")
+    for value in secret_values():
+        text = text.replace(value, "***")
     for pat in _KEY_PATTERNS:
         text = pat.sub(lambda m: (m.group(1) if m.groups() else "") + "***", text)
     return text
@@ -525,7 +524,8 @@ def _error_text(exc: BaseException) -> str:
 
 
 class LLMClient:
-    """The single LLM call path. Create one per run inside the running event loop.
+    """The single LLM call path: one client per run (the ``llm`` resource holds it), shared by every model
+    call of that run, so the RPM limit and the concurrency bound hold across them.
 
     ``complete`` never raises for provider or network errors: it returns a :class:`CallResult` whose
     record has ``status='failed'`` and the last error after ``config.max_attempts`` attempts.
@@ -545,9 +545,18 @@ class LLMClient:
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore: asyncio.Semaphore | None = None
         self._limiters: dict[str, RateLimiter] = {}
         self.records: list[CallRecord] = []
+
+    def _slots(self) -> asyncio.Semaphore:
+        """The concurrency bound of the running event loop (a client serves a whole run, which may drive
+        several loops one after another; the RPM limiters are loop-free and shared by all of them)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._semaphore is None:
+            self._loop, self._semaphore = loop, asyncio.Semaphore(self.config.max_concurrency)
+        return self._semaphore
 
     def limiter(self, spec: ModelSpec) -> RateLimiter:
         """The RPM limiter of one model (shared by all its concurrent calls)."""
@@ -602,7 +611,7 @@ class LLMClient:
         while attempts < self.retry.max_attempts:
             attempts += 1
             try:
-                async with self._semaphore:
+                async with self._slots():
                     await self.limiter(spec).acquire()
                     response = await asyncio.wait_for(
                         litellm.acompletion(messages=msgs, **kwargs), timeout=self.config.timeout_s

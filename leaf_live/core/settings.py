@@ -1,21 +1,36 @@
-"""Process-wide settings read from the environment (one place, no Dagster imports).
+"""Process-wide settings read from the environment: the ONE place in ``leaf_live`` that reads it (no Dagster
+imports). Everything else receives what it needs as arguments; the Dagster resources are built from these
+settings in ``resources.default_resources`` (secrets travel as Dagster ``EnvVar``s, never as values).
 
-| variable              | meaning                                                      | default                              |
-|-----------------------|--------------------------------------------------------------|--------------------------------------|
-| ``LEAF_LIVE_DB``       | DuckDB file the graph writes                                 | ``data/leaf_live.duckdb``            |
-| ``LEAF_LIVE_SNAPSHOT`` | directory of recorded source files (service formats)         | ``../shared/data`` when it exists    |
-| ``LEAF_LIVE_TRANSPORT``| ``snapshot`` (read files) or ``live`` (call the services)    | ``snapshot`` if a snapshot dir exists, else ``live`` |
+| variable                         | meaning                                                          | default                              |
+|----------------------------------|------------------------------------------------------------------|--------------------------------------|
+| ``LEAF_LIVE_DB``                  | DuckDB file the graph writes                                     | ``data/leaf_live.duckdb``            |
+| ``LEAF_LIVE_SNAPSHOT``            | directory of recorded source files (service formats)             | ``../shared/data`` when it exists    |
+| ``LEAF_LIVE_TRANSPORT``           | ``snapshot`` (read files) or ``live`` (call the services): which implementation every source resource gets | ``snapshot`` if a snapshot dir exists, else ``live`` |
+| ``LEAF_LIVE_LLM_*``               | LLM models and call limits (:data:`LLM_VARIABLES`, parsed by ``leaf_live.core.llm.load_llm_config``) | no models |
+| ``LEAF_LIVE_*_URL``               | live service URL overrides (:data:`URL_VARIABLES`)                | each service's public URL            |
+| ``FRED_API_KEY``                  | ALFRED vintages in live mode (secret: passed as a Dagster ``EnvVar``) | unset                            |
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_DB = Path("data/leaf_live.duckdb")
 DEFAULT_SNAPSHOT = Path("../shared/data")
 TRANSPORTS = ("snapshot", "live")
+LLM_VARIABLES = (
+    "LEAF_LIVE_LLM_MODELS", "LEAF_LIVE_LLM_API_BASE", "LEAF_LIVE_LLM_RPM", "LEAF_LIVE_LLM_CONCURRENCY",
+    "LEAF_LIVE_LLM_TIMEOUT_S", "LEAF_LIVE_LLM_MAX_ATTEMPTS", "LEAF_LIVE_LLM_MAX_TOKENS", "LEAF_LIVE_LLM_WEB_SEARCH",
+)
+URL_VARIABLES = (
+    "LEAF_LIVE_FRED_MD_BASE_URL", "LEAF_LIVE_GDPNOW_URL", "LEAF_LIVE_NYFED_NOWCAST_URL",
+    "LEAF_LIVE_CLEVELAND_NOWCAST_URL", "LEAF_LIVE_CHICAGO_CHURN_URL", "LEAF_LIVE_STLENI_URL",
+)
+SECRET_VARIABLES = ("FRED_API_KEY",)
 
 
 class SettingsError(ValueError):
@@ -24,9 +39,16 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
+    """Resolved settings. ``llm``: the ``LEAF_LIVE_LLM_*`` variables that are set (name -> text); ``urls``: the
+    ``LEAF_LIVE_*_URL`` overrides that are set; ``secrets_set``: names of secret variables that are set (their
+    values are read by Dagster ``EnvVar`` resources only)."""
+
     db_path: Path
     snapshot_dir: Path | None
     transport: str
+    llm: Mapping[str, str] = field(default_factory=dict)
+    urls: Mapping[str, str] = field(default_factory=dict)
+    secrets_set: frozenset[str] = frozenset()
 
     def require_snapshot(self) -> Path:
         """Return the snapshot directory or raise :class:`SettingsError` naming ``LEAF_LIVE_SNAPSHOT``."""
@@ -38,8 +60,13 @@ class Settings:
         return self.snapshot_dir
 
 
+def _set(names: tuple[str, ...]) -> dict[str, str]:
+    return {n: os.environ[n] for n in names if os.environ.get(n, "").strip()}
+
+
 def get_settings() -> Settings:
-    """Read the settings from the environment at call time (never cached, so tests can override)."""
+    """Read the settings from the environment at call time (never cached, so tests can override).
+    Raises :class:`SettingsError` for an unknown ``LEAF_LIVE_TRANSPORT``."""
     db = Path(os.environ.get("LEAF_LIVE_DB", str(DEFAULT_DB)))
     snap_env = os.environ.get("LEAF_LIVE_SNAPSHOT")
     if snap_env:
@@ -49,4 +76,11 @@ def get_settings() -> Settings:
     transport = os.environ.get("LEAF_LIVE_TRANSPORT") or ("snapshot" if snapshot is not None else "live")
     if transport not in TRANSPORTS:
         raise SettingsError(f"LEAF_LIVE_TRANSPORT={transport!r}: expected one of {TRANSPORTS}")
-    return Settings(db_path=db, snapshot_dir=snapshot, transport=transport)
+    return Settings(db_path=db, snapshot_dir=snapshot, transport=transport, llm=_set(LLM_VARIABLES),
+                    urls=_set(URL_VARIABLES), secrets_set=frozenset(_set(SECRET_VARIABLES)))
+
+
+def secret_values() -> list[str]:
+    """Values of the secret variables set now (``*_API_KEY``, ``*_TOKEN``, at least 6 characters), so the LLM
+    call path can redact them from error texts and stored responses. Never logged or stored."""
+    return [v for n, v in os.environ.items() if v and len(v) >= 6 and (n.endswith("_API_KEY") or n.endswith("_TOKEN"))]

@@ -100,19 +100,13 @@ def get_table(name: str) -> Table:
 # ---------------------------------------------------------------------------------------------
 
 
-def db_path(path: str | os.PathLike | None = None) -> Path:
-    """The DuckDB file: ``path`` if given, else ``LEAF_LIVE_DB``, else ``data/leaf_live.duckdb``."""
-    from leaf_live.core.settings import get_settings
-
-    return Path(path) if path is not None else get_settings().db_path
-
-
-def connect(path: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
-    """Open a read-write connection (creating the file and every registered table if needed).
+def connect(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+    """Open a read-write connection to the DuckDB file ``path`` (creating it and every registered table if
+    needed; callers resolve the path, e.g. ``leaf_live.core.settings.get_settings().db_path``).
 
     DuckDB allows one writing process at a time; Dagster runs use the in-process executor.
     """
-    p = db_path(path)
+    p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(p))
     con.execute("SET TimeZone='UTC'")
@@ -120,18 +114,18 @@ def connect(path: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect_read_only(path: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
-    """Open a read-only connection for analysts (works while no process holds the write lock)."""
-    p = db_path(path)
+def connect_read_only(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+    """Open a read-only connection to ``path`` for analysts (works while no process holds the write lock)."""
+    p = Path(path)
     if not p.exists():
-        raise StorageError(f"LEAF_LIVE_DB={p}: database file does not exist; run `leaf-live run` first")
+        raise StorageError(f"database file {p} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)")
     con = duckdb.connect(str(p), read_only=True)
     con.execute("SET TimeZone='UTC'")
     return con
 
 
 @contextmanager
-def open_db(path: str | os.PathLike | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+def open_db(path: str | os.PathLike) -> Iterator[duckdb.DuckDBPyConnection]:
     con = connect(path)
     try:
         yield con
@@ -175,12 +169,13 @@ def empty_frame(name: str) -> pl.DataFrame:
     return pl.DataFrame(schema=polars_schema(name))
 
 
-def conform(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+def conform(name: str, frame: pl.DataFrame, *, deferred: Sequence[str] = ()) -> pl.DataFrame:
     """Check and cast ``frame`` to table ``name``'s schema.
 
     Raises :class:`StorageError` naming the table and column when a column is missing or unknown,
     a value cannot be cast, or a NOT NULL column holds nulls (with the first offending row).
-    Timestamps must be timezone-aware; naive datetimes are refused rather than guessed.
+    Timestamps must be timezone-aware; naive datetimes are refused rather than guessed. ``deferred`` names
+    NOT NULL columns the writing stage fills later (e.g. ``producer``): they may still be NULL here.
     """
     table = get_table(name)
     want = polars_schema(name)
@@ -206,7 +201,7 @@ def conform(name: str, frame: pl.DataFrame) -> pl.DataFrame:
                 s = s.cast(target, strict=True)
             except Exception as exc:  # polars raises several error types
                 raise StorageError(f"table {name}, column {c.name}: cannot cast {s.dtype} to {target}: {exc}") from exc
-        if not c.nullable and s.null_count():
+        if not c.nullable and c.name not in deferred and s.null_count():
             row = int(s.is_null().arg_max())
             raise StorageError(f"table {name}, column {c.name}: NULL in NOT NULL column at frame row {row}")
         cols.append(s.alias(c.name))

@@ -11,17 +11,15 @@ the release timestamp are kept but flagged ``after_release`` and never scored (S
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from leaf_live.macro.catalog import get_indicator
+from leaf_live.core.pit import ET, UTC, et_month_key, flag_at_or_after, require_columns, require_tz_aware
 from leaf_live.core.storage import conform, empty_frame
+from leaf_live.macro.catalog import get_indicator
 
-ET = ZoneInfo("America/New_York")
-UTC = timezone.utc
 OPEN_DAY = 25  # the paper's jobs start on the 25th, 00:00 ET
 ONE_HOUR = timedelta(hours=1)
 
@@ -75,12 +73,8 @@ def nowcast_windows(releases: pl.DataFrame, *, open_day: int = OPEN_DAY) -> pl.D
     before the window opens, or two rows for the same (indicator_id, reference_period).
     """
     need = ("indicator_id", "reference_period", "release_at")
-    missing = [c for c in need if c not in releases.columns]
-    if missing:
-        raise WindowError(f"releases frame lacks column(s) {missing}; has {releases.columns}")
-    rel_dtype = releases.schema["release_at"]
-    if not isinstance(rel_dtype, pl.Datetime) or rel_dtype.time_zone is None:
-        raise WindowError(f"releases.release_at must be a tz-aware datetime, got {rel_dtype}")
+    require_columns(releases, need, "releases", WindowError)
+    require_tz_aware(releases, "release_at", "releases", WindowError)
     if not 1 <= open_day <= 28:
         raise WindowError(f"open_day={open_day}: expected a day that exists in every month (1..28)")
     seen: dict[tuple[str, date], int] = {}
@@ -114,7 +108,7 @@ def nowcast_windows(releases: pl.DataFrame, *, open_day: int = OPEN_DAY) -> pl.D
         rel_et = closes_at.astimezone(ET)
         rows.append(
             {
-                "partition_key": f"{rel_et.year:04d}-{rel_et.month:02d}",
+                "partition_key": et_month_key(closes_at),
                 "indicator_id": ind_id,
                 "reference_period": ref,
                 "target_month": tm,
@@ -168,13 +162,8 @@ def mark_after_release(nowcasts: pl.DataFrame, windows: pl.DataFrame) -> pl.Data
     is new): their release is not scheduled yet, so they cannot be after it. Row order and every other column
     are kept. Raises :class:`WindowError` for missing columns or duplicate windows.
     """
-    for frame, name, cols in (
-        (nowcasts, "nowcasts", ("indicator_id", "reference_period", "issued_at")),
-        (windows, "windows", ("indicator_id", "reference_period", "closes_at")),
-    ):
-        missing = [c for c in cols if c not in frame.columns]
-        if missing:
-            raise WindowError(f"{name} frame lacks column(s) {missing}")
+    require_columns(nowcasts, ("indicator_id", "reference_period", "issued_at"), "nowcasts", WindowError)
+    require_columns(windows, ("indicator_id", "reference_period", "closes_at"), "windows", WindowError)
     w = windows.select("indicator_id", "reference_period", pl.col("closes_at").alias("_closes_at"))
     dup = w.group_by("indicator_id", "reference_period").len().filter(pl.col("len") > 1)
     if dup.height:
@@ -185,7 +174,7 @@ def mark_after_release(nowcasts: pl.DataFrame, windows: pl.DataFrame) -> pl.Data
     out = base.with_row_index("_row").join(w, on=["indicator_id", "reference_period"], how="left")
     out = out.with_columns(
         pl.when(pl.col("_closes_at").is_not_null())
-        .then(pl.col("issued_at") >= pl.col("_closes_at"))
+        .then(flag_at_or_after(pl.col("issued_at"), pl.col("_closes_at")))
         .otherwise(pl.col("after_release"))
         .alias("after_release")
     )

@@ -34,9 +34,9 @@ from leaf_live.core.llm import (
     LLMConfig,
     ModelSpec,
     llm_calls_frame,
-    load_llm_config,
     utc_now,
 )
+from leaf_live.core.pit import require_columns, shift_month
 from leaf_live.macro.agents.parsing import (
     ParsedAnswer,
     VariableResult,
@@ -78,7 +78,7 @@ class GroupTarget:
             raise ValueError(f"group={group!r}: expected one of {PROMPT_GROUPS}")
         tm = date(target_month.year, target_month.month, 1)
         if release_month is None:
-            release_month = date(tm.year + tm.month // 12, tm.month % 12 + 1, 1)
+            release_month = date(*shift_month(tm.year, tm.month, 1), 1)
         ids = indicators_in_group(group)
         periods = resolve_reference_periods(group, tm, {k: v for k, v in (reference_periods or {}).items() if k in ids})
         times = {}
@@ -205,63 +205,95 @@ async def nowcast_team(
     return _rows(_parse(orch, group), spec, target, partition_key, orch, [researcher, verifier, orch])
 
 
-def hour_partition_key(scheduled_at: datetime) -> str:
-    """Dagster hourly partition key of a UTC hour: ``YYYY-MM-DD-HH:MM``."""
-    return f"{scheduled_at:%Y-%m-%d-%H:%M}"
+async def nowcast_targets(
+    client: LLMClient, spec: ModelSpec, targets: Sequence[GroupTarget], partition_key: str
+) -> pl.DataFrame:
+    """One model's nowcasts for every prompt group of ``targets``, concurrently (single or team design by
+    ``spec.design``); ``partition_key`` names the slice the rows belong to."""
+    if not targets:
+        return empty_frame("nowcasts")
+    run = nowcast_team if spec.design == "team" else nowcast_single
+    frames = await asyncio.gather(*(run(client, spec, t, partition_key) for t in targets))
+    return pl.concat(frames, how="vertical")
+
+
+def window_targets(windows: pl.DataFrame) -> list[GroupTarget]:
+    """The App. D prompt groups of every target month with an open window (``nowcast_windows`` rows:
+    ``target_month``, ``indicator_id``, ``reference_period``, ``closes_at``), in target-month order; each
+    indicator's reference period and release time come from its window."""
+    require_columns(windows, ("target_month", "indicator_id", "reference_period", "closes_at"), "windows")
+    out: list[GroupTarget] = []
+    for (target,), g in windows.sort("target_month", maintain_order=True).group_by("target_month", maintain_order=True):
+        out.extend(hour_targets(
+            target,
+            reference_periods=dict(zip(g["indicator_id"], g["reference_period"])),
+            release_times=dict(zip(g["indicator_id"], g["closes_at"])),
+        ))
+    return out
+
+
+class LLMNowcaster:
+    """One configured LLM (``spec``: ``provider/model@design``) under the forecaster contract
+    (:class:`leaf_live.core.forecaster.AsyncForecaster`): ``await aforecast(windows)`` asks the model, through
+    the run's one ``client``, for both App. D prompt groups of every target month among the open ``windows``
+    and returns their ``nowcasts`` rows in slice ``partition_key`` (invalid answers are rows with a reason;
+    every call lands in ``client.records``)."""
+
+    def __init__(self, spec: ModelSpec, client: LLMClient, *, partition_key: str) -> None:
+        self.spec = spec
+        self.model_id = spec.model_id
+        self.client = client
+        self.partition_key = partition_key
+
+    async def aforecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        return await nowcast_targets(self.client, self.spec, window_targets(tasks), self.partition_key)
 
 
 async def run_nowcast_hour(
     targets: Sequence[GroupTarget],
     *,
-    scheduled_at: datetime,
+    partition_key: str,
     models: Sequence[ModelSpec] | None = None,
     config: LLMConfig | None = None,
     client: LLMClient | None = None,
-    partition_key: str | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One hour of LLM nowcasts: every model x every prompt group, fanned out concurrently.
 
-    ``targets``: the prompt groups to run (usually :func:`hour_targets`); ``scheduled_at``: the hour
-    (tz-aware; names the partition unless ``partition_key`` is given); ``models``: default
-    ``config.models``; ``config``: default :func:`load_llm_config`; ``client``: an existing call path
+    ``targets``: the prompt groups to run (usually :func:`hour_targets`); ``partition_key``: the slice the
+    rows belong to (the hour); ``models``: default ``config.models``; ``client``: the run's call path
     (default: a new :class:`LLMClient` on ``config`` with ``clock``).
 
-    Returns ``(nowcasts, llm_calls)`` frames conforming to the two tables: one ``nowcasts`` row per model,
-    group and indicator (16 per model for both groups; invalid rows keep their reason) and one
-    ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``). With no models both frames are
-    empty (the caller reports :data:`leaf_live.core.llm.NO_MODELS_MESSAGE`). Raises ``ValueError`` only
-    for bad arguments (naive ``scheduled_at``, a group listed twice), before any call is made.
+    Returns ``(nowcasts, llm_calls)`` frames conforming to the two tables (``producer`` NULL: the writer
+    stamps it): one ``nowcasts`` row per model, group and indicator (16 per model for both groups; invalid
+    rows keep their reason) and one ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``).
+    With no models both frames are empty (the caller reports :data:`leaf_live.core.llm.NO_MODELS_MESSAGE`).
+    Raises ``ValueError`` only for bad arguments (neither ``config`` nor ``client``, a group listed twice),
+    before any call is made.
     """
-    if scheduled_at.tzinfo is None:
-        raise ValueError(f"scheduled_at={scheduled_at!r}: must be timezone-aware (UTC)")
     groups = [t.group for t in targets]
     if len(set(groups)) != len(groups):
         raise ValueError(f"targets: prompt group listed twice in {groups}")
-    config = config or load_llm_config()
+    if config is None and client is None:
+        raise ValueError("run_nowcast_hour: pass config= (or the run's client=)")
+    config = config or client.config
     models = list(config.models if models is None else models)
-    pk = partition_key or hour_partition_key(scheduled_at)
     if not models or not targets:
         return empty_frame("nowcasts"), empty_frame("llm_calls")
     client = client or LLMClient(config, clock=clock)
     start = len(client.records)
-    jobs = [
-        (nowcast_team if spec.design == "team" else nowcast_single)(client, spec, target, pk)
-        for spec in models
-        for target in targets
-    ]
-    frames = await asyncio.gather(*jobs)
+    frames = await asyncio.gather(*(nowcast_targets(client, spec, targets, partition_key) for spec in models))
     nowcasts = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
-    calls = llm_calls_frame(client.records[start:], pk)
+    calls = llm_calls_frame(client.records[start:], partition_key)
     return nowcasts, calls
 
 
 def run_nowcast_hour_sync(targets: Sequence[GroupTarget], **kwargs: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """:func:`run_nowcast_hour` in a fresh event loop (for synchronous callers such as a Dagster asset)."""
+    """:func:`run_nowcast_hour` in a fresh event loop (for synchronous callers)."""
     return asyncio.run(run_nowcast_hour(targets, **kwargs))
 
 
 __all__ = [
-    "GroupTarget", "hour_partition_key", "hour_targets", "nowcast_single", "nowcast_team", "run_nowcast_hour",
-    "run_nowcast_hour_sync",
+    "GroupTarget", "LLMNowcaster", "hour_targets", "nowcast_single", "nowcast_targets", "nowcast_team",
+    "run_nowcast_hour", "run_nowcast_hour_sync", "window_targets",
 ]

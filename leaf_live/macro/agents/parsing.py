@@ -37,10 +37,10 @@ from typing import Any
 import polars as pl
 
 from leaf_live.macro.catalog import get_indicator, indicators_in_group
-from leaf_live.macro.forecasters.nowcast_frame import build_nowcasts
+from leaf_live.core.pit import flag_at_or_after
 from leaf_live.core.storage import polars_schema
+from leaf_live.macro.nowcasts import build_nowcasts
 
-PRODUCER = "llm_nowcasts"
 MAX_RATIONALE_CHARS = 4000  # kept text; longer rationales are cut, not rejected
 ENTRY_FIELDS = frozenset({"value", "unit", "rationale", "sources"})
 
@@ -330,10 +330,11 @@ def nowcast_rows(
     completion_tokens: int | None = None,
     cost_usd: float | None = None,
 ) -> pl.DataFrame:
-    """Rows of the ``nowcasts`` table (producer ``llm_nowcasts``) for one parsed answer.
+    """Rows of the ``nowcasts`` table (``producer`` NULL: the writer stamps it) for one parsed answer.
 
     ``issued_at`` must be timezone-aware (UTC); ``available_at`` = ``issued_at``. ``after_release`` is
-    ``issued_at >= release_times[indicator]`` (False when the release time is not given). ``citations``
+    ``issued_at >= release_times[indicator]`` (:func:`leaf_live.core.pit.flag_at_or_after`; False when the
+    release time is not given). ``citations``
     are response-level URLs, merged with each variable's own ``sources`` into a JSON list.
     Raises ``ValueError`` for a naive ``issued_at`` or a missing reference period, and
     :class:`~leaf_live.core.storage.StorageError` if the frame does not fit the table.
@@ -342,13 +343,14 @@ def nowcast_rows(
         raise ValueError(f"issued_at={issued_at!r}: must be timezone-aware (UTC)")
     release_times = release_times or {}
     response_urls = list(dict.fromkeys(citations))
-    rows = []
+    rows, released = [], []
     for iid, v in parsed.variables.items():
         if iid not in reference_periods:
             raise ValueError(f"reference_periods: no reference period for {iid!r}")
         rel = release_times.get(iid)
         if rel is not None and rel.tzinfo is None:
             raise ValueError(f"release_times[{iid!r}]={rel!r}: must be timezone-aware")
+        released.append(rel)
         urls = list(dict.fromkeys([*response_urls, *v.sources]))
         rows.append(
             {
@@ -360,7 +362,7 @@ def nowcast_rows(
                 "value": v.value,
                 "valid": v.valid,
                 "invalid_reason": v.invalid_reason,
-                "after_release": bool(rel is not None and issued_at >= rel),
+                "after_release": False,
                 "source_variable": iid,
                 "rationale": v.rationale,
                 "citations": json.dumps(urls),
@@ -373,10 +375,15 @@ def nowcast_rows(
             }
         )
     schema = {k: v for k, v in polars_schema("nowcasts").items() if k != "producer"}
-    return build_nowcasts(pl.DataFrame(rows, schema=schema), producer=PRODUCER)
+    frame = pl.DataFrame(rows, schema=schema).with_columns(
+        pl.Series("_release_at", released, dtype=pl.Datetime("us", "UTC")))
+    frame = frame.with_columns(
+        flag_at_or_after(pl.col("issued_at"), pl.col("_release_at")).fill_null(False).alias("after_release")
+    ).drop("_release_at")
+    return build_nowcasts(frame)
 
 
 __all__ = [
-    "ENTRY_FIELDS", "PRODUCER", "ParsedAnswer", "UNIT_ALIASES", "VariableResult", "call_failed_answer",
+    "ENTRY_FIELDS", "ParsedAnswer", "UNIT_ALIASES", "VariableResult", "call_failed_answer",
     "detect_prompt_injection", "nowcast_rows", "parse_nowcast_answer", "report_for_orchestrator",
 ]

@@ -24,10 +24,11 @@ from datetime import timedelta
 
 import polars as pl
 
-from leaf_live.macro.forecasters.nowcast_frame import build_nowcasts
+from leaf_live.core.pit import require_columns, require_tz_aware
+from leaf_live.macro.nowcasts import build_nowcasts
 
-PRODUCER = "comparator_nowcasts"
 ISSUE_LEAD = timedelta(minutes=1)
+DEFAULT_SOURCE = "investing"
 
 
 def consensus_nowcasts(
@@ -36,7 +37,7 @@ def consensus_nowcasts(
     issue_lead: timedelta = ISSUE_LEAD,
     partition_key: str | None = None,
 ) -> pl.DataFrame:
-    """Turn release rows into ``consensus/<source>`` nowcasts (producer ``comparator_nowcasts``).
+    """Turn release rows into ``consensus/<source>`` nowcasts.
 
     ``releases`` holds ``indicator_id, reference_period, release_at`` (tz-aware), ``consensus`` (reporting
     unit, NULL allowed) and optionally ``consensus_source`` (default ``investing``) -- e.g. the ``releases``
@@ -44,19 +45,14 @@ def consensus_nowcasts(
     ISO>`` (the release the value came from). Raises :class:`ValueError` for a missing column, a naive
     ``release_at`` or a non-positive ``issue_lead``.
     """
-    need = ("indicator_id", "reference_period", "release_at", "consensus")
-    missing = [c for c in need if c not in releases.columns]
-    if missing:
-        raise ValueError(f"releases frame lacks column(s) {missing}; has {releases.columns}")
-    dtype = releases.schema["release_at"]
-    if not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
-        raise ValueError(f"releases.release_at must be a tz-aware datetime, got {dtype}")
+    require_columns(releases, ("indicator_id", "reference_period", "release_at", "consensus"), "releases")
+    require_tz_aware(releases, "release_at", "releases")
     if issue_lead <= timedelta(0):
         raise ValueError(f"issue_lead={issue_lead}: must be positive (the row must precede the release)")
     src = (
-        pl.col("consensus_source").fill_null("investing")
+        pl.col("consensus_source").fill_null(DEFAULT_SOURCE)
         if "consensus_source" in releases.columns
-        else pl.lit("investing")
+        else pl.lit(DEFAULT_SOURCE)
     )
     rel = pl.col("release_at").dt.convert_time_zone("UTC")
     f = releases.filter(pl.col("consensus").is_not_null()).select(
@@ -69,4 +65,31 @@ def consensus_nowcasts(
         raw_response_id=pl.col("indicator_id") + pl.lit("@") + rel.dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     f = f.with_columns((pl.lit(partition_key) if partition_key else pl.col("model_id")).alias("partition_key"))
-    return build_nowcasts(f, producer=PRODUCER)
+    return build_nowcasts(f)
+
+
+class ConsensusForecaster:
+    """The consensus of one calendar source as a forecaster (the forecaster contract,
+    :mod:`leaf_live.core.forecaster`): ``forecast(windows)`` = :func:`consensus_nowcasts` of the first releases
+    of the windows' (indicator, reference period), in ``releases`` order, for this source only."""
+
+    def __init__(self, releases: pl.DataFrame, source: str = DEFAULT_SOURCE, *, issue_lead: timedelta = ISSUE_LEAD):
+        self.source = source
+        self.model_id = f"consensus/{source}"
+        self._releases = releases
+        self._issue_lead = issue_lead
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        require_columns(tasks, ("indicator_id", "reference_period"), "tasks")
+        rel = self._releases.join(tasks.select("indicator_id", "reference_period"),
+                                  on=["indicator_id", "reference_period"], how="semi", maintain_order="left")
+        out = consensus_nowcasts(rel, issue_lead=self._issue_lead)
+        return out.filter(pl.col("model_id") == self.model_id)
+
+
+def consensus_forecasters(releases: pl.DataFrame) -> list[ConsensusForecaster]:
+    """One :class:`ConsensusForecaster` per consensus source present in ``releases`` (sorted by source)."""
+    if "consensus_source" not in releases.columns:
+        return [ConsensusForecaster(releases)]
+    sources = releases.filter(pl.col("consensus").is_not_null())["consensus_source"].fill_null(DEFAULT_SOURCE)
+    return [ConsensusForecaster(releases, s) for s in sorted(sources.unique().to_list())]

@@ -2,7 +2,9 @@
 
 Each series is a step function of publication time: one ``nowcasts`` row per published value, ``issued_at``
 = when it became public (``available_at`` = ``issued_at``); the value at time t is the latest row with
-``available_at <= t`` (:func:`leaf_live.macro.forecasters.nowcast_frame.latest_as_of`).
+``available_at <= t`` (:func:`leaf_live.macro.nowcasts.latest_as_of`). Two implementations of one client
+interface (:class:`FedNowcastsClient`): :class:`FedNowcastsSnapshot` (the files below) and
+:class:`FedNowcastsLive` (the banks' own files, :data:`DEFAULT_URLS`).
 
 | model_id            | target (indicator)                | snapshot file(s) (under ``LEAF_LIVE_SNAPSHOT``)                         |
 |---------------------|-----------------------------------|--------------------------------------------------------------------------|
@@ -18,7 +20,7 @@ availability, so dates are stamped at a conservative time of day in America/New_
 at a clock time neither file records -> 17:00 ET (end of the business day); the NY Fed Staff Nowcast is
 updated on Fridays with data available up to 10 a.m. and posted late morning -> 12:00 ET. The Chicago Fed
 file carries ``release_datetime_et`` (used as is). The St. Louis file (FRED ``observation_date, STLENI``)
-has no publication date at all: it needs an explicit ``as_of``. Live transports stamp a value with
+has no publication date at all: it needs an explicit ``as_of``. The live client stamps a value with
 ``min(date at the publication time, fetch time)``: a value seen at fetch time was public by then.
 
 Only the catalog's reporting transformation is imported: Cleveland's CPI YoY (not core, not PCE YoY: the
@@ -30,25 +32,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
-from zoneinfo import ZoneInfo
+from typing import Any, Protocol, runtime_checkable
 
 import httpx
 import polars as pl
 
-from leaf_live.macro.forecasters.nowcast_frame import build_nowcasts
-from leaf_live.core.sources import SourceError, parse_number
+from leaf_live.core.pit import ET, UTC, check_month, localize
+from leaf_live.core.sources import SourceError, http_get, parse_number
 from leaf_live.core.storage import empty_frame
-
-ET = ZoneInfo("America/New_York")
-UTC = timezone.utc
-PRODUCER = "comparator_nowcasts"
+from leaf_live.macro.nowcasts import build_nowcasts
 
 GDPNOW = "fed/gdpnow"
 NYFED = "fed/nyfed-staff"
@@ -71,8 +68,8 @@ SNAPSHOT_FILES: dict[str, tuple[str, ...]] = {
     CHICAGO: (f"{FED_DIR}/unemp-mar.csv",),
 }
 
-# Live URLs as best known (public pages of each bank); override with the environment variable named in
-# :data:`URL_ENV` or the ``url`` argument.
+# Live URLs as best known (public pages of each bank); the live client takes overrides (the settings
+# ``LEAF_LIVE_*_URL`` reach it through the ``fed_nowcasts`` resource).
 DEFAULT_URLS: dict[str, str] = {
     GDPNOW: "https://www.atlantafed.org/-/media/Project/Atlanta/FRBA/Documents/cqer/researchcq/gdpnow/"
     "GDPTrackingModelDataAndForecasts.xlsx",
@@ -83,17 +80,8 @@ DEFAULT_URLS: dict[str, str] = {
     CHICAGO: "https://www.chicagofed.org/-/media/publications/chicago-fed-labor-market-indicators/"
     "chi-labor-market-indicators.xlsx",
 }
-URL_ENV: dict[str, str] = {
-    GDPNOW: "LEAF_LIVE_GDPNOW_URL", CLEVELAND: "LEAF_LIVE_CLEVELAND_NOWCAST_URL", NYFED: "LEAF_LIVE_NYFED_NOWCAST_URL",
-    STLOUIS: "LEAF_LIVE_STLENI_URL", CHICAGO: "LEAF_LIVE_CHICAGO_CHURN_URL",
-}
 # The Cleveland Fed CDN refuses generic scripted user agents.
 _HEADERS = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) leaf-live/0.1", "Accept": "*/*"}
-
-
-def fed_url(model_id: str) -> str:
-    """Live URL of a Fed series: the environment override (:data:`URL_ENV`) or :data:`DEFAULT_URLS`."""
-    return os.environ.get(URL_ENV[model_id]) or DEFAULT_URLS[model_id]
 
 
 @dataclass(frozen=True)
@@ -168,7 +156,7 @@ def _frame(rows: Iterable[_Row], partition_key: str | None) -> pl.DataFrame:
         },
         schema_overrides={"issued_at": pl.Datetime("us", "UTC")},
     )
-    return build_nowcasts(f, producer=PRODUCER)
+    return build_nowcasts(f)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -294,9 +282,10 @@ def parse_chicago_csv(text: str, *, file: str, partition_key: str | None = None)
     rows = []
     need = ("target_month", "release_type", "release_datetime_et", "unemployment_rate_nowcast")
     for i, r in _rows(text, file, need):
-        tm = re.fullmatch(r"(\d{4})-(\d{2})", r["target_month"])
-        if not tm or not 1 <= int(tm.group(2)) <= 12:
-            raise SourceError("expected YYYY-MM", file=file, row=i, field="target_month", value=r["target_month"])
+        try:
+            year, month = map(int, check_month(r["target_month"], "target_month").split("-"))
+        except ValueError:
+            raise SourceError("expected YYYY-MM", file=file, row=i, field="target_month", value=r["target_month"]) from None
         try:
             local = datetime.strptime(r["release_datetime_et"], "%Y-%m-%d %H:%M")
         except ValueError:
@@ -304,8 +293,9 @@ def parse_chicago_csv(text: str, *, file: str, partition_key: str | None = None)
                               value=r["release_datetime_et"]) from None
         v = parse_number(r["unemployment_rate_nowcast"], file=file, row=i, field="unemployment_rate_nowcast")
         if v is not None:
-            rows.append(_Row(CHICAGO, date(int(tm.group(1)), int(tm.group(2)), 1), local.replace(tzinfo=ET).astimezone(UTC),
-                             v, f"unemployment_rate_nowcast ({r['release_type']})", f"{file}#{i}"))
+            at = localize(local, ET, file=file, row=i, field="release_datetime_et", value=r["release_datetime_et"])
+            rows.append(_Row(CHICAGO, date(year, month, 1), at, v, f"unemployment_rate_nowcast ({r['release_type']})",
+                             f"{file}#{i}"))
     return _frame(rows, partition_key)
 
 
@@ -460,44 +450,65 @@ def _read(snapshot_dir: Path, rel: str) -> tuple[str, str]:
     return p.read_text(encoding="utf-8-sig"), rel
 
 
-def load_fed_snapshot(
-    snapshot_dir: str | Path,
-    *,
-    models: Iterable[str] = (GDPNOW, NYFED, CLEVELAND, CHICAGO),
-    stlouis_as_of: datetime | None = None,
-) -> pl.DataFrame:
-    """All Fed comparator series from the snapshot files (:data:`SNAPSHOT_FILES`) as one ``nowcasts``
-    frame (producer ``comparator_nowcasts``, partition_key = model_id).
+DEFAULT_SNAPSHOT_MODELS = (GDPNOW, NYFED, CLEVELAND, CHICAGO)
+
+
+@runtime_checkable
+class FedNowcastsClient(Protocol):
+    """Fed regional-bank nowcast series as ``nowcasts`` rows (:class:`FedNowcastsSnapshot` or
+    :class:`FedNowcastsLive`). ``current_only``: True when a call returns only what the services publish now
+    (the caller keeps earlier stored publications, so the step function of publication time only grows);
+    False when the source is the complete record."""
+
+    current_only: bool
+
+    def nowcasts(self) -> pl.DataFrame:
+        """Every configured Fed series (partition_key = model_id, ``producer`` NULL)."""
+        ...
+
+
+class FedNowcastsSnapshot:
+    """All Fed comparator series of ``models`` from the snapshot files (:data:`SNAPSHOT_FILES`).
 
     St. Louis (``fed/stlouis-eni``) is read only when ``stlouis_as_of`` is given (its FRED file has no
     publication date; its one row is the 2025Q4 value). Duplicate (model, period, issued_at) rows across
-    files must agree, else :class:`SourceError`.
+    files must agree, else :class:`SourceError`; an unknown model raises :class:`ValueError`.
     """
-    snap = Path(snapshot_dir)
-    models = list(models)
-    if stlouis_as_of is not None and STLOUIS not in models:
-        models.append(STLOUIS)
-    frames = []
-    for model in models:
-        if model not in MODEL_IDS:
-            raise ValueError(f"unknown Fed model {model!r}; expected one of {MODEL_IDS}")
-        for rel in SNAPSHOT_FILES[model]:
-            text, name = _read(snap, rel)
-            if model == GDPNOW:
-                frames.append(parse_gdpnow_csv(text, file=name))
-            elif model == NYFED:
-                frames.append(parse_nyfed_csv(text, file=name))
-            elif model == STLOUIS:
-                if stlouis_as_of is None:
-                    raise ValueError("fed/stlouis-eni needs stlouis_as_of (its file has no publication date)")
-                frames.append(parse_fred_stleni_csv(text, file=name, as_of=stlouis_as_of))
-            elif model == CLEVELAND:
-                parse = parse_cleveland_history_csv if "historical" in rel else parse_cleveland_chart_csv
-                frames.append(parse(text, file=name))
-            else:
-                frames.append(parse_chicago_csv(text, file=name))
-    out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
-    return _dedupe(out)
+
+    transport = "snapshot"
+    current_only = False
+
+    def __init__(self, snapshot_dir: str | Path, *, models: Iterable[str] = DEFAULT_SNAPSHOT_MODELS,
+                 stlouis_as_of: datetime | None = None) -> None:
+        self.snapshot_dir = Path(snapshot_dir)
+        self.models = list(models)
+        if stlouis_as_of is not None and STLOUIS not in self.models:
+            self.models.append(STLOUIS)
+        unknown = [m for m in self.models if m not in MODEL_IDS]
+        if unknown:
+            raise ValueError(f"unknown Fed model {unknown[0]!r}; expected one of {MODEL_IDS}")
+        self.stlouis_as_of = stlouis_as_of
+
+    def nowcasts(self) -> pl.DataFrame:
+        frames = []
+        for model in self.models:
+            for rel in SNAPSHOT_FILES[model]:
+                text, name = _read(self.snapshot_dir, rel)
+                if model == GDPNOW:
+                    frames.append(parse_gdpnow_csv(text, file=name))
+                elif model == NYFED:
+                    frames.append(parse_nyfed_csv(text, file=name))
+                elif model == STLOUIS:
+                    if self.stlouis_as_of is None:
+                        raise ValueError("fed/stlouis-eni needs stlouis_as_of (its file has no publication date)")
+                    frames.append(parse_fred_stleni_csv(text, file=name, as_of=self.stlouis_as_of))
+                elif model == CLEVELAND:
+                    parse = parse_cleveland_history_csv if "historical" in rel else parse_cleveland_chart_csv
+                    frames.append(parse(text, file=name))
+                else:
+                    frames.append(parse_chicago_csv(text, file=name))
+        out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
+        return _dedupe(out)
 
 
 def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
@@ -510,48 +521,41 @@ def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.unique(subset=keys, keep="first", maintain_order=True).sort("model_id", "issued_at", "reference_period")
 
 
-def _get(url: str, client: httpx.Client | None) -> httpx.Response:
-    own = client is None
-    c = client or httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0), follow_redirects=True, headers=_HEADERS)
-    try:
-        resp = c.get(url)
-    except httpx.HTTPError as exc:
-        raise SourceError(f"request failed: {type(exc).__name__}: {exc}", file=url) from None
-    finally:
-        if own:
-            c.close()
-    if resp.status_code != 200:
-        raise SourceError(f"HTTP {resp.status_code}: {resp.text[:200]!r}", file=url)
-    return resp
+class FedNowcastsLive:
+    """Each Fed series of ``models`` downloaded from its service (``urls`` override :data:`DEFAULT_URLS` per
+    model) and parsed with the same rules as the snapshots. ``clock`` (default: now, UTC) gives the fetch
+    time that caps publication stamps and stamps the undated St. Louis and Chicago values; ``http`` an
+    existing client (default: one per call with a browser user agent). :meth:`nowcasts` raises
+    :class:`SourceError` naming the URL on HTTP or format errors."""
 
+    transport = "live"
+    current_only = True
 
-def fetch_fed_live(
-    *,
-    models: Iterable[str] = MODEL_IDS,
-    urls: Mapping[str, str] | None = None,
-    now: datetime | None = None,
-    client: httpx.Client | None = None,
-) -> pl.DataFrame:
-    """Live transport: download each Fed series from its service (URLs from ``urls``, else
-    :func:`fed_url`) and parse it with the same rules as the snapshots. ``now`` (tz-aware, default the
-    current UTC time) is the fetch time that caps publication stamps and stamps the undated St. Louis and
-    Chicago values. Raises :class:`SourceError` naming the URL on HTTP or format errors."""
-    fetched = (now or datetime.now(UTC)).astimezone(UTC)
-    frames = []
-    for model in models:
-        url = (urls or {}).get(model) or fed_url(model)
-        resp = _get(url, client)
-        if model == GDPNOW:
-            frames.append(parse_gdpnow_workbook(resp.content, file=url, fetched_at=fetched))
-        elif model == CLEVELAND:
-            frames.append(parse_cleveland_json(resp.text, file=url, fetched_at=fetched))
-        elif model == NYFED:
-            frames.append(parse_nyfed_csv(resp.text, file=url, fetched_at=fetched))
-        elif model == STLOUIS:
-            frames.append(parse_fred_stleni_csv(resp.text, file=url, as_of=fetched))
-        elif model == CHICAGO:
-            frames.append(parse_chicago_workbook(resp.content, file=url, as_of=fetched))
-        else:
-            raise ValueError(f"unknown Fed model {model!r}; expected one of {MODEL_IDS}")
-    out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
-    return _dedupe(out)
+    def __init__(self, *, models: Iterable[str] = MODEL_IDS, urls: Mapping[str, str] | None = None,
+                 clock: Callable[[], datetime] | None = None, http: httpx.Client | None = None) -> None:
+        self.models = list(models)
+        unknown = [m for m in self.models if m not in MODEL_IDS]
+        if unknown:
+            raise ValueError(f"unknown Fed model {unknown[0]!r}; expected one of {MODEL_IDS}")
+        self.urls = {**DEFAULT_URLS, **{k: v for k, v in (urls or {}).items() if v}}
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._http = http
+
+    def nowcasts(self) -> pl.DataFrame:
+        fetched = self._clock().astimezone(UTC)
+        frames = []
+        for model in self.models:
+            url = self.urls[model]
+            resp = http_get(url, client=self._http, headers=_HEADERS, what=f"{model} nowcasts")
+            if model == GDPNOW:
+                frames.append(parse_gdpnow_workbook(resp.content, file=url, fetched_at=fetched))
+            elif model == CLEVELAND:
+                frames.append(parse_cleveland_json(resp.text, file=url, fetched_at=fetched))
+            elif model == NYFED:
+                frames.append(parse_nyfed_csv(resp.text, file=url, fetched_at=fetched))
+            elif model == STLOUIS:
+                frames.append(parse_fred_stleni_csv(resp.text, file=url, as_of=fetched))
+            else:
+                frames.append(parse_chicago_workbook(resp.content, file=url, as_of=fetched))
+        out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
+        return _dedupe(out)

@@ -1,15 +1,15 @@
 """FRED / ALFRED series (Federal Reserve Bank of St. Louis): actuals and their vintages.
 
-Transports:
+One client interface (:class:`FredClient`), two implementations:
 
-``live``
+:class:`FredLive`
     Keyless by default: ``{graph_url}/graph/fredgraph.csv?id=<ID>`` (the CSV behind FRED's "Download" button;
-    latest vintage). With an API key (argument or ``FRED_API_KEY``) the FRED API
+    latest vintage). With an API key (the ``fred`` resource passes ``FRED_API_KEY``) the FRED API
     ``{api_url}/series/observations`` serves ALFRED vintages: a series as it was known on a
     ``vintage_date`` (``realtime_start = realtime_end = vintage_date``), or, via
-    :func:`fetch_fred_first_release`, every observation's first release (``output_type=4``) with the date
+    :meth:`FredLive.first_release`, every observation's first release (``output_type=4``) with the date
     it was first published. The key is sent only to the API and never appears in errors or rows.
-``snapshot``
+:class:`FredSnapshot`
     fredgraph-style CSVs under ``macro/fred_series/<folder>/<ID>.csv`` of the snapshot; the folders use
     slightly different headers (``date,value``, ``date,<ID>``, ``observation_date,<ID>``), all accepted, as is
     FRED's ``.`` for a missing value. Snapshots hold one (recent) vintage, no release dates.
@@ -21,9 +21,9 @@ into an indicator's reporting unit is the caller's job.
 from __future__ import annotations
 
 import json
-import os
 from datetime import date, datetime
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 
@@ -37,49 +37,82 @@ FIRST_RELEASE_SCHEMA = {"date": pl.Date, "value": pl.Float64, "realtime_start": 
 _DATE_COLUMNS = ("date", "DATE", "observation_date")
 
 
-def fetch_fred_series(
-    series_id: str,
-    *,
-    transport: str,
-    snapshot_dir: Path | None,
-    vintage_date: date | None = None,
-    observation_start: date | None = None,
-    observation_end: date | None = None,
-    api_key: str | None = None,
-    graph_url: str = GRAPH_URL,
-    api_url: str = API_URL,
-    folder: str | None = None,
-) -> pl.DataFrame:
-    """One FRED series as ``[date, value]``.
+@runtime_checkable
+class FredClient(Protocol):
+    """FRED / ALFRED series (:class:`FredSnapshot` or :class:`FredLive`)."""
 
-    Args:
-        series_id: FRED id, e.g. ``PAYEMS``.
-        transport: ``"live"`` or ``"snapshot"``.
-        snapshot_dir: snapshot directory (snapshot transport).
-        vintage_date: live only: the series as known on that day (ALFRED; needs an API key).
-        observation_start, observation_end: keep observations in this inclusive date range.
-        api_key: FRED API key; default ``FRED_API_KEY`` from the environment (used only with ``vintage_date``).
-        graph_url, api_url: service base URLs (tests point them at a local server).
-        folder: snapshot only: the ``macro/fred_series`` sub-folder to read; default the folder whose file
-            has the latest observation (the most recent vintage).
+    def series(self, series_id: str, *, vintage_date: date | None = None, observation_start: date | None = None,
+               observation_end: date | None = None) -> pl.DataFrame:
+        """One series as ``[date, value]`` (see :meth:`FredLive.series`)."""
+        ...
 
-    Returns:
-        ``date`` (pl.Date, observation period start, e.g. the month's first day), ``value`` (pl.Float64, the
-        series' units; NULL where FRED has ``.``), sorted by date.
+    def first_release(self, series_id: str, *, observation_start: date | None = None,
+                      observation_end: date | None = None) -> pl.DataFrame:
+        """Every observation's first release with the day it was published (ALFRED)."""
+        ...
 
-    Raises:
-        SourceError: HTTP error, malformed CSV/JSON (names the URL or file, row, field and value), or no
-            snapshot file for the id.
-        ValueError: unknown transport; ``vintage_date`` without an API key or in snapshot transport.
-    """
-    if transport == "snapshot":
+
+def _window(frame: pl.DataFrame, start: date | None, end: date | None) -> pl.DataFrame:
+    if start is not None:
+        frame = frame.filter(pl.col("date") >= start)
+    if end is not None:
+        frame = frame.filter(pl.col("date") <= end)
+    return frame
+
+
+class FredSnapshot:
+    """fredgraph-style CSVs under ``macro/fred_series/<folder>/<ID>.csv`` of ``snapshot_dir``: one recent
+    vintage per file, no release dates. ``folder``: the sub-folder to read; default, per series, the folder
+    whose file has the latest observation (the most recent vintage). Raises :class:`ValueError` when
+    ``snapshot_dir`` is not a directory."""
+
+    transport = "snapshot"
+
+    def __init__(self, snapshot_dir: str | Path, *, folder: str | None = None) -> None:
+        if snapshot_dir is None or not Path(snapshot_dir).is_dir():
+            raise ValueError(f"snapshot_dir={snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT)")
+        self.snapshot_dir = Path(snapshot_dir)
+        self.folder = folder
+
+    def series(self, series_id: str, *, vintage_date: date | None = None, observation_start: date | None = None,
+               observation_end: date | None = None) -> pl.DataFrame:
+        """``date`` (pl.Date), ``value`` (pl.Float64, NULL where FRED has ``.``), sorted by date. Raises
+        :class:`SourceError` (no file for the id; malformed CSV naming file, row, field, value) and
+        :class:`ValueError` for a ``vintage_date`` (the snapshot holds one vintage)."""
         if vintage_date is not None:
             raise ValueError("vintage_date: the fred_series snapshot holds one vintage; use the FRED-MD vintages "
-                             "(macro/fred_md) or the live transport with FRED_API_KEY")
-        frame = _snapshot_series(series_id, snapshot_dir, folder)
-    elif transport == "live":
+                             "(macro/fred_md) or the live client with FRED_API_KEY")
+        return _window(_snapshot_series(series_id, self.snapshot_dir, self.folder), observation_start, observation_end)
+
+    def first_release(self, series_id: str, *, observation_start: date | None = None,
+                      observation_end: date | None = None) -> pl.DataFrame:
+        raise ValueError(f"first_release({series_id!r}): the fred_series snapshot has no release dates; use the "
+                         "live client with FRED_API_KEY (ALFRED)")
+
+
+class FredLive:
+    """FRED over HTTP. Keyless: ``{graph_url}/graph/fredgraph.csv?id=<ID>`` (latest vintage). With ``api_key``
+    the FRED API ``{api_url}/series/observations`` serves ALFRED vintages and first releases. The key is sent
+    only to the API and never appears in errors or rows. Base URLs are arguments (tests point them at a
+    local server)."""
+
+    transport = "live"
+
+    def __init__(self, *, api_key: str | None = None, graph_url: str = GRAPH_URL, api_url: str = API_URL) -> None:
+        self.api_key = api_key or None
+        self.graph_url = graph_url
+        self.api_url = api_url
+
+    def series(self, series_id: str, *, vintage_date: date | None = None, observation_start: date | None = None,
+               observation_end: date | None = None) -> pl.DataFrame:
+        """One FRED series as ``[date, value]``: ``date`` (pl.Date, observation period start), ``value``
+        (pl.Float64, the series' units; NULL where FRED has ``.``), sorted by date, kept to the inclusive
+        observation range. ``vintage_date``: the series as known on that day (ALFRED; needs the API key).
+
+        Raises :class:`SourceError` (HTTP error, malformed CSV/JSON naming the URL, row, field and value) and
+        :class:`ValueError` for ``vintage_date`` without an API key."""
         if vintage_date is None:
-            url = f"{graph_url.rstrip('/')}/graph/fredgraph.csv"
+            url = f"{self.graph_url.rstrip('/')}/graph/fredgraph.csv"
             params = {"id": series_id}
             if observation_start is not None:
                 params["cosd"] = observation_start.isoformat()
@@ -88,47 +121,27 @@ def fetch_fred_series(
             text = http_get_text(url, params=params, what=f"FRED series {series_id}")
             frame = parse_fredgraph_csv(text, f"{url}?id={series_id}", series_id)
         else:
-            key = _key(api_key, "vintage_date")
-            obs = _api_observations(series_id, key, api_url, {
+            obs = _api_observations(series_id, self._key("vintage_date"), self.api_url, {
                 "realtime_start": vintage_date.isoformat(), "realtime_end": vintage_date.isoformat(),
             }, observation_start, observation_end)
             frame = obs.select("date", "value")
-    else:
-        raise ValueError(f"transport={transport!r}: expected 'snapshot' or 'live'")
-    if observation_start is not None:
-        frame = frame.filter(pl.col("date") >= observation_start)
-    if observation_end is not None:
-        frame = frame.filter(pl.col("date") <= observation_end)
-    return frame
+        return _window(frame, observation_start, observation_end)
 
+    def first_release(self, series_id: str, *, observation_start: date | None = None,
+                      observation_end: date | None = None) -> pl.DataFrame:
+        """Every observation's FIRST release from ALFRED (FRED API ``output_type=4``, "initial release only"):
+        ``date``, ``value`` (first-release value, series units) and ``realtime_start`` (the day it was first
+        published), sorted by date. Raises like :meth:`series`."""
+        obs = _api_observations(series_id, self._key("first_release"), self.api_url, {
+            "realtime_start": "1776-07-04", "realtime_end": "9999-12-31", "output_type": "4",
+        }, observation_start, observation_end)
+        return obs.select("date", "value", "realtime_start")
 
-def fetch_fred_first_release(
-    series_id: str,
-    *,
-    api_key: str | None = None,
-    api_url: str = API_URL,
-    observation_start: date | None = None,
-    observation_end: date | None = None,
-) -> pl.DataFrame:
-    """Every observation's FIRST release from ALFRED (FRED API ``output_type=4``, "initial release only").
-
-    Live only (needs an API key, argument or ``FRED_API_KEY``). Returns ``date``, ``value`` (first-release
-    value, series units) and ``realtime_start`` (the day it was first published), sorted by date.
-    Raises :class:`SourceError` / ``ValueError`` like :func:`fetch_fred_series`.
-    """
-    key = _key(api_key, "fetch_fred_first_release")
-    obs = _api_observations(series_id, key, api_url, {
-        "realtime_start": "1776-07-04", "realtime_end": "9999-12-31", "output_type": "4",
-    }, observation_start, observation_end)
-    return obs.select("date", "value", "realtime_start")
-
-
-def _key(api_key: str | None, what: str) -> str:
-    key = api_key or os.environ.get("FRED_API_KEY")
-    if not key:
-        raise ValueError(f"{what}: ALFRED vintages need a FRED API key (set FRED_API_KEY); the keyless "
-                         "fredgraph.csv download serves only the latest vintage")
-    return key
+    def _key(self, what: str) -> str:
+        if not self.api_key:
+            raise ValueError(f"{what}: ALFRED vintages need a FRED API key (set FRED_API_KEY); the keyless "
+                             "fredgraph.csv download serves only the latest vintage")
+        return self.api_key
 
 
 # ------------------------------------------------------------------------------------------------
@@ -195,9 +208,7 @@ def _api_observations(
                         schema=FIRST_RELEASE_SCHEMA).sort(["date", "realtime_start"])
 
 
-def _snapshot_series(series_id: str, snapshot_dir: Path | None, folder: str | None) -> pl.DataFrame:
-    if snapshot_dir is None or not Path(snapshot_dir).is_dir():
-        raise ValueError(f"snapshot transport: snapshot_dir={snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT)")
+def _snapshot_series(series_id: str, snapshot_dir: Path, folder: str | None) -> pl.DataFrame:
     root = Path(snapshot_dir) / SNAPSHOT_DIR
     candidates = sorted(root.glob(f"{folder or '*'}/{series_id}.csv"))
     if not candidates:

@@ -1,9 +1,9 @@
 """Announcement-window index-futures prices: the E-mini S&P 500 (ES) front-month 1-minute close 5 minutes
 before and 30 minutes after each release timestamp (LiveMacroEval §3.6, App. K Eq. 4).
 
-Transports:
+One client interface (:class:`WindowPricesClient`), two implementations:
 
-``snapshot``
+:class:`FuturesSnapshot`
     The LiveMacroEval panel's own window closes: ``start_bar_close`` / ``end_bar_close`` of
     ``field_releases_valid.csv`` (one row per distinct release timestamp 2010-01 -> 2025-10; source
     ``livemacroeval_panel``), plus, for timestamps the panel does not have, the valid rows of
@@ -11,7 +11,7 @@ Transports:
     source ``livemacroeval_coverage``). A release timestamp in neither file has no prices and is simply not
     returned (:func:`leaf_live.macro.scoring.surprises.announcement_returns` marks it ``no_prices``). The raw
     FirstRateData bars are licensed and not redistributed.
-``live``
+:class:`FuturesLive`
     A pluggable :class:`IntradayBarProvider` (default :class:`YFinanceBars` on ``ES=F``) asked for the
     1-minute close at T-5m and T+30m of each requested release timestamp; when that minute has no bar the
     previous minute's bar is used (the panel's ``offset_sec = -60`` convention).
@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 import polars as pl
 
-from leaf_live.core.pit import ET, UTC, localize, parse_naive_datetime, to_utc
+from leaf_live.core.pit import ET, UTC, et_month_key, localize, parse_naive_datetime, to_utc
 from leaf_live.core.sources import SourceError, cached_parse, csv_rows, display_path, parse_number
 from leaf_live.macro.sources.releases import PANEL_DIR
 
@@ -64,51 +64,66 @@ class IntradayBarProvider(Protocol):
     def close_at(self, symbol: str, ts: datetime) -> float | None: ...
 
 
-def load_window_prices(
-    transport: str,
-    snapshot_dir: Path | None,
-    *,
-    provider: IntradayBarProvider | None = None,
-    release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None,
-    symbol: str = "ES=F",
-    include_coverage: bool = True,
-) -> pl.DataFrame:
-    """Announcement-window ES prices per release timestamp.
+@runtime_checkable
+class WindowPricesClient(Protocol):
+    """Announcement-window ES prices per release timestamp (:class:`FuturesSnapshot` or :class:`FuturesLive`)."""
 
-    Args:
-        transport: ``"snapshot"`` or ``"live"``.
-        snapshot_dir: snapshot directory (snapshot transport).
-        provider: live transport bar provider (default :class:`YFinanceBars`).
-        release_times: live transport: the release timestamps (tz-aware datetimes, a Series, or a frame with
-            ``release_at``); required there. Snapshot transport: if given, only these timestamps are returned.
-        symbol: the provider's symbol for the front-month ES contract (live).
-        include_coverage: snapshot transport: also read ``event_window_coverage.csv`` for timestamps the
-            panel does not cover (the live window 2025-11 -> 2026-05).
+    def window_prices(self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None) -> pl.DataFrame:
+        """The window prices of ``release_times`` (see :class:`FuturesSnapshot.window_prices`)."""
+        ...
 
-    Returns:
-        Columns ``partition_key`` (release month in New York, ``YYYY-MM``), ``release_at`` (UTC),
+
+class FuturesSnapshot:
+    """The recorded window closes under ``snapshot_dir`` (module docstring): the panel's, plus, when
+    ``include_coverage``, the coverage file's for timestamps the panel does not cover (the live window
+    2025-11 -> 2026-05). Raises :class:`ValueError` when ``snapshot_dir`` is not a directory."""
+
+    transport = "snapshot"
+
+    def __init__(self, snapshot_dir: str | Path, *, include_coverage: bool = True) -> None:
+        if snapshot_dir is None or not Path(snapshot_dir).is_dir():
+            raise ValueError(f"snapshot_dir={snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT)")
+        self.snapshot_dir = Path(snapshot_dir)
+        self.include_coverage = include_coverage
+
+    def window_prices(self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None) -> pl.DataFrame:
+        """Announcement-window ES prices per release timestamp.
+
+        ``release_times``: tz-aware datetimes, a Series, or a frame with ``release_at``; only these timestamps
+        are returned (``None`` = every recorded one).
+
+        Returns columns ``partition_key`` (release month in New York, ``YYYY-MM``), ``release_at`` (UTC),
         ``contract_code`` (e.g. ``H10`` = March 2010; NULL when the provider does not say), ``price_before``
         (close at T-5m) and ``price_after`` (close at T+30m) in index points, ``source``, ``available_at``
         (= release_at + 30 min, when the window closes). One row per timestamp that has both prices.
 
-    Raises:
-        SourceError: malformed snapshot row, or two rows of one timestamp with different prices.
-        ValueError: unknown transport, or live transport without ``release_times``.
-    """
-    wanted = None if release_times is None else _as_times(release_times)
-    if transport == "snapshot":
-        if snapshot_dir is None or not Path(snapshot_dir).is_dir():
-            raise ValueError(f"snapshot transport: snapshot_dir={snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT)")
-        frame = _snapshot_prices(Path(snapshot_dir), include_coverage)
-        if wanted is not None:
-            keep = pl.DataFrame({"release_at": pl.Series(wanted, dtype=pl.Datetime("us", "UTC"))})
-            frame = frame.join(keep, on="release_at", how="semi")
+        Raises :class:`SourceError` for a malformed row, or two rows of one timestamp with different prices.
+        """
+        frame = _snapshot_prices(self.snapshot_dir, self.include_coverage)
+        if release_times is not None:
+            keep = pl.DataFrame({"release_at": pl.Series(_as_times(release_times), dtype=pl.Datetime("us", "UTC"))})
+            frame = frame.join(keep, on="release_at", how="semi", maintain_order="left")
         return frame
-    if transport == "live":
-        if wanted is None:
-            raise ValueError("live transport: pass release_times= (the release timestamps whose windows to price)")
-        return _live_prices(provider or YFinanceBars(), wanted, symbol)
-    raise ValueError(f"transport={transport!r}: expected 'snapshot' or 'live'")
+
+
+class FuturesLive:
+    """A pluggable :class:`IntradayBarProvider` (default :class:`YFinanceBars` on ``ES=F``) asked for the
+    1-minute close at T-5m and T+30m of each requested release timestamp; when that minute has no bar the
+    previous minute's bar is used (the panel's ``offset_sec = -60`` convention)."""
+
+    transport = "live"
+
+    def __init__(self, provider: IntradayBarProvider | None = None, *, symbol: str = "ES=F") -> None:
+        self.provider = provider or YFinanceBars()
+        self.symbol = symbol
+
+    def window_prices(self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None) -> pl.DataFrame:
+        """Same frame as :meth:`FuturesSnapshot.window_prices`; ``release_times`` is required (a live provider
+        has no list of releases). Raises :class:`ValueError` without it, :class:`SourceError` for a
+        non-positive close."""
+        if release_times is None:
+            raise ValueError("live window prices: pass release_times= (the release timestamps whose windows to price)")
+        return _live_prices(self.provider, _as_times(release_times), self.symbol)
 
 
 def _as_times(release_times: Iterable[datetime] | pl.Series | pl.DataFrame) -> list[datetime]:
@@ -124,7 +139,7 @@ def _as_times(release_times: Iterable[datetime] | pl.Series | pl.DataFrame) -> l
 def _frame(rows: list[tuple[datetime, str | None, float, float, str]]) -> pl.DataFrame:
     return pl.DataFrame(
         {
-            "partition_key": [t.astimezone(ET).strftime("%Y-%m") for t, *_ in rows],
+            "partition_key": [et_month_key(t) for t, *_ in rows],
             "release_at": [t for t, *_ in rows],
             "contract_code": [c for _, c, *_ in rows],
             "price_before": [b for _, _, b, _, _ in rows],
@@ -266,15 +281,22 @@ class YFinanceBars:
 
     @staticmethod
     def _fetch_day(symbol: str, day: date) -> dict[datetime, float]:
-        import yfinance as yf  # imported lazily: heavy, and only the live transport needs it
+        import yfinance as yf  # imported lazily: heavy, and only the live client needs it
 
         hist = yf.Ticker(symbol).history(start=day, end=day + timedelta(days=1), interval="1m", prepost=True)
-        if hist is None or len(hist) == 0:
-            return {}
-        out: dict[datetime, float] = {}
-        for ts, close in zip(hist.index, hist["Close"]):
-            if close is None or not math.isfinite(float(close)):
-                continue
-            py = ts.to_pydatetime()
-            out[(py if py.tzinfo else py.replace(tzinfo=ET)).astimezone(UTC)] = float(close)
-        return out
+        return minute_closes(hist)
+
+
+def minute_closes(history) -> dict[datetime, float]:
+    """``{bar open time (UTC): close}`` from a yfinance ``history()`` frame (pandas, a DatetimeIndex of bar
+    open times in the exchange's zone, a ``Close`` column). A naive index is read as America/New_York (the
+    zone Yahoo reports CME equity futures in); missing or non-finite closes are left out."""
+    if history is None or len(history) == 0:
+        return {}
+    out: dict[datetime, float] = {}
+    for ts, close in zip(history.index, history["Close"]):
+        if close is None or not math.isfinite(float(close)):
+            continue
+        py = ts.to_pydatetime()
+        out[(py if py.tzinfo else py.replace(tzinfo=ET)).astimezone(UTC)] = float(close)
+    return out

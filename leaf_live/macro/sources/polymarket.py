@@ -17,10 +17,11 @@ Two recorded formats and the live service:
 * **API responses**: Gamma ``GET /events/slug/{slug}`` (event JSON; each market has ``groupItemTitle`` =
   bucket, ``outcomes`` and ``clobTokenIds`` as JSON-encoded lists, ``outcomePrices`` = resolution) and
   CLOB ``GET /prices-history?market=<token>&startTs=..&endTs=..&fidelity=<minutes>`` ->
-  ``{"history": [{"t": unix_sec, "p": price}]}``. :class:`PolymarketClient` calls them live, or reads a
-  response cache laid out as ``<sha1("<namespace>:<url>")>.json`` (namespaces ``event_slug`` and
+  ``{"history": [{"t": unix_sec, "p": price}]}``. :class:`PolymarketLive` calls them; :class:`PolymarketSnapshot`
+  reads a response cache laid out as ``<sha1("<namespace>:<url>")>.json`` (namespaces ``event_slug`` and
   ``prices_history``; the layout of the recorded PLSite cache under
-  ``macro/polymarket/plsite_nfp/polymarket_cache``), so the same request finds its recorded answer.
+  ``macro/polymarket/plsite_nfp/polymarket_cache``), so the same request finds its recorded answer, and,
+  with no market configured, the recorded price grids. Both implement :class:`PredictionMarketClient`.
 """
 
 from __future__ import annotations
@@ -29,20 +30,20 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Mapping
-from datetime import date, datetime, timezone
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
 import httpx
 import polars as pl
 
-from leaf_live.macro.catalog import get_indicator
-from leaf_live.core.sources import SourceError, parse_number
+from leaf_live.core.pit import UTC
+from leaf_live.core.sources import SourceError, http_get, parse_number
 from leaf_live.core.storage import conform, empty_frame
-
-UTC = timezone.utc
+from leaf_live.macro.catalog import get_indicator
 GAMMA_URL = "https://gamma-api.polymarket.com"
 CLOB_URL = "https://clob.polymarket.com"
 GRID_DIR = "livemacroeval/Results/polymarket_return/polymarket"
@@ -253,61 +254,40 @@ def parse_prices_history(payload: Any, *, file: str) -> pl.DataFrame:
     return pl.DataFrame({"ts": ts, "price": ps}, schema={"ts": pl.Datetime("us", "UTC"), "price": pl.Float64}).sort("ts")
 
 
-class PolymarketClient:
-    """Gamma + CLOB access with a live or a snapshot transport (same requests, same parsing).
+@dataclass(frozen=True)
+class MarketSpec:
+    """One categorical macro market to fetch: Gamma event ``slug``, the catalog indicator and reference period
+    it resolves on, the price window ``start_ts`` .. ``end_ts`` (unix seconds) and the CLOB ``fidelity``
+    (minutes; hourly = 60)."""
 
-    * ``transport="live"``: HTTP GET against ``gamma_url`` / ``clob_url`` (configurable, e.g. a local test
-      server); errors raise :class:`SourceError` naming the URL and status.
-    * ``transport="snapshot"``: read ``cache_dir/<cache_key(namespace, url)>.json`` where ``url`` is the
-      request URL built against the same base URLs (default: Polymarket's public hosts, as recorded);
-      a request that was never recorded raises :class:`SourceError` naming the URL and the expected file.
-    """
+    slug: str
+    indicator_id: str
+    reference_period: date
+    start_ts: int
+    end_ts: int
+    fidelity: int = 60
 
-    def __init__(
-        self,
-        transport: str = "live",
-        *,
-        gamma_url: str = GAMMA_URL,
-        clob_url: str = CLOB_URL,
-        cache_dir: str | Path | None = None,
-        timeout: float = 30.0,
-        http: httpx.Client | None = None,
-    ) -> None:
-        if transport not in ("live", "snapshot"):
-            raise ValueError(f"transport={transport!r}: expected 'live' or 'snapshot'")
-        if transport == "snapshot" and cache_dir is None:
-            raise ValueError("the snapshot transport needs cache_dir (a directory of recorded responses)")
-        self.transport = transport
+
+@runtime_checkable
+class PredictionMarketClient(Protocol):
+    """``prediction_market_prices`` rows of macro markets (:class:`PolymarketSnapshot` or
+    :class:`PolymarketLive`)."""
+
+    def market_prices(self, markets: Sequence[MarketSpec] = ()) -> pl.DataFrame:
+        """Bucket price rows of ``markets``, one partition per market."""
+        ...
+
+
+class _GammaClob:
+    """Gamma + CLOB requests and parsing shared by both implementations; ``_get_json(namespace, url)`` is
+    theirs. URLs are built against ``gamma_url`` / ``clob_url`` (default Polymarket's public hosts)."""
+
+    def __init__(self, gamma_url: str = GAMMA_URL, clob_url: str = CLOB_URL) -> None:
         self.gamma_url = gamma_url.rstrip("/")
         self.clob_url = clob_url.rstrip("/")
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self._http = http
-        self._timeout = timeout
 
     def _get_json(self, namespace: str, url: str) -> Any:
-        if self.transport == "snapshot":
-            p = self.cache_dir / f"{cache_key(namespace, url)}.json"
-            if not p.is_file():
-                raise SourceError(f"request not in the snapshot cache (expected {p.name})", file=url)
-            try:
-                return json.loads(p.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise SourceError(f"cached response is not JSON: {exc}", file=str(p)) from None
-        client = self._http or httpx.Client(timeout=self._timeout, follow_redirects=True,
-                                            headers={"Accept": "application/json"})
-        try:
-            resp = client.get(url)
-        except httpx.HTTPError as exc:
-            raise SourceError(f"request failed: {type(exc).__name__}: {exc}", file=url) from None
-        finally:
-            if self._http is None:
-                client.close()
-        if resp.status_code != 200:
-            raise SourceError(f"HTTP {resp.status_code}: {resp.text[:200]!r}", file=url)
-        try:
-            return resp.json()
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"response is not JSON: {exc}", file=url) from None
+        raise NotImplementedError
 
     def event_url(self, slug: str) -> str:
         return f"{self.gamma_url}/events/slug/{slug}"
@@ -333,35 +313,86 @@ class PolymarketClient:
         url = self.prices_history_url(token_id, start_ts, end_ts, fidelity)
         return parse_prices_history(self._get_json("prices_history", url), file=url)
 
-    def market_prices(
-        self,
-        slug: str,
-        *,
-        indicator_id: str,
-        reference_period: date,
-        start_ts: int,
-        end_ts: int,
-        fidelity: int = 60,
-    ) -> pl.DataFrame:
-        """``prediction_market_prices`` rows (source ``polymarket_clob``, market_id = ``slug``) for every
+    def market(self, spec: MarketSpec) -> pl.DataFrame:
+        """``prediction_market_prices`` rows (source ``polymarket_clob``, market_id = ``spec.slug``) for every
         bucket of the event: each bucket's YES-token history over [start_ts, end_ts]."""
-        get_indicator(indicator_id)
-        buckets = event_buckets(self.event_by_slug(slug), file=self.event_url(slug))
+        get_indicator(spec.indicator_id)
+        buckets = event_buckets(self.event_by_slug(spec.slug), file=self.event_url(spec.slug))
         rows: dict[str, list] = {k: [] for k in ("source", "market_id", "indicator_id", "reference_period",
                                                  "bucket_label", "token_id", "ts", "price", "source_file")}
         for label, token in buckets.select("bucket_label", "yes_token_id").iter_rows():
-            h = self.prices_history(token, start_ts, end_ts, fidelity)
+            h = self.prices_history(token, spec.start_ts, spec.end_ts, spec.fidelity)
             n = h.height
             rows["source"] += ["polymarket_clob"] * n
-            rows["market_id"] += [slug] * n
-            rows["indicator_id"] += [indicator_id] * n
-            rows["reference_period"] += [reference_period] * n
+            rows["market_id"] += [spec.slug] * n
+            rows["indicator_id"] += [spec.indicator_id] * n
+            rows["reference_period"] += [spec.reference_period] * n
             rows["bucket_label"] += [label] * n
             rows["token_id"] += [token] * n
             rows["ts"] += h.get_column("ts").to_list()
             rows["price"] += h.get_column("price").to_list()
-            rows["source_file"] += [self.prices_history_url(token, start_ts, end_ts, fidelity)] * n
-        return _prices_frame(rows, partition_key=slug)
+            rows["source_file"] += [self.prices_history_url(token, spec.start_ts, spec.end_ts, spec.fidelity)] * n
+        return _prices_frame(rows, partition_key=spec.slug)
+
+    def market_prices(self, markets: Sequence[MarketSpec] = ()) -> pl.DataFrame:
+        frames = [self.market(m) for m in markets]
+        return pl.concat(frames, how="vertical") if frames else empty_frame("prediction_market_prices")
+
+
+class PolymarketSnapshot(_GammaClob):
+    """Recorded Polymarket data under ``snapshot_dir``: with no ``markets``, the LiveMacroEval hourly price
+    grids (:func:`load_snapshot_grids`); for configured markets, the recorded Gamma/CLOB responses in
+    ``cache_dir`` (default :data:`PLSITE_CACHE_DIR`), laid out as ``<cache_key(namespace, url)>.json`` with
+    ``url`` built against the public hosts, so the same request finds its recorded answer; a request never
+    recorded raises :class:`SourceError` naming the URL and the expected file."""
+
+    transport = "snapshot"
+
+    def __init__(self, snapshot_dir: str | Path | None = None, *, cache_dir: str | Path | None = None,
+                 gamma_url: str = GAMMA_URL, clob_url: str = CLOB_URL) -> None:
+        super().__init__(gamma_url, clob_url)
+        if snapshot_dir is None and cache_dir is None:
+            raise ValueError("PolymarketSnapshot needs snapshot_dir (recorded grids) or cache_dir (recorded responses)")
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else None
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else self.snapshot_dir / PLSITE_CACHE_DIR
+
+    def _get_json(self, namespace: str, url: str) -> Any:
+        p = self.cache_dir / f"{cache_key(namespace, url)}.json"
+        if not p.is_file():
+            raise SourceError(f"request not in the snapshot cache (expected {p.name})", file=url)
+        try:
+            return json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"cached response is not JSON: {exc}", file=str(p)) from None
+
+    def market_prices(self, markets: Sequence[MarketSpec] = ()) -> pl.DataFrame:
+        if not markets:
+            if self.snapshot_dir is None:
+                raise ValueError("the recorded price grids need snapshot_dir")
+            return load_snapshot_grids(self.snapshot_dir)
+        return super().market_prices(markets)
+
+
+class PolymarketLive(_GammaClob):
+    """Gamma + CLOB over HTTP at ``gamma_url`` / ``clob_url`` (configurable, e.g. a local test server), through
+    ``http`` or a client per request; errors raise :class:`SourceError` naming the URL and status. With no
+    ``markets`` nothing is fetched (an empty frame)."""
+
+    transport = "live"
+
+    def __init__(self, *, gamma_url: str = GAMMA_URL, clob_url: str = CLOB_URL, timeout: float = 30.0,
+                 http: httpx.Client | None = None) -> None:
+        super().__init__(gamma_url, clob_url)
+        self._http = http
+        self._timeout = timeout
+
+    def _get_json(self, namespace: str, url: str) -> Any:
+        resp = http_get(url, client=self._http, timeout=self._timeout, headers={"Accept": "application/json"},
+                        what=namespace)
+        try:
+            return resp.json()
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"response is not JSON: {exc}", file=url) from None
 
 
 def read_cached_responses(cache_dir: str | Path) -> tuple[dict[str, dict], dict[str, pl.DataFrame]]:

@@ -31,19 +31,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import numpy as np
 import polars as pl
 
-from leaf_live.macro.catalog import get_indicator
-from leaf_live.macro.forecasters.nowcast_frame import build_nowcasts
-from leaf_live.macro.forecasters.windows import mark_after_release
+from leaf_live.core.pit import ET, check_month, quarter_start
 from leaf_live.core.sources import SourceError
 from leaf_live.core.storage import empty_frame
+from leaf_live.macro.catalog import get_indicator
+from leaf_live.macro.nowcasts import build_nowcasts
+from leaf_live.macro.windows import mark_after_release
 
-RECORDED_TZ = ZoneInfo("America/New_York")
-PRODUCER = "recorded_nowcasts"
+RECORDED_TZ = ET  # established above: the runner's wall clock is America/New_York
 
 # Where the released outlier-cleaned GPT-5 tables live under the snapshot directory.
 LIVEMACROEVAL_GPT5_DIR = (
@@ -100,7 +99,6 @@ SLIP_CHECK_UNITS = ("thousand persons", "thousand units, SAAR")
 SLIP_FACTORS = (10.0, 1000.0)
 SLIP_MIN_RUN = 20  # quartiles of fewer answers are too noisy to call a value a slip
 
-_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 _JOB_MONTH_RE = re.compile(r"^(\d{4}-\d{2})_")
 
 
@@ -116,17 +114,16 @@ class ImportSummary:
 
 
 def _month(text: str, *, file: str, row: int, field: str) -> date:
-    m = _MONTH_RE.match((text or "").strip())
-    if not m or not 1 <= int(m.group(2)) <= 12:
-        raise SourceError("expected a month YYYY-MM", file=file, row=row, field=field, value=text)
-    return date(int(m.group(1)), int(m.group(2)), 1)
+    try:
+        year, month = map(int, check_month((text or "").strip(), field).split("-"))
+    except ValueError:
+        raise SourceError("expected a month YYYY-MM", file=file, row=row, field=field, value=text) from None
+    return date(year, month, 1)
 
 
 def _reference_period(indicator_id: str, target: date) -> date:
     # LiveMacroEval target_month_to_ref_period: quarterly variables map a month to its quarter
-    if get_indicator(indicator_id).frequency == "quarterly":
-        return date(target.year, 3 * ((target.month - 1) // 3) + 1, 1)
-    return target
+    return quarter_start(target) if get_indicator(indicator_id).frequency == "quarterly" else target
 
 
 def _citations_json(text: str | None) -> str | None:
@@ -179,7 +176,7 @@ def read_recorded_csv(
     partition_key: str | None = None,
     display_name: str | None = None,
 ) -> tuple[pl.DataFrame, ImportSummary]:
-    """Read one LiveMacroEval nowcast CSV into a ``nowcasts`` frame (producer ``recorded_nowcasts``).
+    """Read one LiveMacroEval nowcast CSV into a ``nowcasts`` frame.
 
     * ``model_id`` = ``model_ids[model]`` (default :data:`DEFAULT_MODEL_IDS`:
       ``gpt-5-search-api`` -> ``openai/gpt-5-search-api@single``);
@@ -194,7 +191,7 @@ def read_recorded_csv(
     * invalid rows (kept, ``value`` NULL, with ``invalid_reason``): ``parsed_ok`` false (reason = the
       ``parsed_notes``), empty/non-numeric/non-finite value, ``target_month`` differing from the job's
       month (``job_id`` prefix), the catalog guardrail, a suspected unit slip (:func:`unit_slip_reason`);
-    * ``after_release`` from ``windows`` (:func:`leaf_live.macro.forecasters.windows.mark_after_release`);
+    * ``after_release`` from ``windows`` (:func:`leaf_live.macro.windows.mark_after_release`);
       pass ``windows=None`` explicitly to leave it False (then mark it before scoring);
     * ``partition_key`` default ``<model_id>/<file stem>`` (one file = one partition).
 
@@ -306,9 +303,7 @@ def read_recorded_csv(
         ids = frame.get_column("model_id").unique().to_list()
         pk = f"{ids[0]}/{path.stem}" if len(ids) == 1 else path.stem
     frame = frame.with_columns(pl.lit(pk).alias("partition_key"), pl.col("invalid_reason").is_null().alias("valid"))
-    out = build_nowcasts(
-        frame.drop("_row", "_local", "_raw_value"), producer=PRODUCER
-    )
+    out = build_nowcasts(frame.drop("_row", "_local", "_raw_value"))
     if windows is not None:
         out = mark_after_release(out, windows)
     summary = ImportSummary(name, summary_rows, out.height, int(out.get_column("valid").sum()), skipped)
@@ -371,26 +366,33 @@ def recorded_files(directory: str | Path) -> list[Path]:
     return files
 
 
-def load_recorded_nowcasts(
-    snapshot_dir: str | Path,
-    *,
-    windows: pl.DataFrame | None,
-    files: Iterable[str | Path] | None = None,
-    model_ids: Mapping[str, str] | None = None,
-) -> tuple[pl.DataFrame, list[ImportSummary]]:
-    """Read every recorded GPT-5 file under ``snapshot_dir`` (:data:`LIVEMACROEVAL_GPT5_DIR`), or the given
-    ``files``, into one ``nowcasts`` frame; one partition per file (see :func:`read_recorded_csv`).
-    File names in errors and summaries are relative to ``snapshot_dir``."""
-    snap = Path(snapshot_dir)
-    paths = [Path(f) for f in files] if files is not None else recorded_files(snap / LIVEMACROEVAL_GPT5_DIR)
-    frames, summaries = [], []
-    for p in paths:
-        try:
-            shown = str(p.resolve().relative_to(snap.resolve()))
-        except ValueError:
-            shown = str(p)
-        f, s = read_recorded_csv(p, windows=windows, model_ids=model_ids, display_name=shown)
-        frames.append(f)
-        summaries.append(s)
-    out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
-    return out, summaries
+class RecordedNowcastsSnapshot:
+    """Nowcasts recorded elsewhere (snapshot only: there is no live service for past runs): every recorded
+    GPT-5 file under ``snapshot_dir`` (:data:`LIVEMACROEVAL_GPT5_DIR`), or the given ``files``; ``model_ids``
+    extends :data:`DEFAULT_MODEL_IDS`."""
+
+    transport = "snapshot"
+
+    def __init__(self, snapshot_dir: str | Path, *, files: Iterable[str | Path] | None = None,
+                 model_ids: Mapping[str, str] | None = None) -> None:
+        self.snapshot_dir = Path(snapshot_dir)
+        self.files = None if files is None else [Path(f) for f in files]
+        self.model_ids = model_ids
+
+    def load(self, windows: pl.DataFrame | None) -> tuple[pl.DataFrame, list[ImportSummary]]:
+        """One ``nowcasts`` frame of every file, one partition per file (see :func:`read_recorded_csv`;
+        ``after_release`` from ``windows``). File names in errors and summaries are relative to the snapshot
+        directory. Raises :class:`SourceError`."""
+        snap = self.snapshot_dir
+        paths = self.files if self.files is not None else recorded_files(snap / LIVEMACROEVAL_GPT5_DIR)
+        frames, summaries = [], []
+        for p in paths:
+            try:
+                shown = str(p.resolve().relative_to(snap.resolve()))
+            except ValueError:
+                shown = str(p)
+            f, s = read_recorded_csv(p, windows=windows, model_ids=self.model_ids, display_name=shown)
+            frames.append(f)
+            summaries.append(s)
+        out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
+        return out, summaries

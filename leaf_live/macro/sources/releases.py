@@ -1,7 +1,10 @@
 """Release calendar source: every scheduled release row (release timestamp, reference period, actual A,
 consensus C, consensus source) as each calendar reported it, before the first-release rule.
 
-Sources (``sources=`` of :func:`load_release_calendar`):
+One client interface (:class:`ReleaseCalendarClient`), two implementations: :class:`ReleaseCalendarSnapshot`
+reads every source from the snapshot directory; :class:`ReleaseCalendarLive` reads the live-window calendar
+from an export file or URL and the archives from a directory or a base URL serving them. Sources
+(``sources=``):
 
 ``livemacroeval_panel``
     The LiveMacroEval historical releases 2010-01 -> 2025-10 (Investing.com calendar: first-release actual A
@@ -13,7 +16,7 @@ Sources (``sources=`` of :func:`load_release_calendar`):
     The live-window releases 2025-11 -> 2026-05 (``livemacroeval/Results/ground_truth/data/
     field_releases_live.csv``; some C empty; catch-up releases of an older reference period are stamped one
     minute early, 08:29 / 09:59). With ``calendar_file=`` (path or http(s) URL) the rows come from that
-    export instead; the live transport requires it because consensus has no free live API.
+    export instead; the live client requires it because consensus has no free live API.
 ``forexfactory``
     ForexFactory calendars 2010 -> 2023 (``macro/calendar_forexfactory_spoluan/*.csv``): an optional
     second consensus source. Times are fixed UTC+8, values carry K/M/B/% suffixes.
@@ -48,6 +51,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import polars as pl
 
@@ -63,7 +67,10 @@ from leaf_live.core.pit import (
     reference_period,
     shift_month,
 )
-from leaf_live.core.sources import SourceError, cached_parse, csv_rows, display_path, http_get_text, is_url, parse_number
+from leaf_live.core.sources import (
+    FileStore, HttpFiles, SnapshotFiles, SourceError, cached_parse, csv_rows, display_path, http_get_text, is_url,
+    parse_number,
+)
 
 PANEL_DIR = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing"
 PANEL_FILES = (f"{PANEL_DIR}/field_releases.csv", f"{PANEL_DIR}/dropped_revisions.csv")
@@ -73,7 +80,7 @@ FOREXFACTORY_DIR = "macro/calendar_forexfactory_spoluan"
 
 SOURCES = ("livemacroeval_panel", "livemacroeval_live", "forexfactory")
 DEFAULT_SOURCES = ("livemacroeval_panel", "livemacroeval_live")
-TRANSPORTS = ("snapshot", "live")
+FOREXFACTORY_YEARS = tuple(range(2010, 2024))  # the archive's files, named by year
 
 FOREXFACTORY_TZ = timezone(timedelta(hours=8))  # the 2010-2023 files are in fixed UTC+8 (PROVENANCE.md)
 _LIVE_HELP = (
@@ -107,76 +114,112 @@ class _Row:
 
 
 # ------------------------------------------------------------------------------------------------
-# public entry point
+# the client interface and its two implementations
 # ------------------------------------------------------------------------------------------------
 
 
-def load_release_calendar(
-    transport: str,
-    snapshot_dir: Path | None,
-    *,
-    sources: Sequence[str] = DEFAULT_SOURCES,
-    calendar_file: str | os.PathLike | None = None,
-    consensus_source: str = "investing",
-    months: Iterable[str] | None = None,
-) -> pl.DataFrame:
-    """Load the release calendar from the chosen sources.
+@runtime_checkable
+class ReleaseCalendarClient(Protocol):
+    """Scheduled release rows of the configured calendar ``sources`` (:class:`ReleaseCalendarSnapshot` or
+    :class:`ReleaseCalendarLive`)."""
 
-    Args:
-        transport: ``"snapshot"`` (read recorded files under ``snapshot_dir``) or ``"live"``.
-        snapshot_dir: the snapshot directory (``LEAF_LIVE_SNAPSHOT``); required for the archive sources
-            (``livemacroeval_panel``, ``forexfactory``: fixed historical files, no live service) and for
-            ``livemacroeval_live`` in snapshot transport without ``calendar_file``.
-        sources: any of :data:`SOURCES`; default the LiveMacroEval panel and live window.
-        calendar_file: path or http(s) URL of a calendar export in the LiveMacroEval field_releases format,
-            read as source ``livemacroeval_live``. Required by the live transport (consensus has no free
-            live API); in snapshot transport it replaces the recorded live file.
-        consensus_source: who produced C in ``calendar_file`` / the LiveMacroEval files (default
-            ``"investing"``, Investing.com).
-        months: keep only these release months (``partition_key`` values, ``YYYY-MM``); ``None`` = all.
-            Period labels are assigned on the whole file first, so filtering never changes a label.
+    sources: tuple[str, ...]
 
-    Returns:
-        A frame with exactly the columns of ``schemas.RELEASE_CALENDAR`` (``storage.conform`` passes), one row
-        per (source, indicator_id, release_at, period_label), sorted by release_at, indicator_id, source.
-        ``actual`` / ``consensus`` are in the catalog reporting unit; ``release_at`` / ``available_at`` UTC.
+    def calendar(self, months: Iterable[str] | None = None) -> pl.DataFrame:
+        """``release_calendar`` rows; ``months`` keeps only these release months (``YYYY-MM``)."""
+        ...
 
-    Raises:
-        SourceError: a malformed source row or an unusable response (names file/URL, row, field, value).
-        ValueError: unknown transport or source, or the live transport without ``calendar_file``.
-    """
-    if transport not in TRANSPORTS:
-        raise ValueError(f"transport={transport!r}: expected one of {TRANSPORTS}")
-    unknown = [s for s in sources if s not in SOURCES]
-    if unknown:
-        raise ValueError(f"sources: unknown calendar source(s) {unknown}; expected any of {SOURCES}")
-    if transport == "live" and calendar_file is None and "livemacroeval_live" in sources:
-        raise ValueError(f"live transport: {_LIVE_HELP}")
-    snap = Path(snapshot_dir) if snapshot_dir is not None else None
 
-    def need_snapshot(what: str) -> Path:
-        if snap is None or not snap.is_dir():
+class _Calendar:
+    """Reads every calendar source: the archives (LiveMacroEval panel and live file, ForexFactory) through a
+    :class:`~leaf_live.core.sources.FileStore`, the live-window calendar from ``calendar_file`` when given."""
+
+    def __init__(self, archive: FileStore | None, *, sources: Sequence[str], calendar_file: str | os.PathLike | None,
+                 consensus_source: str, archive_years: Iterable[int] | None = None) -> None:
+        unknown = [s for s in sources if s not in SOURCES]
+        if unknown:
+            raise ValueError(f"sources: unknown calendar source(s) {unknown}; expected any of {SOURCES}")
+        self.sources = tuple(dict.fromkeys(sources))
+        self.archive = archive
+        self.calendar_file = calendar_file
+        self.consensus_source = consensus_source
+        self._years = archive_years
+
+    def _need_archive(self, source: str) -> FileStore:
+        if self.archive is None:
             raise ValueError(
-                f"source {what!r} reads recorded files under the snapshot directory, but snapshot_dir="
-                f"{snapshot_dir!s} does not exist (set LEAF_LIVE_SNAPSHOT or leave {what!r} out of sources)"
+                f"source {source!r} reads recorded files (a fixed archive, no live service), but no archive "
+                f"directory or URL is configured (set LEAF_LIVE_SNAPSHOT or leave {source!r} out of sources)"
             )
-        return snap
+        return self.archive
 
-    frames = []
-    for source in dict.fromkeys(sources):
-        if source == "livemacroeval_panel":
-            frames.append(read_livemacroeval_panel(need_snapshot(source), consensus_source=consensus_source))
-        elif source == "livemacroeval_live":
-            if calendar_file is not None:
-                frames.append(read_calendar_file(calendar_file, snapshot_dir=snap, consensus_source=consensus_source))
-            else:
-                frames.append(read_livemacroeval_live(need_snapshot(source), consensus_source=consensus_source))
-        elif source == "forexfactory":
-            frames.append(read_forexfactory(need_snapshot(source)))
-    out = pl.concat(frames, how="vertical") if frames else storage.empty_frame("release_calendar")
-    if months is not None:
-        out = out.filter(pl.col("partition_key").is_in(list(months)))
-    return out.sort(["release_at", "indicator_id", "source", "period_label"])
+    def calendar(self, months: Iterable[str] | None = None) -> pl.DataFrame:
+        """Load the release calendar from the configured sources.
+
+        Returns a frame with exactly the columns of ``schemas.RELEASE_CALENDAR`` (``storage.conform`` passes),
+        one row per (source, indicator_id, release_at, period_label), sorted by release_at, indicator_id,
+        source. ``actual`` / ``consensus`` are in the catalog reporting unit; ``release_at`` / ``available_at``
+        UTC. ``months`` keeps only these release months (``partition_key`` values, ``YYYY-MM``; ``None`` =
+        all); period labels are assigned on the whole file first, so filtering never changes a label.
+
+        Raises :class:`SourceError` for a malformed source row or an unusable response (names file/URL, row,
+        field, value) and :class:`ValueError` for an archive source without an archive.
+        """
+        frames = []
+        for source in self.sources:
+            if source == "livemacroeval_panel":
+                frames.append(read_livemacroeval_panel(self._need_archive(source), consensus_source=self.consensus_source))
+            elif source == "livemacroeval_live":
+                if self.calendar_file is not None:
+                    snap = self.archive.root if isinstance(self.archive, SnapshotFiles) else None
+                    frames.append(read_calendar_file(self.calendar_file, snapshot_dir=snap,
+                                                     consensus_source=self.consensus_source))
+                else:
+                    frames.append(read_livemacroeval_live(self._need_archive(source), consensus_source=self.consensus_source))
+            elif source == "forexfactory":
+                frames.append(read_forexfactory(self._need_archive(source), years=self._years))
+        out = pl.concat(frames, how="vertical") if frames else storage.empty_frame("release_calendar")
+        if months is not None:
+            out = out.filter(pl.col("partition_key").is_in(list(months)))
+        return out.sort(["release_at", "indicator_id", "source", "period_label"])
+
+
+class ReleaseCalendarSnapshot(_Calendar):
+    """The recorded calendars under ``snapshot_dir`` (module docstring). ``calendar_file`` (path or http(s)
+    URL of a calendar export) replaces the recorded live file. ``consensus_source``: who produced C in the
+    LiveMacroEval files (default Investing.com). Raises :class:`ValueError` for an unknown source or a
+    missing directory."""
+
+    transport = "snapshot"
+
+    def __init__(self, snapshot_dir: str | os.PathLike, *, sources: Sequence[str] = DEFAULT_SOURCES,
+                 calendar_file: str | os.PathLike | None = None, consensus_source: str = "investing") -> None:
+        super().__init__(SnapshotFiles(snapshot_dir), sources=sources, calendar_file=calendar_file,
+                         consensus_source=consensus_source)
+
+
+class ReleaseCalendarLive(_Calendar):
+    """The live calendar: ``calendar_file``, a path or http(s) URL of a calendar export in the LiveMacroEval
+    field_releases format, read as source ``livemacroeval_live`` (consensus forecasts have no free live API,
+    so it is required when that source is configured). The archive sources (panel, ForexFactory) are fixed
+    historical files: from ``archive_dir`` or from ``archive_url``, a base URL serving them in the snapshot's
+    layout (over HTTP the ForexFactory files are named by year, 2010-2023). Raises :class:`ValueError` for an
+    unknown source or a missing ``calendar_file``."""
+
+    transport = "live"
+
+    def __init__(self, calendar_file: str | os.PathLike | None, *, sources: Sequence[str] = DEFAULT_SOURCES,
+                 archive_dir: str | os.PathLike | None = None, archive_url: str | None = None,
+                 consensus_source: str = "investing") -> None:
+        if calendar_file is None and "livemacroeval_live" in sources:
+            raise ValueError(f"live calendar: {_LIVE_HELP}")
+        archive: FileStore | None = None
+        if archive_url:
+            archive = HttpFiles(archive_url)
+        elif archive_dir is not None and Path(archive_dir).is_dir():
+            archive = SnapshotFiles(archive_dir)
+        super().__init__(archive, sources=sources, calendar_file=calendar_file, consensus_source=consensus_source,
+                         archive_years=FOREXFACTORY_YEARS if archive_url else None)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -184,7 +227,7 @@ def load_release_calendar(
 # ------------------------------------------------------------------------------------------------
 
 
-def read_livemacroeval_panel(snapshot_dir: Path, *, consensus_source: str = "investing") -> pl.DataFrame:
+def read_livemacroeval_panel(archive: FileStore, *, consensus_source: str = "investing") -> pl.DataFrame:
     """The LiveMacroEval historical panel: ``field_releases.csv`` UNION ``dropped_revisions.csv``.
 
     Rows of ``dropped_revisions.csv`` carry ``marked_revision=True``: the source lists them as later estimates
@@ -194,30 +237,19 @@ def read_livemacroeval_panel(snapshot_dir: Path, *, consensus_source: str = "inv
     """
     rows: list[_Row] = []
     for rel in PANEL_FILES:
-        path = Path(snapshot_dir) / rel
-        label = display_path(path, snapshot_dir)
-        rows.extend(
-            cached_parse(
-                f"livemacroeval:{consensus_source}",
-                path,
-                lambda p, label=label, rev=(rel == PANEL_REVISIONS_FILE): _parse_livemacroeval(
-                    _read_text(p, label), label, "livemacroeval_panel", consensus_source, marked_revision=rev
-                ),
-            )
-        )
+        rows.extend(archive.parsed(
+            f"livemacroeval:{consensus_source}", rel,
+            lambda text, name, rev=(rel == PANEL_REVISIONS_FILE): _parse_livemacroeval(
+                text, name, "livemacroeval_panel", consensus_source, marked_revision=rev),
+        ))
     return _frame(_assign_labels(rows))
 
 
-def read_livemacroeval_live(snapshot_dir: Path, *, consensus_source: str = "investing") -> pl.DataFrame:
+def read_livemacroeval_live(archive: FileStore, *, consensus_source: str = "investing") -> pl.DataFrame:
     """The LiveMacroEval live-window releases (``field_releases_live.csv``) as a ``release_calendar`` frame
     (source ``livemacroeval_live``). Raises :class:`SourceError`."""
-    path = Path(snapshot_dir) / LIVE_FILE
-    label = display_path(path, snapshot_dir)
-    rows = cached_parse(
-        f"livemacroeval:{consensus_source}",
-        path,
-        lambda p: _parse_livemacroeval(_read_text(p, label), label, "livemacroeval_live", consensus_source),
-    )
+    rows = archive.parsed(f"livemacroeval:{consensus_source}", LIVE_FILE,
+                          lambda text, name: _parse_livemacroeval(text, name, "livemacroeval_live", consensus_source))
     return _frame(_assign_labels(rows))
 
 
@@ -234,7 +266,8 @@ def read_calendar_file(
     ``event`` (calendar label; a trailing ``(Mon)``/``(Qn)`` names the reference period), ``A`` and ``C``
     (or ``actual`` and ``forecast``) in the panel's units (payrolls in persons, housing in units), optional
     ``ref_period`` (checked) and ``raw_surprise`` (checked to equal A - C). Empty A = scheduled, not yet
-    released; empty C = no consensus. Returns a ``release_calendar`` frame. Raises :class:`SourceError`.
+    released; empty C = no consensus. A path inside ``snapshot_dir`` is named relative to it. Returns a
+    ``release_calendar`` frame. Raises :class:`SourceError`.
     """
     if is_url(calendar_file):
         url = str(calendar_file)
@@ -399,9 +432,10 @@ _FF_VALUE = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*([KMBT%]?)$")
 _FF_MULT = {"": 1, "%": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 
-def read_forexfactory(snapshot_dir: Path, *, years: Iterable[int] | None = None) -> pl.DataFrame:
+def read_forexfactory(archive: FileStore, *, years: Iterable[int] | None = None) -> pl.DataFrame:
     """ForexFactory calendar rows of the catalog's USD events (``Indicator.forexfactory_events``) from
-    ``macro/calendar_forexfactory_spoluan/forex_factory_calendar_YYYY.csv``.
+    ``macro/calendar_forexfactory_spoluan/forex_factory_calendar_YYYY.csv`` (every year the archive lists, or
+    the given ``years``).
 
     Times are fixed UTC+8 (subtract 8 h for UTC; the US events keep US daylight saving). Values such as
     ``252K``, ``0.8%``, ``1.03M`` are multiplied out and divided by ``Indicator.panel_scale`` (payrolls and
@@ -412,18 +446,16 @@ def read_forexfactory(snapshot_dir: Path, *, years: Iterable[int] | None = None)
     Rows with time ``All Day`` / ``Tentative`` have no release time and are left out. Raises
     :class:`SourceError`.
     """
-    folder = Path(snapshot_dir) / FOREXFACTORY_DIR
-    files = sorted(folder.glob("forex_factory_calendar_*.csv"))
-    if years is not None:
-        wanted = {int(y) for y in years}
-        files = [f for f in files if int(f.stem.rsplit("_", 1)[1]) in wanted]
+    if years is None:
+        files = archive.list(FOREXFACTORY_DIR, "forex_factory_calendar_*.csv")
+    else:
+        files = [f"{FOREXFACTORY_DIR}/forex_factory_calendar_{int(y)}.csv" for y in sorted(set(years))]
     if not files:
         raise SourceError("no ForexFactory calendar files (forex_factory_calendar_YYYY.csv)",
-                          file=display_path(folder, snapshot_dir))
+                          file=archive.name(FOREXFACTORY_DIR))
     rows: list[_Row] = []
     for f in files:
-        label = display_path(f, snapshot_dir)
-        rows.extend(cached_parse("forexfactory", f, lambda p, label=label: _parse_forexfactory(_read_text(p, label), label)))
+        rows.extend(archive.parsed("forexfactory", f, _parse_forexfactory))
     # consecutive year files overlap by a few days (a calendar week spans New Year): keep one copy
     seen: dict[tuple[str, datetime, str], _Row] = {}
     unique: list[_Row] = []

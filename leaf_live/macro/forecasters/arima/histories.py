@@ -32,18 +32,17 @@ the exponential").
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from leaf_live.core.pit import first_per_period, period_index, period_start, require_columns
 from leaf_live.macro.catalog import Indicator
 from leaf_live.macro.forecasters.arima.estimator import ArimaError
-from leaf_live.macro.sources import fred_md
+from leaf_live.macro.sources.fred_md import FredMdClient
 
 AR1_LOG_INDICATORS = ("ism_manufacturing", "ism_services")  # App. I: AR(1) on the log level
 # Renamed FRED-MD columns: the PPI column was PPIFGS (finished goods) in vintages before 2016-03.
@@ -70,16 +69,6 @@ class SeriesHistory:
     vintage_gap_months: int = 0
 
 
-def _period_index(d: date, quarterly: bool) -> int:
-    k = d.year * 12 + d.month - 1
-    return k // 3 if quarterly else k
-
-
-def _period_date(k: int, quarterly: bool) -> date:
-    m = k * 3 if quarterly else k
-    return date(m // 12, m % 12 + 1, 1)
-
-
 def regular_history(dates: Sequence[date], values: Sequence[float | None], *, quarterly: bool, log_fill: bool
                     ) -> tuple[list[date], np.ndarray, int]:
     """Put observations on a consecutive monthly (or quarterly) grid from the first to the last non-missing
@@ -89,7 +78,7 @@ def regular_history(dates: Sequence[date], values: Sequence[float | None], *, qu
     pairs = [(d, float(v)) for d, v in zip(dates, values) if v is not None and math.isfinite(float(v))]
     if not pairs:
         raise ArimaError("no observations")
-    idx = [_period_index(d, quarterly) for d, _ in pairs]
+    idx = [period_index(d, quarterly) for d, _ in pairs]
     if len(set(idx)) != len(idx):
         raise ArimaError("duplicate observation periods")
     order = np.argsort(idx)
@@ -102,7 +91,7 @@ def regular_history(dates: Sequence[date], values: Sequence[float | None], *, qu
     filled = np.interp(grid, idx_arr, src)
     out = np.exp(filled) if log_fill else filled
     out[np.searchsorted(grid, idx_arr)] = vals  # observed values exactly as published
-    return [_period_date(int(k), quarterly) for k in grid], out, len(grid) - len(idx_arr)
+    return [period_start(int(k), quarterly) for k in grid], out, len(grid) - len(idx_arr)
 
 
 def to_reporting(transformation: str, levels: np.ndarray, t: int, *, quarterly: bool = False) -> float:
@@ -145,22 +134,22 @@ def _fred_column(levels: pl.DataFrame, tcodes: Mapping[str, int], column: str) -
 def fred_history(
     ind: Indicator,
     info_month: date,
+    vintages: FredMdClient,
     *,
-    transport: str,
-    snapshot_dir: Path | None,
-    vintages: Mapping[str, tuple[pl.DataFrame, dict[str, int]]] | None = None,
+    loaded: Mapping[str, tuple[pl.DataFrame, dict[str, int]]] | None = None,
 ) -> SeriesHistory:
     """The indicator's FRED-MD (monthly) / FRED-QD (quarterly) column from the vintage preceding
-    ``info_month`` (:func:`leaf_live.macro.sources.fred_md.resolve_preceding_vintage`: nearest earlier snapshot
-    vintage when the wanted one is missing, gap recorded). Trailing months the vintage has not filled yet
-    (the ragged edge) are dropped; interior gaps are interpolated (:func:`regular_history`).
-    Raises :class:`~leaf_live.macro.sources.SourceError` / :class:`ArimaError`."""
+    ``info_month`` (``vintages.resolve_preceding_vintage``: nearest earlier snapshot vintage when the wanted
+    one is missing, gap recorded); ``loaded`` holds vintages already read (``{vintage: (levels, tcodes)}``).
+    Trailing months the vintage has not filled yet (the ragged edge) are dropped; interior gaps are
+    interpolated (:func:`regular_history`). Raises :class:`~leaf_live.core.sources.SourceError` /
+    :class:`ArimaError`."""
     kind = "qd" if ind.frequency == "quarterly" else "md"
-    choice = fred_md.resolve_preceding_vintage(info_month, kind, transport=transport, snapshot_dir=snapshot_dir)
-    if vintages is not None and choice.vintage in vintages:
-        levels, tcodes = vintages[choice.vintage]
+    choice = vintages.resolve_preceding_vintage(info_month, kind)
+    if loaded is not None and choice.vintage in loaded:
+        levels, tcodes = loaded[choice.vintage]
     else:
-        levels, tcodes = fred_md.load_vintage(choice.vintage, kind, transport=transport, snapshot_dir=snapshot_dir)
+        levels, tcodes = vintages.load_vintage(choice.vintage, kind)
     assert ind.fred_md_column is not None
     col = _fred_column(levels, tcodes, ind.fred_md_column)
     if tcodes.get(col) != ind.fred_md_tcode:
@@ -188,33 +177,16 @@ def release_history(
     reporting unit. Point in time: only values released at or before ``issued_at`` (``available_at``) and
     for reference periods up to ``last_period`` (the last month the preceding FRED-MD vintage would hold)
     are used. Raises :class:`ArimaError` when nothing is left."""
-    need = ("indicator_id", "reference_period", "actual", "available_at")
-    missing = [c for c in need if c not in releases.columns]
-    if missing:
-        raise ArimaError(f"releases frame lacks column(s) {missing}")
-    sub = (
-        releases.filter(
-            (pl.col("indicator_id") == ind.id)
-            & (pl.col("available_at") <= issued_at)
-            & (pl.col("reference_period") <= last_period)
-            & pl.col("actual").is_not_null()
-        )
-        .sort("available_at")
-        .unique("reference_period", keep="first", maintain_order=True)  # first release of each period
-        .sort("reference_period")
+    require_columns(releases, ("indicator_id", "reference_period", "actual", "available_at"), "releases", ArimaError)
+    known = releases.filter(
+        (pl.col("indicator_id") == ind.id)
+        & (pl.col("available_at") <= issued_at)
+        & (pl.col("reference_period") <= last_period)
+        & pl.col("actual").is_not_null()
     )
+    sub = first_per_period(known, ["reference_period"], time_col="available_at").sort("reference_period")
     if sub.height == 0:
         raise ArimaError(f"no first releases of {ind.id} up to {last_period:%Y-%m} known at {issued_at:%Y-%m-%d %H:%M} UTC")
     dates, vals, filled = regular_history(sub["reference_period"].to_list(), sub["actual"].to_list(),
                                           quarterly=False, log_fill=True)
     return SeriesHistory(dates, vals, filled, f"first releases of {ind.id}", ind.id)
-
-
-def snapshot_first_releases(snapshot_dir: str | os.PathLike) -> pl.DataFrame:
-    """First releases of every indicator from the snapshot's LiveMacroEval release calendar (panel 2010-01 ..
-    2025-10 and live file 2025-11 .. 2026-05): :func:`leaf_live.macro.sources.releases.load_release_calendar` then
-    :func:`leaf_live.macro.scoring.surprises.first_releases`. The ``releases`` frame :func:`release_history` reads."""
-    from leaf_live.macro.scoring.surprises import first_releases
-    from leaf_live.macro.sources.releases import load_release_calendar
-
-    return first_releases(load_release_calendar("snapshot", Path(snapshot_dir)))

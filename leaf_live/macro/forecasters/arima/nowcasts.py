@@ -5,30 +5,31 @@ from the history the vintage preceding the target month holds (:mod:`.histories`
 from __future__ import annotations
 
 import math
-import os
+import multiprocessing
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 import polars as pl
 
-from leaf_live.core.pit import ET, UTC
-from leaf_live.core.settings import get_settings
+from leaf_live.core.pit import (
+    UTC, et_month_key, et_month_start, month_index, month_start_of_index, period_index, require_columns,
+)
 from leaf_live.core.sources import SourceError
+from leaf_live.core.storage import empty_frame
 from leaf_live.macro.catalog import Indicator, get_indicator
 from leaf_live.macro.forecasters.arima.estimator import MIN_OBS, P_MAX, Q_MAX, ArimaError, fit_arima, select_order, trend_for_d
 from leaf_live.macro.forecasters.arima.histories import (
-    _LOG_TCODES, _TCODE_D, AR1_LOG_INDICATORS, SeriesHistory, _period_date, _period_index, fred_history,
-    release_history, snapshot_first_releases, to_reporting,
+    _LOG_TCODES, _TCODE_D, AR1_LOG_INDICATORS, SeriesHistory, fred_history, release_history, to_reporting,
 )
-from leaf_live.macro.forecasters.nowcast_frame import build_nowcasts
-from leaf_live.macro.forecasters.windows import target_month, window_open
-from leaf_live.macro.sources import fred_md
+from leaf_live.macro.nowcasts import build_nowcasts
+from leaf_live.macro.sources.fred_md import FredMdClient, wanted_vintage
+from leaf_live.macro.windows import target_month, window_open
 
 MODEL_ID = "baseline/auto-arima"
-PRODUCER = "arima_nowcasts"
 
 # ------------------------------------------------------------------------------------------------
 # one nowcast
@@ -86,7 +87,7 @@ def nowcast_one(
     if n < min_obs:
         return fail(f"only {n} observations in {src} (App. I requires at least {min_obs}); no forecast issued")
     last = history.dates[-1]
-    h = _period_index(reference_period, quarterly) - _period_index(last, quarterly)
+    h = period_index(reference_period, quarterly) - period_index(last, quarterly)
     if h < 1:
         return fail(f"{src} already holds {reference_period:%Y-%m} (last observation {last:%Y-%m}); "
                     "a nowcast from it would not be a forecast")
@@ -139,19 +140,13 @@ def nowcast_one(
 # ------------------------------------------------------------------------------------------------
 
 
-def _first_of_month(ts: datetime) -> date:
-    et = ts.astimezone(ET)
-    return date(et.year, et.month, 1)
-
-
 def arima_nowcasts(
     targets: Sequence[tuple[str, date]],
     *,
+    vintages: FredMdClient,
+    releases: pl.DataFrame | None = None,
     window_opens_at: Mapping[tuple[str, date], datetime] | None = None,
     partition_key: str | Mapping[tuple[str, date], str] | None = None,
-    transport: str | None = None,
-    snapshot_dir: str | os.PathLike | None = None,
-    releases: pl.DataFrame | None = None,
     min_obs: int = MIN_OBS,
     p_max: int = P_MAX,
     q_max: int = Q_MAX,
@@ -159,33 +154,27 @@ def arima_nowcasts(
     """Auto-ARIMA nowcasts (LiveMacroEval App. I) for ``targets`` = ``[(indicator_id, reference_period), ...]``.
 
     For each target: ``issued_at`` = the window open (``window_opens_at[(id, period)]``, tz-aware; default
-    :func:`leaf_live.macro.forecasters.windows.window_open`, the 25th 00:00 New York of the target month); the
+    :func:`leaf_live.macro.windows.window_open`, the 25th 00:00 New York of the target month); the
     information month is the target month (the quarter's last month for GDP), or the month of ``issued_at`` if
-    that is earlier; the model is fitted on the FRED-MD / FRED-QD vintage immediately preceding it (the
-    nearest earlier one in a snapshot that lacks it, gap stated in ``rationale``). Indicators not in FRED-MD
-    (ISM PMIs, existing and new home sales) use their first-release history (:func:`release_history`) up to
-    the same last month, released by ``issued_at``: ``releases`` (e.g. the ``releases`` table) or, in the
-    snapshot transport, the LiveMacroEval release calendar of the snapshot. The forecast reaches the target
-    period ``h`` steps past the last observation and is converted to the reporting transformation.
+    that is earlier; the model is fitted on the FRED-MD / FRED-QD vintage immediately preceding it from
+    ``vintages`` (a snapshot that lacks it gives the nearest earlier one, gap stated in ``rationale``).
+    Indicators not in FRED-MD (ISM PMIs, existing and new home sales) use their first-release history
+    (:func:`release_history`) from ``releases`` (the ``releases`` table) up to the same last month, released by
+    ``issued_at``; without ``releases`` those targets get an invalid row saying so. The forecast reaches the
+    target period ``h`` steps past the last observation and is converted to the reporting transformation.
 
-    Returns a ``nowcasts`` frame (``schemas.NOWCASTS``), one row per target: ``producer='arima_nowcasts'``,
-    ``model_id='baseline/auto-arima'``, ``value`` in the reporting unit, ``valid``; targets that get no
-    forecast (fewer than ``min_obs`` observations, no vintage, failed fit, guardrail) are rows with
-    ``valid=False``, ``value`` NULL and ``invalid_reason``; ``source_variable`` = the FRED-MD/QD column
-    (``CPIAUCSL``; ``PPIFGS`` in pre-2016 vintages) or, for first-release histories, the indicator id; ``rationale`` = order, AIC, vintage, sample, horizon; ``available_at = issued_at``;
-    ``partition_key`` = ``partition_key`` (one string, or per target) or the New York month of ``issued_at``.
-    ``after_release`` is False (mark it with :func:`leaf_live.macro.forecasters.windows.mark_after_release`).
+    Returns a ``nowcasts`` frame (``schemas.NOWCASTS``), one row per target: ``model_id='baseline/auto-arima'``,
+    ``value`` in the reporting unit, ``valid``; targets that get no forecast (fewer than ``min_obs``
+    observations, no vintage, failed fit, guardrail) are rows with ``valid=False``, ``value`` NULL and
+    ``invalid_reason``; ``source_variable`` = the FRED-MD/QD column (``CPIAUCSL``; ``PPIFGS`` in pre-2016
+    vintages) or, for first-release histories, the indicator id; ``rationale`` = order, AIC, vintage, sample,
+    horizon; ``available_at = issued_at``; ``partition_key`` = ``partition_key`` (one string, or per target) or
+    the New York month of ``issued_at``. ``after_release`` is False (mark it with
+    :func:`leaf_live.macro.windows.mark_after_release`).
 
-    Raises :class:`ValueError` (unknown indicator, bad period, naive timestamp, bad transport); data problems
-    never raise, they become invalid rows.
+    Raises :class:`ValueError` (unknown indicator, bad period, naive timestamp); data problems never raise,
+    they become invalid rows.
     """
-    settings = get_settings()
-    transport = transport or settings.transport
-    if transport not in fred_md.TRANSPORTS:
-        raise ValueError(f"transport={transport!r}: expected one of {fred_md.TRANSPORTS}")
-    snap = None
-    if transport == "snapshot":
-        snap = Path(snapshot_dir) if snapshot_dir is not None else settings.require_snapshot()
     plan = []
     for indicator_id, ref in targets:
         ind = get_indicator(indicator_id)
@@ -196,54 +185,45 @@ def arima_nowcasts(
         if not isinstance(opens, datetime) or opens.tzinfo is None:
             raise ValueError(f"window_opens_at[{indicator_id!r}, {ref}]={opens!r}: expected a tz-aware datetime")
         opens = opens.astimezone(UTC)
-        info_month = min(tm, _first_of_month(opens))
+        info_month = min(tm, et_month_start(opens))
         if isinstance(partition_key, str):
             pk = partition_key
         elif partition_key is not None and (indicator_id, ref) in partition_key:
             pk = partition_key[(indicator_id, ref)]
         else:
-            et = opens.astimezone(ET)
-            pk = f"{et.year:04d}-{et.month:02d}"
+            pk = et_month_key(opens)
         plan.append((ind, ref, opens, info_month, pk))
 
     # Vintages needed, read in one pass (snapshot archive), and the release history if any target needs it.
-    vintages: dict[str, dict[str, tuple[pl.DataFrame, dict[str, int]]]] = {"md": {}, "qd": {}}
+    loaded: dict[str, dict[str, tuple[pl.DataFrame, dict[str, int]]]] = {"md": {}, "qd": {}}
     for kind in ("md", "qd"):
         wanted = set()
         for ind, _, _, info_month, _ in plan:
             if ind.fred_md_column and ind.id not in AR1_LOG_INDICATORS and (ind.frequency == "quarterly") == (kind == "qd"):
                 try:
-                    wanted.add(fred_md.vintage_preceding(info_month, kind, transport=transport, snapshot_dir=snap))
+                    wanted.add(vintages.resolve_preceding_vintage(info_month, kind).vintage)
                 except SourceError:
                     pass  # reported per target below
-        if wanted and transport == "snapshot":
+        if wanted:
             try:
-                vintages[kind] = fred_md.load_vintages(sorted(wanted), kind, transport=transport, snapshot_dir=snap)
+                loaded[kind] = vintages.load_vintages(sorted(wanted), kind)
             except SourceError:
-                vintages[kind] = {}  # each target retries and reports its own error
-    need_releases = any(ind.fred_md_column is None or ind.id in AR1_LOG_INDICATORS for ind, *_ in plan)
+                loaded[kind] = {}  # each target retries and reports its own error
     rel_error = None
-    if need_releases and releases is None:
-        if transport == "snapshot":
-            try:
-                releases = snapshot_first_releases(snap)
-            except (SourceError, ValueError) as exc:
-                rel_error = f"release history unavailable: {exc}"
-        else:
-            rel_error = ("live transport: no first-release history for indicators outside FRED-MD; pass "
-                         "releases= (e.g. the releases table)")
+    if releases is None and any(ind.fred_md_column is None or ind.id in AR1_LOG_INDICATORS for ind, *_ in plan):
+        rel_error = "no first-release history for indicators outside FRED-MD: pass releases= (the releases table)"
 
     rows = []
     for ind, ref, opens, info_month, pk in plan:
         kind = "qd" if ind.frequency == "quarterly" else "md"
         try:
             if ind.fred_md_column is not None and ind.id not in AR1_LOG_INDICATORS:
-                hist = fred_history(ind, info_month, transport=transport, snapshot_dir=snap, vintages=vintages[kind])
+                hist = fred_history(ind, info_month, vintages, loaded=loaded[kind])
             else:
                 if rel_error is not None:
                     raise ArimaError(rel_error)
-                wanted = fred_md.resolve_preceding_vintage(info_month, "md", transport="live").wanted
-                last = _period_date(fred_md._month_index(wanted) - 1, False)
+                # the last month the preceding vintage would hold: the month before the vintage's
+                last = month_start_of_index(month_index(wanted_vintage(info_month)) - 1)
                 hist = release_history(ind, releases, issued_at=opens, last_period=last)
             nc = nowcast_one(ind.id, ref, opens, hist, min_obs=min_obs, p_max=p_max, q_max=q_max)
         except (SourceError, ArimaError, ValueError) as exc:
@@ -265,23 +245,18 @@ def arima_nowcasts(
             }
         )
     if not rows:
-        return build_nowcasts(pl.DataFrame(schema={"partition_key": pl.Utf8, "model_id": pl.Utf8,
-                                                   "indicator_id": pl.Utf8, "reference_period": pl.Date,
-                                                   "issued_at": pl.Datetime("us", "UTC"), "value": pl.Float64}),
-                              producer=PRODUCER)
+        return empty_frame("nowcasts")
     frame = pl.DataFrame(rows, schema_overrides={"issued_at": pl.Datetime("us", "UTC"),
                                                  "available_at": pl.Datetime("us", "UTC"),
                                                  "reference_period": pl.Date, "value": pl.Float64})
-    return build_nowcasts(frame, producer=PRODUCER)
+    return build_nowcasts(frame)
 
 
 def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
     """:func:`arima_nowcasts` for a ``nowcast_windows`` frame (``indicator_id, reference_period, opens_at,
     partition_key``): one nowcast per window, issued at ``opens_at``, in the window's partition."""
     need = ("indicator_id", "reference_period", "opens_at", "partition_key")
-    missing = [c for c in need if c not in windows.columns]
-    if missing:
-        raise ValueError(f"windows frame lacks column(s) {missing}")
+    require_columns(windows, need, "windows")
     targets, opens, pks = [], {}, {}
     for r in windows.select(need).iter_rows(named=True):
         key = (r["indicator_id"], r["reference_period"])
@@ -289,3 +264,32 @@ def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
         opens[key] = r["opens_at"]
         pks[key] = r["partition_key"]
     return arima_nowcasts(targets, window_opens_at=opens, partition_key=pks, **kwargs)
+
+
+class AutoArima:
+    """The App. I auto-ARIMA baseline under the forecaster contract (:mod:`leaf_live.core.forecaster`):
+    ``forecast(windows)`` = :func:`arima_nowcasts_for_windows` on the FRED-MD/QD ``vintages`` client and the
+    ``releases`` table, one window partition (release month) per task chunk, fitted by ``workers`` processes
+    (spawned, not forked: polars' and Dagster's threads make a forked child deadlock; 1 = in this process).
+    Rows come back in partition order."""
+
+    model_id = MODEL_ID
+
+    def __init__(self, vintages: FredMdClient, releases: pl.DataFrame | None, *, workers: int = 1) -> None:
+        self.vintages = vintages
+        self.releases = releases
+        self.workers = max(1, workers)
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        if tasks.height == 0:
+            return empty_frame("nowcasts")
+        require_columns(tasks, ("partition_key",), "windows")
+        fit = partial(arima_nowcasts_for_windows, vintages=self.vintages, releases=self.releases)
+        chunks = [g for _, g in tasks.sort("partition_key").group_by("partition_key", maintain_order=True)]
+        workers = min(self.workers, len(chunks))
+        if workers > 1:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                frames = list(pool.map(fit, chunks))
+        else:
+            frames = [fit(c) for c in chunks]
+        return pl.concat(frames)

@@ -1,0 +1,254 @@
+"""Source-client resources: for every source, one Dagster resource per implementation of its client interface
+(snapshot | live), and the one place that picks which (:func:`source_resources`).
+
+Both tracks use the same pattern (see ``leaf_live.core.sources``): the science module of a source defines a
+client interface with a ``<Source>Snapshot`` and a ``<Source>Live`` implementation; here each implementation
+gets a :class:`SourceResource` subclass whose fields are its configuration and whose :meth:`~SourceResource.build`
+constructs the client; :data:`SOURCES` maps the resource key to ``(snapshot, live)`` builders from
+:class:`~leaf_live.core.settings.Settings`. An asset declares the key with the interface's resource base
+class and calls ``.client()``; it never sees a transport name.
+
+Adding a source (e.g. the event track's daily prices): write ``DailyPricesSnapshot`` / ``DailyPricesLive`` in
+``leaf_live/event/sources/``, add ``class DailyPricesResource(SourceResource)`` with two subclasses here (fields =
+constructor arguments; ``build`` returns the client), and one entry in :data:`SOURCES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from dagster import ConfigurableResource, EnvVar
+from pydantic import Field, PrivateAttr
+
+from leaf_live.core.settings import Settings
+from leaf_live.macro.sources import fed_nowcasts, fred, fred_md, futures, polymarket, recorded_nowcasts, releases
+
+
+class SourceResource(ConfigurableResource):
+    """Base of every source-client resource: :meth:`client` returns the science client, built once per
+    resource instance (one per run) by the implementation's :meth:`build`."""
+
+    _client: Any = PrivateAttr(default=None)
+
+    def build(self) -> Any:
+        raise NotImplementedError
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self.build()
+        return self._client
+
+
+def _path(value: Optional[str]) -> str:
+    if not value:
+        raise ValueError("this source reads recorded files: set snapshot_dir (LEAF_LIVE_SNAPSHOT)")
+    return value
+
+
+# --- release calendar ---------------------------------------------------------------------------
+
+_CALENDAR_SOURCES = Field(default=list(releases.DEFAULT_SOURCES),
+                          description="calendar sources to load (add 'forexfactory' for the second consensus source)")
+
+
+class ReleaseCalendarResource(SourceResource):
+    """Release calendar client (:class:`leaf_live.macro.sources.releases.ReleaseCalendarClient`)."""
+
+    calendar_sources: list[str] = _CALENDAR_SOURCES
+
+
+class ReleaseCalendarSnapshotResource(ReleaseCalendarResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    calendar_file: Optional[str] = Field(default=None, description="calendar export (path or URL) replacing the "
+                                         "recorded live-window file")
+
+    def build(self) -> releases.ReleaseCalendarSnapshot:
+        return releases.ReleaseCalendarSnapshot(_path(self.snapshot_dir), sources=self.calendar_sources,
+                                                calendar_file=self.calendar_file)
+
+
+class ReleaseCalendarLiveResource(ReleaseCalendarResource):
+    calendar_file: Optional[str] = Field(default=None, description="calendar export, path or URL, in the "
+                                         "LiveMacroEval field_releases format (consensus has no free live API)")
+    archive_dir: Optional[str] = Field(default=None, description="directory holding the archive calendars "
+                                       "(LiveMacroEval panel, ForexFactory)")
+    archive_url: Optional[str] = Field(default=None, description="base URL serving the archive calendars in the "
+                                       "snapshot layout (instead of archive_dir)")
+
+    def build(self) -> releases.ReleaseCalendarLive:
+        return releases.ReleaseCalendarLive(self.calendar_file, sources=self.calendar_sources,
+                                            archive_dir=self.archive_dir, archive_url=self.archive_url)
+
+
+# --- announcement-window futures prices -----------------------------------------------------------
+
+
+class WindowPricesResource(SourceResource):
+    """Futures window prices client (:class:`leaf_live.macro.sources.futures.WindowPricesClient`)."""
+
+
+class WindowPricesSnapshotResource(WindowPricesResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> futures.FuturesSnapshot:
+        return futures.FuturesSnapshot(_path(self.snapshot_dir))
+
+
+class WindowPricesLiveResource(WindowPricesResource):
+    symbol: str = Field(default="ES=F", description="front-month E-mini symbol of the bar provider (yfinance)")
+
+    def build(self) -> futures.FuturesLive:
+        return futures.FuturesLive(symbol=self.symbol)
+
+
+# --- FRED / ALFRED --------------------------------------------------------------------------------
+
+
+class FredResource(SourceResource):
+    """FRED / ALFRED client (:class:`leaf_live.macro.sources.fred.FredClient`)."""
+
+
+class FredSnapshotResource(FredResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> fred.FredSnapshot:
+        return fred.FredSnapshot(_path(self.snapshot_dir))
+
+
+class FredLiveResource(FredResource):
+    api_key: Optional[str] = Field(default=None, description="FRED API key (EnvVar FRED_API_KEY; ALFRED vintages)")
+    graph_url: str = Field(default=fred.GRAPH_URL, description="fredgraph.csv host")
+    api_url: str = Field(default=fred.API_URL, description="FRED API base URL")
+
+    def build(self) -> fred.FredLive:
+        return fred.FredLive(api_key=self.api_key, graph_url=self.graph_url, api_url=self.api_url)
+
+
+# --- FRED-MD / FRED-QD vintages -------------------------------------------------------------------
+
+
+class FredMdResource(SourceResource):
+    """FRED-MD/QD vintages client (:class:`leaf_live.macro.sources.fred_md.FredMdClient`)."""
+
+
+class FredMdSnapshotResource(FredMdResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> fred_md.FredMdSnapshot:
+        return fred_md.FredMdSnapshot(_path(self.snapshot_dir))
+
+
+class FredMdLiveResource(FredMdResource):
+    base_url: str = Field(default=fred_md.DEFAULT_BASE_URL, description="FRED-MD download area "
+                          "(LEAF_LIVE_FRED_MD_BASE_URL)")
+
+    def build(self) -> fred_md.FredMdLive:
+        return fred_md.FredMdLive(self.base_url)
+
+
+# --- Fed nowcasts ---------------------------------------------------------------------------------
+
+
+class FedNowcastsResource(SourceResource):
+    """Fed nowcast client (:class:`leaf_live.macro.sources.fed_nowcasts.FedNowcastsClient`)."""
+
+
+class FedNowcastsSnapshotResource(FedNowcastsResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> fed_nowcasts.FedNowcastsSnapshot:
+        return fed_nowcasts.FedNowcastsSnapshot(_path(self.snapshot_dir))
+
+
+# model id -> the setting that overrides its live URL
+FED_URL_SETTINGS = {
+    fed_nowcasts.GDPNOW: "LEAF_LIVE_GDPNOW_URL", fed_nowcasts.NYFED: "LEAF_LIVE_NYFED_NOWCAST_URL",
+    fed_nowcasts.CLEVELAND: "LEAF_LIVE_CLEVELAND_NOWCAST_URL", fed_nowcasts.CHICAGO: "LEAF_LIVE_CHICAGO_CHURN_URL",
+    fed_nowcasts.STLOUIS: "LEAF_LIVE_STLENI_URL",
+}
+
+
+class FedNowcastsLiveResource(FedNowcastsResource):
+    urls: dict[str, str] = Field(default={}, description="live URL per Fed model id (default: the banks' public files)")
+
+    def build(self) -> fed_nowcasts.FedNowcastsLive:
+        return fed_nowcasts.FedNowcastsLive(urls=self.urls, clock=lambda: datetime.now(timezone.utc))
+
+
+# --- prediction markets ---------------------------------------------------------------------------
+
+
+class PredictionMarketsResource(SourceResource):
+    """Prediction-market client (:class:`leaf_live.macro.sources.polymarket.PredictionMarketClient`)."""
+
+
+class PolymarketSnapshotResource(PredictionMarketsResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> polymarket.PolymarketSnapshot:
+        return polymarket.PolymarketSnapshot(_path(self.snapshot_dir))
+
+
+class PolymarketLiveResource(PredictionMarketsResource):
+    gamma_url: str = Field(default=polymarket.GAMMA_URL, description="Gamma API base URL")
+    clob_url: str = Field(default=polymarket.CLOB_URL, description="CLOB API base URL")
+
+    def build(self) -> polymarket.PolymarketLive:
+        return polymarket.PolymarketLive(gamma_url=self.gamma_url, clob_url=self.clob_url)
+
+
+# --- recorded nowcasts (snapshot only) ------------------------------------------------------------
+
+
+class RecordedNowcastsResource(SourceResource):
+    """Nowcasts recorded elsewhere (:class:`leaf_live.macro.sources.recorded_nowcasts.RecordedNowcastsSnapshot`):
+    archives with no live service, so both modes read them from the snapshot directory."""
+
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> recorded_nowcasts.RecordedNowcastsSnapshot:
+        return recorded_nowcasts.RecordedNowcastsSnapshot(_path(self.snapshot_dir))
+
+
+# --- the one choice ---------------------------------------------------------------------------------
+
+Builder = Callable[[Settings], SourceResource]
+
+
+def _snap(s: Settings) -> Optional[str]:
+    return str(s.snapshot_dir) if s.snapshot_dir is not None else None
+
+
+def _fred_key(s: Settings) -> Any:
+    return EnvVar("FRED_API_KEY") if "FRED_API_KEY" in s.secrets_set else None
+
+
+# resource key -> (snapshot builder, live builder)
+SOURCES: dict[str, tuple[Builder, Builder]] = {
+    "calendar": (lambda s: ReleaseCalendarSnapshotResource(snapshot_dir=_snap(s)),
+                 lambda s: ReleaseCalendarLiveResource(archive_dir=_snap(s))),
+    "window_prices": (lambda s: WindowPricesSnapshotResource(snapshot_dir=_snap(s)),
+                      lambda s: WindowPricesLiveResource()),
+    "fred": (lambda s: FredSnapshotResource(snapshot_dir=_snap(s)),
+             lambda s: FredLiveResource(api_key=_fred_key(s))),
+    "fred_md": (lambda s: FredMdSnapshotResource(snapshot_dir=_snap(s)),
+                lambda s: FredMdLiveResource(base_url=s.urls.get("LEAF_LIVE_FRED_MD_BASE_URL", fred_md.DEFAULT_BASE_URL))),
+    "fed_nowcasts": (lambda s: FedNowcastsSnapshotResource(snapshot_dir=_snap(s)),
+                     lambda s: FedNowcastsLiveResource(urls={m: s.urls[v] for m, v in FED_URL_SETTINGS.items()
+                                                             if v in s.urls})),
+    "prediction_markets": (lambda s: PolymarketSnapshotResource(snapshot_dir=_snap(s)),
+                           lambda s: PolymarketLiveResource()),
+    "recorded_nowcasts": (lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s)),
+                          lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s))),
+}
+
+
+def source_resources(settings: Settings, transport: str | None = None) -> dict[str, SourceResource]:
+    """Every source resource, snapshot or live implementation by ``transport`` (default
+    ``settings.transport``): the one place the choice is made. Raises :class:`ValueError` for another value."""
+    mode = transport or settings.transport
+    if mode not in ("snapshot", "live"):
+        raise ValueError(f"transport={mode!r}: expected 'snapshot' or 'live'")
+    return {key: (snap if mode == "snapshot" else live)(settings) for key, (snap, live) in SOURCES.items()}
