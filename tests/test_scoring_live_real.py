@@ -12,14 +12,14 @@ import pytest
 
 from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
 from leaf_live.macro.forecasters.consensus import consensus_nowcasts
-from leaf_live.macro.forecasters.windows import nowcast_windows
+from leaf_live.macro.windows import nowcast_windows
 from leaf_live.macro.scoring import betas as B
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring import surprises as S
 from leaf_live.macro.scoring.frames import livemacro_scores_frame, score_model
-from leaf_live.macro.sources.futures import load_window_prices
-from leaf_live.macro.sources.recorded_nowcasts import load_recorded_nowcasts
-from leaf_live.macro.sources.releases import load_release_calendar
+from leaf_live.macro.sources.futures import FuturesSnapshot
+from leaf_live.macro.sources.recorded_nowcasts import RecordedNowcastsSnapshot
+from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 
 SIGMA_FILE = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/sigma_by_field.csv"
 LIVE_START = datetime(2025, 11, 1, tzinfo=timezone.utc)
@@ -27,15 +27,15 @@ LIVE_START = datetime(2025, 11, 1, tzinfo=timezone.utc)
 
 @pytest.fixture(scope="module")
 def pipeline(snapshot_dir):
-    rel = S.first_releases(load_release_calendar("snapshot", snapshot_dir))
-    ret = S.announcement_returns(load_window_prices("snapshot", snapshot_dir), rel)
+    rel = S.first_releases(ReleaseCalendarSnapshot(snapshot_dir).calendar())
+    ret = S.announcement_returns(FuturesSnapshot(snapshot_dir).window_prices(), rel)
     scales = S.surprise_scales(rel)
     events = S.timestamp_group_events(rel, ret, scales)
     hist = events.filter(pl.col("release_at").dt.convert_time_zone("America/New_York").dt.date() <= S.HIST_END)
     fit = B.fit_market_betas(B.event_design(hist), lam=10 ** (4 / 3))
     live = rel.filter((pl.col("release_at") >= LIVE_START) & pl.col("consensus").is_not_null())
-    gpt5, _ = load_recorded_nowcasts(snapshot_dir, windows=nowcast_windows(live))
-    return {"live": live, "ret": ret, "scales": scales, "fit": fit, "gpt5": gpt5}
+    gpt5, _ = RecordedNowcastsSnapshot(snapshot_dir).load(nowcast_windows(live))
+    return {"live": live, "ret": ret, "scales": scales, "events": events, "fit": fit, "gpt5": gpt5}
 
 
 def test_betas_from_rebuilt_events_reproduce_table_9(pipeline):
@@ -47,7 +47,7 @@ def test_betas_from_rebuilt_events_reproduce_table_9(pipeline):
 def test_consensus_comparator_scores_exactly_zero_on_the_live_releases(pipeline):
     live, fit = pipeline["live"], pipeline["fit"]
     cons = consensus_nowcasts(live)
-    pr = L.implied_surprises(live, pipeline["scales"], cons)
+    pr = L.implied_surprises(live, pipeline["scales"], cons, events=pipeline["events"])
     assert pr["s_hat"].null_count() == 0 and (pr["s_hat"] == 0.0).all()
     d = L.live_design(pr, pipeline["ret"])
     assert d.n_events > 50
@@ -60,7 +60,7 @@ def test_consensus_comparator_scores_exactly_zero_on_the_live_releases(pipeline)
 
 def test_recorded_gpt5_nowcasts_score_with_the_identities(pipeline, snapshot_dir):
     live, fit, nc = pipeline["live"], pipeline["fit"], pipeline["gpt5"]
-    pr = L.implied_surprises(live, pipeline["scales"], nc).filter(pl.col("s_hat").is_not_null())
+    pr = L.implied_surprises(live, pipeline["scales"], nc, events=pipeline["events"]).filter(pl.col("s_hat").is_not_null())
     # February CPI (released 2026-03-11 08:30 EDT): A = C = 2.4; GPT-5's last pre-release nowcast over sigma_cpi
     row = pr.filter((pl.col("indicator_id") == "cpi") & (pl.col("release_at") == datetime(2026, 3, 11, 12, 30, tzinfo=timezone.utc)))
     last = nc.filter((pl.col("indicator_id") == "cpi") & pl.col("valid")

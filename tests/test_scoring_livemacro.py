@@ -16,6 +16,7 @@ from scipy import stats
 from leaf_live.core import storage
 from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
 from leaf_live.macro.scoring import livemacro as L
+from leaf_live.macro.scoring import surprises as SU
 from leaf_live.macro.scoring.betas import MarketBetaFit
 from leaf_live.macro.scoring.frames import livemacro_scores_frame, paired_frame, score_model, shapley_frame, sizing_frame
 
@@ -85,10 +86,10 @@ def test_table_18_scores_follow_from_kappa_phi_through_eq19():
         (0.72, -0.59, -0.404), (0.65, -0.32, -0.297), (0.21, 0.19, 0.019),
     ]
     for kappa, phi, score in rows:
-        k = np.linspace(kappa - 0.005, kappa + 0.005, 41)[:, None]
-        f = np.linspace(phi - 0.005, phi + 0.005, 41)[None, :]
-        eq19 = (2 * k * f - k**2) / (2 + k**2 - 2 * k * f)  # over the rounding box of kappa and phi
-        assert eq19.min() - 0.0005 <= score <= eq19.max() + 0.0005, (kappa, phi, score)
+        # our Eq. 19 over the rounding box of the printed kappa and phi must reach the printed score
+        box = [L.score_from_kappa_phi(k, f) for k in np.linspace(kappa - 0.005, kappa + 0.005, 41)
+               for f in np.linspace(phi - 0.005, phi + 0.005, 41)]
+        assert min(box) - 0.0005 <= score <= max(box) + 0.0005, (kappa, phi, score)
         assert (score > 0) == (kappa < 2 * phi)
     # and the optimum of S.3: at kappa* = phi the score is phi^2 / (2 - phi^2)
     assert L.score_from_kappa_phi(0.25, 0.25) == pytest.approx(0.25**2 / (2 - 0.25**2))
@@ -134,18 +135,35 @@ NOWCASTS = pl.DataFrame({
 SIGMA = {"cpi": 0.1}
 
 
+def _events(rel: pl.DataFrame, sigma: dict[str, float], ret: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The stored ``surprise_events`` of ``rel`` (built by the project's own App. K.1 step), which scoring reads
+    the realized surprises from."""
+    scales = pl.DataFrame({"indicator_id": list(sigma), "sigma": list(sigma.values()),
+                           "available_at": [_t("2025-10-31 20:00")] * len(sigma)})
+    times = rel.select("release_at").unique()
+    if ret is None:
+        ret = times.with_columns(pl.lit(None, pl.Float64).alias("r_g"))
+    returns = ret.with_columns(pl.lit(None, pl.Utf8).alias("contract_code"),
+                               pl.when(pl.col("r_g").is_null()).then(pl.lit("no_prices")).otherwise(pl.lit("usable"))
+                               .alias("window_status"))
+    return SU.timestamp_group_events(rel, returns, scales)
+
+
+EVENTS = _events(RELEASES, SIGMA)
+
+
 def test_terminal_nowcast_is_latest_valid_strictly_before_release():
-    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS)
+    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS)
     row = pr.row(0, named=True)
     assert row["nowcast"] == 2.45 and row["nowcast_issued_at"] == _t("2026-03-11 11:00")
     assert row["s"] == pytest.approx(-1.0) and row["s_hat"] == pytest.approx(-0.5)
     # rows tied at the latest instant are averaged
     tie = pl.concat([NOWCASTS, NOWCASTS.filter(pl.col("value") == 2.45).with_columns(pl.lit(2.55).alias("value"))])
-    assert L.implied_surprises(RELEASES, SIGMA, tie)["nowcast"][0] == pytest.approx(2.5)
+    assert L.implied_surprises(RELEASES, SIGMA, tie, events=EVENTS)["nowcast"][0] == pytest.approx(2.5)
 
 
 def test_median_horizon_uses_the_new_york_calendar_day_and_the_consensus_then():
-    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_1d")
+    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d")
     # 2026-03-10 ET holds the 15:00 and 16:00 UTC rows (2.6, 2.2); 03:00 UTC is 2026-03-09 23:00 EDT
     assert pr["nowcast"][0] == pytest.approx(2.4) and pr["n_nowcasts"][0] == 2
     assert pr["s_hat"][0] == pytest.approx(-1.0)
@@ -154,38 +172,48 @@ def test_median_horizon_uses_the_new_york_calendar_day_and_the_consensus_then():
         "issued_at": [_t("2026-03-10 12:00"), _t("2026-03-11 01:00"), _t("2026-03-11 05:00")],
         "value": [2.6, 2.55, 2.7],
     })
-    pr2 = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_1d", consensus_path=path)
+    pr2 = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d", consensus_path=path)
     assert pr2["consensus_used"][0] == 2.55  # 01:00 UTC = 21:00 EDT on the 10th; 05:00 UTC is the 11th
     assert pr2["s_hat"][0] == pytest.approx(-1.5) and pr2["s"][0] == pytest.approx(-1.0)
-    seven = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_7d")
+    seven = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_7d")
     assert seven["n_nowcasts"][0] == 0 and seven["s_hat"][0] is None
     # 2026-03-01 00:00 UTC is 2026-02-28 19:00 EST: 11 New York days before the release, not 10
-    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_10d")["nowcast"][0] is None
-    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_11d")["nowcast"][0] == 2.0
+    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_10d")["nowcast"][0] is None
+    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_11d")["nowcast"][0] == 2.0
 
 
 def test_sampling_replicates_take_the_k_most_recent_nowcasts():
-    reps = L.sampling_surprises(RELEASES, SIGMA, NOWCASTS, k=5)
+    reps = L.sampling_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, k=5)
     assert [r["nowcast"][0] for r in reps] == [2.45, 2.3, 2.2, 2.6, 5.0]
     assert all(r["consensus_used"][0] == 2.5 for r in reps)
 
 
+def test_realized_surprise_is_read_from_the_stored_events():
+    # EVENTS holds S = (2.4 - 2.5) / 0.1; a stored value that differs is what the score uses
+    assert EVENTS["s_cpi"][0] == pytest.approx(-1.0)
+    stored = EVENTS.with_columns(pl.lit(-3.0).alias("s_cpi"))
+    pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=stored)
+    assert pr["s"][0] == -3.0 and pr["s_hat"][0] == pytest.approx(-0.5)  # S_hat still from the nowcast and C
+    with pytest.raises(L.ScoringError, match="no stored surprise event for cpi released at 2026-03-11 12:30"):
+        L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS.clear())
+
+
 def test_selection_errors_name_the_field():
     with pytest.raises(L.ScoringError, match="horizon"):
-        L.implied_surprises(RELEASES, SIGMA, NOWCASTS, horizon="median_day")
+        L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_day")
     with pytest.raises(L.ScoringError, match="no sigma for indicator_id=cpi"):
-        L.implied_surprises(RELEASES, {"ppi": 1.0}, NOWCASTS)
+        L.implied_surprises(RELEASES, {"ppi": 1.0}, NOWCASTS, events=EVENTS)
     with pytest.raises(L.ScoringError, match="sigma must be finite and > 0"):
-        L.implied_surprises(RELEASES, {"cpi": 0.0}, NOWCASTS)
+        L.implied_surprises(RELEASES, {"cpi": 0.0}, NOWCASTS, events=EVENTS)
     with pytest.raises(L.ScoringError, match="mixes models"):
-        L.implied_surprises(RELEASES, SIGMA, pl.concat([NOWCASTS, NOWCASTS.with_columns(pl.lit("other").alias("model_id"))]))
+        L.implied_surprises(RELEASES, SIGMA, pl.concat([NOWCASTS, NOWCASTS.with_columns(pl.lit("other").alias("model_id"))]), events=EVENTS)
     with pytest.raises(L.ScoringError, match="tz-aware"):
-        L.implied_surprises(RELEASES, SIGMA, NOWCASTS.with_columns(pl.col("issued_at").dt.replace_time_zone(None)))
+        L.implied_surprises(RELEASES, SIGMA, NOWCASTS.with_columns(pl.col("issued_at").dt.replace_time_zone(None)), events=EVENTS)
     # nanosecond timestamps in another zone are the same instants
     ns = NOWCASTS.with_columns(pl.col("issued_at").cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone("Asia/Tokyo"))
-    assert L.implied_surprises(RELEASES, SIGMA, ns)["nowcast"][0] == 2.45
+    assert L.implied_surprises(RELEASES, SIGMA, ns, events=EVENTS)["nowcast"][0] == 2.45
     with pytest.raises(L.ScoringError, match="NULL consensus"):
-        L.implied_surprises(RELEASES.with_columns(pl.lit(None, pl.Float64).alias("consensus")), SIGMA, NOWCASTS)
+        L.implied_surprises(RELEASES.with_columns(pl.lit(None, pl.Float64).alias("consensus")), SIGMA, NOWCASTS, events=EVENTS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +239,7 @@ def test_consensus_scores_exactly_zero():
     rel, ret, sig = _panel()
     cons = rel.select("indicator_id", "reference_period", pl.col("release_at").alias("issued_at"),
                       pl.col("consensus").alias("value")).with_columns(pl.col("issued_at") - pl.duration(hours=2))
-    pr = L.implied_surprises(rel, sig, cons)
+    pr = L.implied_surprises(rel, sig, cons, events=_events(rel, sig, ret))
     assert pr["s_hat"].to_list() == [0.0] * rel.height
     d = L.live_design(pr, ret)
     fit_cov = cov_matrix()
@@ -351,7 +379,7 @@ def test_live_design_groups_releases_and_counts_drops():
     first = rel.sort("release_at").row(0, named=True)
     nc = nc.filter(~((pl.col("indicator_id") == first["indicator_id"]) & (pl.col("issued_at") < first["release_at"])
                      & (pl.col("issued_at") > first["release_at"] - pl.duration(hours=2))))
-    pr = L.implied_surprises(rel, sig, nc)
+    pr = L.implied_surprises(rel, sig, nc, events=_events(rel, sig, ret))
     ret2 = ret.with_columns(pl.when(pl.col("release_at") == ret["release_at"].max()).then(None)
                             .otherwise(pl.col("r_g")).alias("r_g"))
     d = L.live_design(pr, ret2)

@@ -37,7 +37,6 @@ fit on surprises scaled by another constant gives the same beta_i / sigma_i up t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import combinations
@@ -47,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from leaf_live.core import storage
+from leaf_live.core.pit import check_month, first_per_period, is_first_per_period
 from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring import relative_error as RE
@@ -62,7 +62,6 @@ from leaf_live.macro.scoring.frames import (
     sizing_frame,
 )
 
-_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 TARGETS = ("return", "shock")
 POOLED = "pooled"
 
@@ -95,8 +94,8 @@ class EvaluationMode:
         if not self.name:
             raise L.ScoringError("evaluation mode needs a name")
         for f, v in (("first_month", self.first_month), ("last_month", self.last_month)):
-            if v is not None and not _MONTH.match(v):
-                raise L.ScoringError(f"mode {self.name}: {f}={v!r} is not a YYYY-MM month")
+            if v is not None:
+                check_month(v, f"mode {self.name}: {f}", L.ScoringError)
         if self.last_month is not None and self.last_month < self.first_month:
             raise L.ScoringError(f"mode {self.name}: last_month {self.last_month} < first_month {self.first_month}")
         if not self.fits:
@@ -157,10 +156,10 @@ def event_coverage(releases: pl.DataFrame, events: pl.DataFrame) -> dict[str, in
 
 def _first_release_only(per_release: pl.DataFrame) -> pl.DataFrame:
     """``S_hat`` (and the nowcast) only on the first release of each (indicator, reference period)."""
-    later = pl.col("release_at") > pl.col("release_at").min().over("indicator_id", "reference_period")
+    first = is_first_per_period()
     return per_release.with_columns(
-        pl.when(later).then(None).otherwise(pl.col("s_hat")).alias("s_hat"),
-        pl.when(later).then(None).otherwise(pl.col("nowcast")).alias("nowcast"),
+        pl.when(first).then(pl.col("s_hat")).alias("s_hat"),
+        pl.when(first).then(pl.col("nowcast")).alias("nowcast"),
     )
 
 
@@ -258,12 +257,12 @@ def evaluate_mode(
     scorable = rel.filter(pl.col("consensus").is_not_null())
     returns = ev.select("release_at", "r_g")
     headline = fits[mode.fits[0]]
-    first_rel = rel.sort("release_at").unique(["indicator_id", "reference_period"], keep="first", maintain_order=True)
+    first_rel = first_per_period(rel)
     scales = RE.release_scales(first_rel)
     nc_all = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
 
     def per_release(nc: pl.DataFrame, horizon: str) -> pl.DataFrame:
-        return _first_release_only(L.implied_surprises(scorable, sigma, nc, horizon=horizon))
+        return _first_release_only(L.implied_surprises(scorable, sigma, nc, events=ev, horizon=horizon))
 
     scores, decomps, relerrs = [], [], []
     designs: dict[str, tuple[pl.DataFrame, L.LiveDesign]] = {}
@@ -284,7 +283,7 @@ def evaluate_mode(
             samp = []
             if horizon == "terminal" and sampling_k >= 2:
                 samp = [L.live_design(_first_release_only(p), returns, missing="consensus")
-                        for p in L.sampling_surprises(scorable, sigma, nc, k=sampling_k)]
+                        for p in L.sampling_surprises(scorable, sigma, nc, events=ev, k=sampling_k)]
             own = {s: own_events(pr, d, s) for s in ALL_SCOPES}
             for name in mode.fits:
                 rows = score_model(d, fits[name], model_id=model, horizon=horizon, targets=mode.targets,

@@ -29,11 +29,11 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from leaf_live.core.pit import ET, as_of_join, as_utc_column, require_columns
 from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
 
 Target = Literal["return", "shock"]
 MissingPolicy = Literal["drop_event", "consensus", "error"]
-RELEASE_TZ = "America/New_York"
 DEFAULT_BOOT_DRAWS = 10_000
 DEFAULT_SEED = 20260427  # the released code's seed (PROVENANCE, SCORE_CALCULATION.md summary)
 SAMPLING_K = 5
@@ -63,18 +63,22 @@ def _sigma_frame(sigma: Mapping[str, float] | pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-def _check_cols(frame: pl.DataFrame, name: str, cols: Sequence[str]) -> None:
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise ScoringError(f"{name} frame lacks columns {missing}")
-
 
 def _utc_col(frame: pl.DataFrame, name: str, col: str) -> pl.DataFrame:
     """``frame`` with ``col`` as Datetime(us, UTC); naive timestamps are refused, not guessed."""
-    dt = frame.schema[col]
-    if not isinstance(dt, pl.Datetime) or dt.time_zone is None:
-        raise ScoringError(f"{name}.{col} must be a tz-aware datetime, got {dt}")
-    return frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
+    return as_utc_column(frame, col, name, ScoringError)
+
+
+def realized_surprises(events: pl.DataFrame, indicator_ids: Sequence[str] = INDICATOR_IDS) -> pl.DataFrame:
+    """The stored standardized surprises ``S_i,g = (A - C)/sigma_i`` (App. K Eq. 3) of ``surprise_events``
+    rows, long: one row per (``release_at`` UTC, ``indicator_id``) with ``s`` (0.0 where the field is a
+    structural zero of the event). Scoring reads these instead of recomputing them from ``releases``.
+    Raises :class:`ScoringError` for a missing ``s_<indicator_id>`` column or a naive ``release_at``."""
+    cols = [f"s_{i}" for i in indicator_ids]
+    require_columns(events, ["release_at", *cols], "events", ScoringError)
+    ev = _utc_col(events, "events", "release_at")
+    return ev.select("release_at", *cols).unpivot(index="release_at", variable_name="indicator_id", value_name="s") \
+        .with_columns(pl.col("indicator_id").str.strip_prefix("s_"), pl.col("s").cast(pl.Float64))
 
 
 def _one_model(nowcasts: pl.DataFrame, name: str) -> None:
@@ -109,6 +113,7 @@ def implied_surprises(
     sigma: Mapping[str, float] | pl.DataFrame,
     nowcasts: pl.DataFrame,
     *,
+    events: pl.DataFrame,
     horizon: str = "terminal",
     consensus_path: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
@@ -116,7 +121,9 @@ def implied_surprises(
 
     ``releases``: one row per release with ``indicator_id``, ``reference_period`` (date), ``release_at``
     (UTC), ``actual`` and ``consensus`` (reporting unit). ``sigma``: sigma_i per indicator (reporting
-    unit; mapping or a ``surprise_scales`` frame). ``nowcasts``: rows of ONE model from the ``nowcasts``
+    unit; mapping or a ``surprise_scales`` frame), which scales the model's implied surprise. ``events``: the
+    ``surprise_events`` rows holding these releases: the realized ``s`` is read from them
+    (:func:`realized_surprises`), never recomputed. ``nowcasts``: rows of ONE model from the ``nowcasts``
     table (``indicator_id``, ``reference_period``, ``issued_at``, ``value``, optional ``valid``); invalid
     rows and rows issued at or after the release are ignored.
 
@@ -129,11 +136,11 @@ def implied_surprises(
     Returns one row per release: the release columns plus ``sigma``, ``consensus_used``, ``nowcast``,
     ``nowcast_issued_at`` (latest row used), ``n_nowcasts`` (rows aggregated), ``s = (A - C)/sigma`` and
     ``s_hat = (nowcast - consensus_used)/sigma`` (NULL when the model has no nowcast at that horizon).
-    Raises :class:`ScoringError` for missing columns, missing sigma, NULL actual/consensus or duplicate
-    releases.
+    Raises :class:`ScoringError` for missing columns, missing sigma, NULL actual/consensus, duplicate
+    releases or a release with no stored event.
     """
-    _check_cols(releases, "releases", ["indicator_id", "reference_period", "release_at", "actual", "consensus"])
-    _check_cols(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    require_columns(releases, ["indicator_id", "reference_period", "release_at", "actual", "consensus"], "releases", ScoringError)
+    require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError)
     _one_model(nowcasts, "nowcasts")
     k = _horizon_days(horizon)
     sig = _sigma_frame(sigma)
@@ -165,9 +172,9 @@ def implied_surprises(
         )
         rel = rel.join(agg, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
     else:
-        day = (pl.col("release_at").dt.convert_time_zone(RELEASE_TZ).dt.date() - pl.duration(days=k))
+        day = (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k))
         pre = pre.with_columns(
-            day.alias("_day"), pl.col("issued_at").dt.convert_time_zone(RELEASE_TZ).dt.date().alias("_iday")
+            day.alias("_day"), pl.col("issued_at").dt.convert_time_zone(ET.key).dt.date().alias("_iday")
         ).filter(pl.col("_iday") == pl.col("_day"))
         agg = pre.group_by(keys).agg(
             pl.col("value").median().alias("nowcast"), pl.col("issued_at").max().alias("nowcast_issued_at"),
@@ -176,24 +183,29 @@ def implied_surprises(
         rel = rel.join(agg, on=keys, how="left")
         cons = rel.select(pl.col("consensus").alias("consensus_used"))
         if consensus_path is not None:
-            _check_cols(consensus_path, "consensus_path", ["indicator_id", "reference_period", "issued_at", "value"])
+            require_columns(consensus_path, ["indicator_id", "reference_period", "issued_at", "value"], "consensus_path", ScoringError)
             consensus_path = _utc_col(consensus_path, "consensus_path", "issued_at")
             end = (
-                (pl.col("release_at").dt.convert_time_zone(RELEASE_TZ).dt.date() - pl.duration(days=k - 1))
-                .cast(pl.Datetime("us")).dt.replace_time_zone(RELEASE_TZ).dt.convert_time_zone("UTC")
+                (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k - 1))
+                .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC")
             )
-            cp = _valid_before_release(rel.select(*keys), consensus_path)
-            cp = cp.join(rel.select(*keys, end.alias("_end")), on=keys).filter(pl.col("issued_at") < pl.col("_end"))
-            latest = cp.sort("issued_at").group_by(keys).agg(pl.col("value").last().alias("_cons_h"))
-            rel = rel.join(latest, on=keys, how="left")
+            cp = _valid_before_release(rel.select(*keys), consensus_path).select(*keys, "issued_at", "value")
+            ends = rel.select(*keys, end.alias("_end"))
+            latest = as_of_join(ends, cp, left_on="_end", right_on="issued_at", by=keys, strict=True)
+            rel = rel.join(latest.select(*keys, pl.col("value").alias("_cons_h")), on=keys, how="left")
             cons = rel.select(pl.coalesce("_cons_h", "consensus").alias("consensus_used"))
             rel = rel.drop("_cons_h")
         rel = rel.with_columns(cons["consensus_used"])
+    realized = realized_surprises(events)
+    rel = rel.join(realized, on=["release_at", "indicator_id"], how="left")
+    nos = rel.filter(pl.col("s").is_null())
+    if nos.height:
+        raise ScoringError(f"no stored surprise event for {nos['indicator_id'][0]} released at {nos['release_at'][0]}; "
+                           "materialize surprise_events for that release month")
     return rel.with_columns(
-        ((pl.col("actual") - pl.col("consensus")) / pl.col("sigma")).alias("s"),
         ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
         pl.col("n_nowcasts").fill_null(0),
-    ).sort("release_at", "indicator_id")
+    ).select(*[c for c in rel.columns if c != "s"], "s", "s_hat").sort("release_at", "indicator_id")
 
 
 def sampling_surprises(
@@ -201,6 +213,7 @@ def sampling_surprises(
     sigma: Mapping[str, float] | pl.DataFrame,
     nowcasts: pl.DataFrame,
     *,
+    events: pl.DataFrame,
     k: int = SAMPLING_K,
 ) -> list[pl.DataFrame]:
     """The k sampling replicates of :func:`implied_surprises` (K.3 sampling CI).
@@ -211,11 +224,11 @@ def sampling_surprises(
     """
     if k < 2:
         raise ScoringError(f"sampling CI needs k >= 2 nowcasts per release, got k={k}")
-    _check_cols(nowcasts, "nowcasts", ["indicator_id", "reference_period", "issued_at", "value"])
+    require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError)
     _one_model(nowcasts, "nowcasts")
     nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
     keys = ["indicator_id", "reference_period", "release_at"]
-    base = implied_surprises(releases, sigma, nowcasts.head(0), horizon="terminal")
+    base = implied_surprises(releases, sigma, nowcasts.head(0), events=events, horizon="terminal")
     pre = _valid_before_release(base.select(*keys), nowcasts).with_columns(
         pl.col("issued_at").rank("ordinal", descending=True).over(keys).alias("_rank")
     )
@@ -276,8 +289,8 @@ def live_design(
     ``"error"`` raises. Raises :class:`ScoringError` for unknown indicators, an event with no return row,
     or duplicate fields within an event.
     """
-    _check_cols(per_release, "per_release", ["release_at", "indicator_id", "s", "s_hat"])
-    _check_cols(returns, "returns", ["release_at", "r_g"])
+    require_columns(per_release, ["release_at", "indicator_id", "s", "s_hat"], "per_release", ScoringError)
+    require_columns(returns, ["release_at", "r_g"], "returns", ScoringError)
     if missing not in ("drop_event", "consensus", "error"):
         raise ScoringError(f"missing must be drop_event | consensus | error, got {missing!r}")
     per_release = _utc_col(per_release, "per_release", "release_at")
@@ -666,7 +679,7 @@ def sizing_discipline(per_release: pl.DataFrame) -> SizingDiscipline:
     mean |S_hat|; Pearson correlation of |S_hat| with the absolute error |S_hat - S| (standardized units,
     i.e. |nowcast - actual| / sigma); sign accuracy = share with sgn(S_hat) = sgn(S) (0 counts as a sign).
     """
-    _check_cols(per_release, "per_release", ["s", "s_hat"])
+    require_columns(per_release, ["s", "s_hat"], "per_release", ScoringError)
     d = per_release.filter(pl.col("s_hat").is_not_null() & pl.col("s").is_not_null())
     if d.height < 2:
         raise ScoringError(f"sizing discipline needs >= 2 field-events with a nowcast, got {d.height}")
