@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import os
 import sys
 import time
@@ -29,6 +28,7 @@ import leaf_live  # noqa: F401  (no-network switches)
 import leaf_live.macro  # noqa: F401  (registers the macro tables)
 import leaf_live.event  # noqa: F401  (registers the event tables, after the macro ones: README order)
 from leaf_live.core import storage
+from leaf_live.core.pit import check_month
 from leaf_live.core.settings import get_settings
 
 
@@ -59,8 +59,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SystemExit(f"leaf-live run: --snapshot {args.snapshot}: not a directory")
     for flag in ("start", "end", "fit_cutoff", "backtest_start", "backtest_end", "arima_from", "arima_to"):
         value = getattr(args, flag)
-        if value is not None and not re.fullmatch(r"(20[0-9]{2})-(0[1-9]|1[0-2])", value):
-            raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value!r}: expected a month YYYY-MM")
+        if value is not None:
+            try:
+                check_month(value)
+            except ValueError:
+                raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value!r}: expected a month YYYY-MM") from None
     if args.start and args.start < "2010-01":
         raise SystemExit(f"leaf-live run: --start {args.start}: release months start at 2010-01")
     if args.start and args.end and args.end < args.start:

@@ -157,9 +157,10 @@ class FedNowcastsResource(SourceResource):
 
 class FedNowcastsSnapshotResource(FedNowcastsResource):
     snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    models: list[str] = Field(default=list(fed_nowcasts.DEFAULT_SNAPSHOT_MODELS), description="Fed model ids to read")
 
     def build(self) -> fed_nowcasts.FedNowcastsSnapshot:
-        return fed_nowcasts.FedNowcastsSnapshot(_path(self.snapshot_dir))
+        return fed_nowcasts.FedNowcastsSnapshot(_path(self.snapshot_dir), models=self.models)
 
 
 # model id -> the setting that overrides its live URL
@@ -171,10 +172,11 @@ FED_URL_SETTINGS = {
 
 
 class FedNowcastsLiveResource(FedNowcastsResource):
+    models: list[str] = Field(default=list(fed_nowcasts.MODEL_IDS), description="Fed model ids to fetch")
     urls: dict[str, str] = Field(default={}, description="live URL per Fed model id (default: the banks' public files)")
 
     def build(self) -> fed_nowcasts.FedNowcastsLive:
-        return fed_nowcasts.FedNowcastsLive(urls=self.urls, clock=lambda: datetime.now(timezone.utc))
+        return fed_nowcasts.FedNowcastsLive(models=self.models, urls=self.urls, clock=lambda: datetime.now(timezone.utc))
 
 
 # --- prediction markets ---------------------------------------------------------------------------

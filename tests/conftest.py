@@ -23,12 +23,24 @@ def snapshot_dir() -> Path:
 
 @dataclass
 class GetServer:
-    """``routes`` maps a URL path to ``handler(query) -> (status, content_type, body)``; ``requests`` records
-    ``(path, query)`` of every request. Binds 127.0.0.1 only."""
+    """``routes`` maps a URL path to ``handler(query) -> (status, content_type, body)`` (body text or bytes);
+    a path with no route is served from ``static`` (a directory: ``/a/b.csv`` -> ``static/a/b.csv``) when set;
+    ``requests`` records ``(path, query)`` of every request. Binds 127.0.0.1 only."""
 
-    routes: dict[str, Callable[[dict[str, list[str]]], tuple[int, str, str]]] = field(default_factory=dict)
+    routes: dict[str, Callable[[dict[str, list[str]]], tuple[int, str, str | bytes]]] = field(default_factory=dict)
     requests: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
     url: str = ""
+    static: Path | None = None
+
+    def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, str | bytes]:
+        route = self.routes.get(path)
+        if route:
+            return route(query)
+        if self.static is not None:
+            f = (self.static / path.lstrip("/")).resolve()
+            if f.is_file() and self.static.resolve() in f.parents:
+                return 200, "application/octet-stream", f.read_bytes()
+        return 404, "text/plain", f"no route {path}"
 
 
 @pytest.fixture()
@@ -43,9 +55,8 @@ def http_server() -> Iterator[GetServer]:
             parts = urlsplit(self.path)
             query = parse_qs(parts.query)
             state.requests.append((parts.path, query))
-            route = state.routes.get(parts.path)
-            status, ctype, body = route(query) if route else (404, "text/plain", f"no route {parts.path}")
-            data = body.encode("utf-8")
+            status, ctype, body = state.answer(parts.path, query)
+            data = body.encode("utf-8") if isinstance(body, str) else body
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))

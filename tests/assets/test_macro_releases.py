@@ -17,7 +17,7 @@ from leaf_live.definitions import defs
 from assets.macro_releases import MACRO_RELEASE_ASSETS
 from resources import default_resources
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PANEL = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing"
 PARTITIONED = [a for a in MACRO_RELEASE_ASSETS if a.partitions_def is not None]
 
