@@ -103,6 +103,16 @@ def display_path(path: Path, snapshot_dir: Path | None) -> str:
     return str(path)
 
 
+def require_header(header: list[str], required: tuple[str, ...], *, file: str) -> None:
+    """Raise :class:`SourceError` (file, row 0, field ``header``) when a source file's header lacks a required
+    column: the source-file form of :func:`leaf_live.core.pit.require_columns`."""
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise SourceError(
+            f"missing column(s) {missing}; header has {header}", file=file, row=0, field="header", value=",".join(header)
+        )
+
+
 def csv_rows(text: str, *, file: str, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(data_row_number, row)`` for a CSV text with a header, 1-based, header excluded.
 
@@ -110,11 +120,7 @@ def csv_rows(text: str, *, file: str, required: tuple[str, ...]) -> Iterator[tup
     """
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = reader.fieldnames or []
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise SourceError(
-            f"missing column(s) {missing}; header has {header}", file=file, row=0, field="header", value=",".join(header)
-        )
+    require_header(header, required, file=file)
     for i, row in enumerate(reader, start=1):
         if None in row:  # DictReader puts surplus fields under the key None
             raise SourceError(f"row has more fields than the header ({len(header)})", file=file, row=i,

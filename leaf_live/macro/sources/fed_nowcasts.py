@@ -43,7 +43,7 @@ import httpx
 import polars as pl
 
 from leaf_live.core.pit import ET, UTC, check_month, localize
-from leaf_live.core.sources import SourceError, http_get, parse_number
+from leaf_live.core.sources import SourceError, http_get, parse_number, require_header
 from leaf_live.core.storage import empty_frame
 from leaf_live.macro.nowcasts import build_nowcasts
 
@@ -103,10 +103,7 @@ def _rows(text: str, file: str, required: tuple[str, ...]) -> list[tuple[int, di
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
     header = [h.strip() for h in (reader.fieldnames or [])]
     reader.fieldnames = header
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise SourceError(f"missing column(s) {missing}; header has {header}", file=file, row=0, field="header",
-                          value=",".join(header))
+    require_header(header, required, file=file)
     return [(i, {k: (v or "").strip() for k, v in r.items() if k is not None}) for i, r in enumerate(reader, start=1)]
 
 

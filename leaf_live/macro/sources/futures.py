@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 import polars as pl
 
-from leaf_live.core.pit import ET, UTC, et_month_key, localize, parse_naive_datetime, to_utc
+from leaf_live.core.pit import ET, UTC, as_utc_column, et_month_key, localize, parse_naive_datetime, to_utc
 from leaf_live.core.sources import SourceError, cached_parse, csv_rows, display_path, parse_number
 from leaf_live.macro.sources.releases import PANEL_DIR
 
@@ -127,12 +127,10 @@ class FuturesLive:
 
 
 def _as_times(release_times: Iterable[datetime] | pl.Series | pl.DataFrame) -> list[datetime]:
-    if isinstance(release_times, pl.DataFrame):
-        release_times = release_times["release_at"]
     if isinstance(release_times, pl.Series):
-        if not isinstance(release_times.dtype, pl.Datetime) or release_times.dtype.time_zone is None:
-            raise ValueError(f"release_times: expected tz-aware timestamps, got {release_times.dtype}")
-        release_times = release_times.dt.convert_time_zone("UTC").to_list()
+        release_times = release_times.to_frame("release_at")
+    if isinstance(release_times, pl.DataFrame):
+        release_times = as_utc_column(release_times, "release_at", "release_times")["release_at"].to_list()
     return sorted({to_utc(t) for t in release_times})
 
 

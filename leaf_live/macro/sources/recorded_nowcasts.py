@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from leaf_live.core.pit import ET, check_month, quarter_start
-from leaf_live.core.sources import SourceError
+from leaf_live.core.sources import SourceError, require_header
 from leaf_live.core.storage import empty_frame
 from leaf_live.macro.catalog import get_indicator
 from leaf_live.macro.nowcasts import build_nowcasts
@@ -206,10 +206,7 @@ def read_recorded_csv(
         raw = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
     except Exception as exc:  # polars raises several error types for malformed CSV
         raise SourceError(f"cannot read CSV: {exc}", file=name) from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
-    if missing:
-        raise SourceError(f"missing column(s) {missing}; header has {raw.columns}", file=name, row=0,
-                          field="header", value=",".join(raw.columns))
+    require_header(raw.columns, REQUIRED_COLUMNS, file=name)
     job_month = None
     stem_m = _JOB_MONTH_RE.match(path.stem)
 
