@@ -1,4 +1,4 @@
-"""core.pit: as-of selection, point-in-time filter, cutoff flag, month keys, first release per period, as-of join."""
+"""core.pit: as-of selection, point-in-time filter, cutoff flag, month keys, first release per period (the as-of join: test_pit_as_of_join.py)."""
 
 from __future__ import annotations
 
@@ -83,15 +83,3 @@ def test_first_release_per_period_keeps_the_advance_estimate():
     first = pit.first_per_period(f)
     assert first.select("indicator_id", "actual").rows() == [("gdp", 2.8), ("cpi", 1.2)]  # in release order
     assert f.select(pit.is_first_per_period())["release_at"].to_list() == [False, True, False, True]
-
-
-def test_as_of_join_takes_the_latest_value_standing_at_each_time():
-    hours = pl.DataFrame({"k": ["a", "a", "a", "b"], "t": [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=3), T0]})
-    values = pl.DataFrame({"k": ["a", "a", "b"], "issued_at": [T0 + timedelta(hours=1), T0 - timedelta(hours=1), T0],
-                           "v": [2.0, 1.0, 9.0]})
-    got = pit.as_of_join(hours, values, left_on="t", right_on="issued_at", by=["k"])
-    assert got["v"].to_list() == [1.0, 2.0, 2.0, 9.0]  # left order kept; inclusive at T0 + 1h and for b
-    strict = pit.as_of_join(hours, values, left_on="t", right_on="issued_at", by=["k"], strict=True)
-    assert strict["v"].to_list() == [1.0, 1.0, 2.0, None]
-    with pytest.raises(ValueError, match="tz-aware"):
-        pit.as_of_join(hours.with_columns(pl.col("t").dt.replace_time_zone(None)), values, left_on="t", right_on="issued_at")

@@ -70,12 +70,7 @@ def first_releases(releases: pl.DataFrame) -> pl.DataFrame:
     """The first release per (indicator_id, reference_period) from a ``releases`` frame: ``indicator_id,
     reference_period, release_at, actual, consensus, available_at`` (the release's own ``available_at``)."""
     pit.require_columns(releases, RELEASE_COLUMNS, "releases", AnalysisError)
-    return (
-        releases.select(RELEASE_COLUMNS)
-        .sort("release_at")
-        .unique(["indicator_id", "reference_period"], keep="first", maintain_order=True)
-        .sort("indicator_id", "reference_period")
-    )
+    return pit.first_per_period(releases.select(RELEASE_COLUMNS)).sort("indicator_id", "reference_period")
 
 
 def with_release(series: pl.DataFrame, releases: pl.DataFrame) -> pl.DataFrame:

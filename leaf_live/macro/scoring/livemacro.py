@@ -191,7 +191,7 @@ def implied_surprises(
             )
             cp = _valid_before_release(rel.select(*keys), consensus_path).select(*keys, "issued_at", "value")
             ends = rel.select(*keys, end.alias("_end"))
-            latest = as_of_join(ends, cp, left_on="_end", right_on="issued_at", by=keys, strict=True)
+            latest = as_of_join(ends, cp, left_time="_end", by=keys, time_col="issued_at", strict=True)
             rel = rel.join(latest.select(*keys, pl.col("value").alias("_cons_h")), on=keys, how="left")
             cons = rel.select(pl.coalesce("_cons_h", "consensus").alias("consensus_used"))
             rel = rel.drop("_cons_h")

@@ -12,7 +12,7 @@ from dagster import DagsterInstance, materialize
 
 from assets.macro_analyses import MACRO_ANALYSIS_ASSETS, MACRO_ANALYSIS_CHECKS
 from leaf_live.core import storage
-from leaf_live.macro.forecasters.nowcast_frame import build_nowcasts
+from leaf_live.macro.nowcasts import build_nowcasts
 from resources import default_resources
 
 UTC = timezone.utc
@@ -30,7 +30,7 @@ def _nowcasts(model: str, values: list[float], rationale: str | None = None) -> 
         "partition_key": [f"{t:%Y-%m-%d-%H:%M}" for t in times], "model_id": model, "indicator_id": "cpi",
         "reference_period": REF, "issued_at": times, "value": values, "rationale": rationale,
         "citations": json.dumps(["https://www.bls.gov/cpi/", "https://tradingeconomics.com/united-states"]),
-    }, schema_overrides={"issued_at": pl.Datetime("us", "UTC"), "rationale": pl.Utf8}), producer="llm_nowcasts")
+    }, schema_overrides={"issued_at": pl.Datetime("us", "UTC"), "rationale": pl.Utf8})).with_columns(pl.lit("llm_nowcasts").alias("producer"))
 
 
 def _store(db, models: dict[str, pl.DataFrame]) -> None:
@@ -49,7 +49,7 @@ def _store(db, models: dict[str, pl.DataFrame]) -> None:
         cons = build_nowcasts(pl.DataFrame({
             "partition_key": ["consensus/investing"], "model_id": ["consensus/investing"], "indicator_id": ["cpi"],
             "reference_period": [REF], "issued_at": [REL - timedelta(minutes=1)], "value": [3.4]},
-            schema_overrides={"issued_at": pl.Datetime("us", "UTC")}), producer="comparator_nowcasts")
+            schema_overrides={"issued_at": pl.Datetime("us", "UTC")})).with_columns(pl.lit("comparator_nowcasts").alias("producer"))
         # an hourly partition holds every model's nowcasts of that hour (as llm_nowcasts writes them)
         for (prod, key), g in pl.concat([cons, *models.values()]).group_by("producer", "partition_key"):
             storage.replace_partition(con, "nowcasts", g, {"producer": prod, "partition_key": key})
