@@ -46,12 +46,14 @@ import litellm
 import polars as pl
 
 from leaf_live.core.settings import SettingsError, secret_values
-from leaf_live.core.storage import conform, polars_schema
+from leaf_live.core.storage import AVAILABLE_AT as _AVAILABLE_AT
+from leaf_live.core.storage import PARTITION_KEY as _PARTITION_KEY
+from leaf_live.core.storage import Table, col, conform, polars_schema
 
 litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
 
 DESIGNS = ("single", "team")
-ROLES = ("single", "researcher", "verifier", "orchestrator")
+ROLES = ("single", "researcher", "verifier", "orchestrator", "retriever", "checker", "forecaster", "rater")
 NO_MODELS_MESSAGE = (
     "no LLM models configured: set LEAF_LIVE_LLM_MODELS, e.g. "
     "'openai/gpt-5-search-api@single,anthropic/claude-sonnet-4-5@team'"
@@ -375,14 +377,25 @@ def retry_after_seconds(exc: BaseException, now: datetime | None = None) -> floa
 # ---------------------------------------------------------------------------------------------
 
 
-def web_search_params(spec: ModelSpec, config: LLMConfig) -> dict[str, Any]:
+def _rfc3339(t: datetime) -> str:
+    if t.tzinfo is None:
+        raise ValueError(f"search window time {t!r} has no time zone; pass tz-aware UTC times")
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def web_search_params(spec: ModelSpec, config: LLMConfig,
+                      window: tuple[datetime, datetime] | None = None) -> dict[str, Any]:
     """litellm keyword arguments that give ``spec`` its provider's hosted web search.
 
     * ``openai`` (search models such as ``gpt-5-search-api``): ``web_search_options`` (Chat Completions);
     * ``anthropic``: the server tool ``{"type": "web_search_20250305", "name": "web_search", "max_uses": n}``;
-    * ``gemini`` / ``vertex_ai``: Google Search grounding ``tools=[{"googleSearch": {}}]``.
+    * ``gemini`` / ``vertex_ai``: Google Search grounding ``tools=[{"googleSearch": {}}]``; with ``window``
+      (tz-aware start, end) the grounding is restricted to pages of that time range
+      (``googleSearch.timeRangeFilter``, RFC 3339 UTC), the only provider search with a date filter; the
+      others are restricted by the prompt alone (LEAF §3.2's time-restricted search).
 
     Other providers get no search tool (``{}``); LiveMacroEval §3.4 lets the agent decide when to search.
+    Raises ``ValueError`` for a naive window time.
     """
     p = spec.provider
     if p in ("openai", "azure"):
@@ -390,6 +403,9 @@ def web_search_params(spec: ModelSpec, config: LLMConfig) -> dict[str, Any]:
     if p == "anthropic":
         return {"tools": [{"type": ANTHROPIC_WEB_SEARCH_TOOL, "name": "web_search", "max_uses": config.max_searches}]}
     if p in ("gemini", "vertex_ai"):
+        if window is not None:
+            return {"tools": [{"googleSearch": {"timeRangeFilter": {"startTime": _rfc3339(window[0]),
+                                                                     "endTime": _rfc3339(window[1])}}}]}
         return {"tools": [{"googleSearch": {}}]}
     return {}
 
@@ -498,6 +514,8 @@ class CallRequest:
     run_id: str | None = None
     prompt_group: str | None = None
     web_search: bool = True
+    max_tokens: int | None = None
+    search_window: tuple[datetime, datetime] | None = None
 
 
 def _usage_int(usage: Mapping[str, Any], key: str) -> int | None:
@@ -565,10 +583,11 @@ class LLMClient:
             self._limiters[key] = RateLimiter(self.config.rpm, sleep=self._sleep)
         return self._limiters[key]
 
-    def request_kwargs(self, spec: ModelSpec, web_search: bool) -> dict[str, Any]:
+    def request_kwargs(self, spec: ModelSpec, web_search: bool, max_tokens: int | None = None,
+                       search_window: tuple[datetime, datetime] | None = None) -> dict[str, Any]:
         kw: dict[str, Any] = {
             "model": spec.litellm_model,
-            "max_tokens": self.config.max_tokens,
+            "max_tokens": self.config.max_tokens if max_tokens is None else max_tokens,
             "timeout": self.config.timeout_s,
             "max_retries": 0,  # retries happen here, once, with our backoff and records
             "num_retries": 0,
@@ -577,7 +596,7 @@ class LLMClient:
         if base:
             kw["api_base"] = base
         if web_search and self.config.web_search:
-            kw.update(web_search_params(spec, self.config))
+            kw.update(web_search_params(spec, self.config, search_window))
         return kw
 
     async def complete(
@@ -589,17 +608,24 @@ class LLMClient:
         run_id: str | None = None,
         prompt_group: str | None = None,
         web_search: bool = True,
+        max_tokens: int | None = None,
+        search_window: tuple[datetime, datetime] | None = None,
     ) -> CallResult:
         """Call ``spec`` with ``messages`` (OpenAI chat format), retrying retryable failures.
 
         Each attempt waits for a concurrency slot and the model's RPM slot, then runs under a wall-clock
-        limit of ``config.timeout_s``. Returns a :class:`CallResult`; the record is also appended to
-        ``self.records``. Raises only ``ValueError`` for an unknown ``role`` (a programming error).
+        limit of ``config.timeout_s``. ``max_tokens`` overrides ``config.max_tokens`` for this call (LEAF
+        §4.1's 4,096-token forecasting budget); ``search_window`` restricts a provider search that supports
+        a date filter (:func:`web_search_params`). Returns a :class:`CallResult`; the record is also appended
+        to ``self.records``. Raises only ``ValueError`` for an unknown ``role``, a ``max_tokens`` below 1 or a
+        naive window (programming errors).
         """
         if role not in ROLES:
             raise ValueError(f"role={role!r}: expected one of {ROLES}")
+        if max_tokens is not None and not (isinstance(max_tokens, int) and max_tokens >= 1):
+            raise ValueError(f"max_tokens={max_tokens!r}: must be an integer >= 1")
         msgs = [dict(m) for m in messages]
-        kwargs = self.request_kwargs(spec, web_search)
+        kwargs = self.request_kwargs(spec, web_search, max_tokens, search_window)
         params_doc = {k: v for k, v in kwargs.items() if k not in ("api_base", "max_retries", "num_retries")}
         params_doc["api_base"] = _safe_url(kwargs.get("api_base"))
         call_id = uuid.uuid4().hex
@@ -675,6 +701,8 @@ class LLMClient:
             run_id=request.run_id,
             prompt_group=request.prompt_group,
             web_search=request.web_search,
+            max_tokens=request.max_tokens,
+            search_window=request.search_window,
         )
 
     async def fan_out(self, requests: Iterable[CallRequest]) -> list[CallResult]:
@@ -686,6 +714,45 @@ class LLMClient:
 # ---------------------------------------------------------------------------------------------
 # llm_calls frame
 # ---------------------------------------------------------------------------------------------
+
+# The table of call records, shared by both tracks: defined here once and registered by each track's schema
+# module (the registry accepts the same definition twice), so README order follows the tracks.
+LLM_CALLS = Table(
+    name="llm_calls",
+    doc="Every LLM call (success or final failure) with its exact request, raw response, usage and cost, so "
+    "answers (nowcasts, retrieved events, fact-checks, event-track forecasts) can be re-parsed and re-scored without calling a model again (DESIGN.md principle 6). API keys "
+    "are never stored. The raw response is litellm's OpenAI-format dump (Anthropic blocks under "
+    "provider_specific_fields).",
+    grain="one row per call_id",
+    columns=(
+        _PARTITION_KEY,
+        col("call_id", "VARCHAR", "unique id of the call (nowcasts.raw_response_id, retrieved_events.call_id, fact_checks.call_id, leaf_forecast_trials.call_id)", False),
+        col("run_id", "VARCHAR", "id shared by the calls of one unit of work (a nowcast: model x prompt group x hour, team = 3 calls; a retrieval: target x interval, one call per round)"),
+        col("model_id", "VARCHAR", "provider/model@design", False),
+        col("model", "VARCHAR", "litellm model string provider/model", False),
+        col("role", "VARCHAR", "single | researcher | verifier | orchestrator (LiveMacroEval App. S.1); retriever | checker | forecaster | rater (LEAF §3.2)", False),
+        col("prompt_group", "VARCHAR", "macro: output_core | demand_sectoral (App. D); event: retrieval round, fact-check, forecast kind"),
+        col("requested_at", "TIMESTAMPTZ", "first attempt started, UTC", False),
+        col("completed_at", "TIMESTAMPTZ", "final answer or final failure, UTC", False),
+        col("prompt_hash", "VARCHAR", "sha256 of the canonical JSON of the request messages", False),
+        col("request_messages", "VARCHAR", "JSON list of the messages sent", False),
+        col("request_params", "VARCHAR", "JSON of model, max_tokens, timeout, web-search options (no secrets)", False),
+        col("response_json", "VARCHAR", "raw response JSON (NULL when the call failed)"),
+        col("response_model", "VARCHAR", "model name the provider reported"),
+        col("finish_reason", "VARCHAR", "stop | length | content_filter | tool_calls ..."),
+        col("status", "VARCHAR", "ok | failed (after the last attempt)", False),
+        col("error", "VARCHAR", "last error type, HTTP status and message (NULL when ok)"),
+        col("attempts", "INTEGER", "attempts made (1 = no retry)", False),
+        col("latency_s", "DOUBLE", "seconds from first attempt to final outcome, incl. backoff", False),
+        col("prompt_tokens", "INTEGER", "tokens in"),
+        col("completion_tokens", "INTEGER", "tokens out"),
+        col("total_tokens", "INTEGER", "tokens in + out as the provider reported"),
+        col("cost_usd", "DOUBLE", "USD from litellm's price map (NULL for unmapped models or failed calls)"),
+        _AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("call_id",),
+)
 
 LLM_CALL_FIELDS = (
     "call_id", "run_id", "model_id", "model", "role", "prompt_group", "requested_at", "completed_at",
@@ -711,7 +778,7 @@ def llm_calls_frame(records: Iterable[CallRecord], partition_key: str) -> pl.Dat
 
 
 __all__ = [
-    "ANTHROPIC_WEB_SEARCH_TOOL", "CallRecord", "CallRequest", "CallResult", "DESIGNS", "LLMClient", "LLMConfig",
+    "ANTHROPIC_WEB_SEARCH_TOOL", "LLM_CALLS", "CallRecord", "CallRequest", "CallResult", "DESIGNS", "LLMClient", "LLMConfig",
     "ModelSpec", "NO_MODELS_MESSAGE", "RateLimiter", "RetryPolicy", "extract_citations", "is_retryable",
     "llm_calls_frame", "load_llm_config", "messages_json", "no_models_message", "prompt_hash", "redact_secrets",
     "retry_after_seconds", "web_search_params",

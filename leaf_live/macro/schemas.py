@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from leaf_live.core.storage import AVAILABLE_AT, PARTITION_KEY, Table, register
 from leaf_live.core.storage import col as _c
+from leaf_live.core.llm import LLM_CALLS  # shared by both tracks; defined once in core
 from leaf_live.macro.catalog import INDICATOR_IDS
 
 INDICATOR_CATALOG = Table(
@@ -183,43 +184,6 @@ NOWCASTS = Table(
         AVAILABLE_AT,
     ),
     partition_by=("producer", "partition_key"),
-)
-
-LLM_CALLS = Table(
-    name="llm_calls",
-    doc="Every LLM call (success or final failure) with its exact request, raw response, usage and cost, so "
-    "nowcasts can be re-parsed and re-scored without calling a model again (DESIGN.md principle 6). API keys "
-    "are never stored. The raw response is litellm's OpenAI-format dump (Anthropic blocks under "
-    "provider_specific_fields).",
-    grain="one row per call_id",
-    columns=(
-        PARTITION_KEY,
-        _c("call_id", "VARCHAR", "unique id of the call (nowcasts.raw_response_id)", False),
-        _c("run_id", "VARCHAR", "id shared by the calls of one nowcast (model x prompt group x hour); team = 3 calls"),
-        _c("model_id", "VARCHAR", "provider/model@design", False),
-        _c("model", "VARCHAR", "litellm model string provider/model", False),
-        _c("role", "VARCHAR", "single | researcher | verifier | orchestrator (App. S.1)", False),
-        _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)"),
-        _c("requested_at", "TIMESTAMPTZ", "first attempt started, UTC", False),
-        _c("completed_at", "TIMESTAMPTZ", "final answer or final failure, UTC", False),
-        _c("prompt_hash", "VARCHAR", "sha256 of the canonical JSON of the request messages", False),
-        _c("request_messages", "VARCHAR", "JSON list of the messages sent", False),
-        _c("request_params", "VARCHAR", "JSON of model, max_tokens, timeout, web-search options (no secrets)", False),
-        _c("response_json", "VARCHAR", "raw response JSON (NULL when the call failed)"),
-        _c("response_model", "VARCHAR", "model name the provider reported"),
-        _c("finish_reason", "VARCHAR", "stop | length | content_filter | tool_calls ..."),
-        _c("status", "VARCHAR", "ok | failed (after the last attempt)", False),
-        _c("error", "VARCHAR", "last error type, HTTP status and message (NULL when ok)"),
-        _c("attempts", "INTEGER", "attempts made (1 = no retry)", False),
-        _c("latency_s", "DOUBLE", "seconds from first attempt to final outcome, incl. backoff", False),
-        _c("prompt_tokens", "INTEGER", "tokens in"),
-        _c("completion_tokens", "INTEGER", "tokens out"),
-        _c("total_tokens", "INTEGER", "tokens in + out as the provider reported"),
-        _c("cost_usd", "DOUBLE", "USD from litellm's price map (NULL for unmapped models or failed calls)"),
-        AVAILABLE_AT,
-    ),
-    partition_by=("partition_key",),
-    primary_key=("call_id",),
 )
 
 NOWCAST_WINDOWS = Table(

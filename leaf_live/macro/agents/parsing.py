@@ -36,6 +36,10 @@ from typing import Any
 
 import polars as pl
 
+from leaf_live.core.answers import FENCE as _FENCE
+from leaf_live.core.answers import REFUSAL_PATTERN as _REFUSAL_PATTERN
+from leaf_live.core.answers import DuplicateKeyError as _DuplicateKey
+from leaf_live.core.answers import detect_prompt_injection, json_error_reason, strict_decoder
 from leaf_live.macro.catalog import get_indicator, indicators_in_group
 from leaf_live.core.pit import flag_at_or_after
 from leaf_live.core.storage import polars_schema
@@ -55,29 +59,6 @@ UNIT_ALIASES: dict[str, frozenset[str]] = {
                                        "thousands, saar"}),
 }
 
-_INJECTION_PATTERNS = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|system|all|your|the)\b"
-        r"[^.\n]{0,20}\b(instructions?|prompts?|rules|guardrails?|directives?)",
-        r"\b(new|updated|revised|real|actual)\s+(system\s+)?instructions?\s*:",
-        r"\bsystem\s+(prompt|message)\b",
-        r"\byou\s+are\s+now\b",
-        r"<\s*/?\s*(system|instructions?|im_start|im_end)\s*>",
-        r"\[\s*/?\s*(system|inst)\s*\]",
-        r"^\s*#+\s*(system|instructions?)\b",
-        r"^\s*(system|assistant|developer)\s*:",
-        r"\b(mark|treat|score|set)\b[^.\n]{0,30}\b(as\s+valid|valid\s*=\s*true)",
-        r"\b(bypass|disable|skip)\b[^.\n]{0,20}\b(guardrails?|validation|checks?)\b",
-        r"\bjailbreak\b",
-    )
-)
-_REFUSAL_PATTERN = re.compile(
-    r"\b(I\s*(?:'m|am)\s+(?:sorry|unable|not able)|I\s+(?:can(?:no|')t|cannot|won't|will not)\s+"
-    r"(?:help|provide|assist|comply|do that|share|answer|give)|as an AI\b)",
-    re.IGNORECASE,
-)
-_FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\n(.*)\n[ \t]*```$", re.DOTALL)
 _PERCENT_IN_TEXT = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", re.IGNORECASE)
 
 
@@ -105,33 +86,6 @@ class ParsedAnswer:
     @property
     def n_valid(self) -> int:
         return sum(v.valid for v in self.variables.values())
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _pairs_no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in seen:
-            raise _DuplicateKey(k)
-        seen[k] = v
-    return seen
-
-
-def _parse_constant(name: str) -> float:
-    return float(name.replace("Infinity", "inf"))  # NaN, Infinity, -Infinity -> caught as non_finite
-
-
-def detect_prompt_injection(text: str) -> str | None:
-    """The first instruction-changing phrase in ``text`` (heuristic patterns), else None."""
-    for line in text.splitlines() or [text]:
-        for pat in _INJECTION_PATTERNS:
-            m = pat.search(line)
-            if m:
-                return m.group(0).strip()[:80]
-    return None
 
 
 def _whole(group: str, reason: str, entries: Mapping[str, Any] | None = None) -> ParsedAnswer:
@@ -266,17 +220,12 @@ def parse_nowcast_answer(
         if "{" not in text and _REFUSAL_PATTERN.search(text):
             return _whole(group, f"refusal: {text.strip()[:120]}")
         return _whole(group, err)
-    decoder = json.JSONDecoder(object_pairs_hook=_pairs_no_duplicates, parse_constant=_parse_constant)
     try:
-        obj, end = decoder.raw_decode(json_text)
+        obj, end = strict_decoder().raw_decode(json_text)
     except _DuplicateKey as exc:
         return _whole(group, f"duplicate_key: key {exc.args[0]!r} appears more than once")
     except json.JSONDecodeError as exc:
-        opened = json_text.count("{") + json_text.count("[")
-        closed = json_text.count("}") + json_text.count("]")
-        if exc.pos >= len(json_text.rstrip()) - 1 or opened > closed or exc.msg.startswith("Unterminated"):
-            return _whole(group, f"truncated: unterminated JSON ({exc.msg} at char {exc.pos})")
-        return _whole(group, f"invalid_json: {exc.msg} at char {exc.pos}")
+        return _whole(group, json_error_reason(json_text, exc))
     rest = json_text[end:].strip()
     if rest:
         return _whole(group, f"text_outside_json: {rest[:60]!r} after the JSON object")
