@@ -50,7 +50,9 @@ def _rows_frame(rows: list[dict]) -> pl.DataFrame:
                                    "invalid_reason": pl.Utf8, "point": pl.List(pl.Float64), "quantiles": pl.Utf8,
                                    "predicted_class": pl.Utf8, "probability": pl.Float64})
     f = f.with_columns(pl.col("model_id").alias("partition_key"), pl.col("issued_at").alias("available_at"))
-    return conform("leaf_forecasts", f.select(empty_frame("leaf_forecasts").columns))
+    schema = empty_frame("leaf_forecasts").schema
+    f = f.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in schema if c not in f.columns)  # LLM-only columns
+    return conform("leaf_forecasts", f.select(list(schema)))
 
 
 def _row(model_id: str, task: dict, **kw: object) -> dict:
