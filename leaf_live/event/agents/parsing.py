@@ -176,6 +176,8 @@ def parse_retrieval_answer(content: str | None, start: date, end: date, *, finis
         return ParsedRetrieval([], f"duplicate_key: key {exc.args[0]!r} appears more than once")
     except json.JSONDecodeError as exc:
         return ParsedRetrieval([], json_error_reason(text, exc))
+    except RecursionError:
+        return ParsedRetrieval([], "invalid_json: nesting too deep")
     rest = text[endpos:].strip()
     if rest:
         return ParsedRetrieval([], f"text_outside_json: {rest[:60]!r} after the JSON array")
@@ -348,6 +350,8 @@ def parse_levels(content: str | None, targets: Sequence[str], *, finish_reason: 
         return whole(f"duplicate_key: {exc.args[0]!r}")
     except json.JSONDecodeError as exc:
         return whole(json_error_reason(tags[0], exc))
+    except RecursionError:
+        return whole("invalid_json: nesting too deep")
     if not isinstance(obj, dict):
         return whole(f"not_an_object: <levels> holds a JSON {type(obj).__name__}")
     unknown = [k for k in obj if k not in targets]

@@ -226,6 +226,8 @@ def parse_nowcast_answer(
         return _whole(group, f"duplicate_key: key {exc.args[0]!r} appears more than once")
     except json.JSONDecodeError as exc:
         return _whole(group, json_error_reason(json_text, exc))
+    except RecursionError:  # "[" * 5000 and the like
+        return _whole(group, "invalid_json: nesting too deep")
     rest = json_text[end:].strip()
     if rest:
         return _whole(group, f"text_outside_json: {rest[:60]!r} after the JSON object")
