@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+import leaf_live.cli  # noqa: F401  (registers every table in the CLI's order, as README documents them)
 from leaf_live.core.settings import get_settings
 
 
