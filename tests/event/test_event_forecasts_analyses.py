@@ -98,7 +98,7 @@ def test_with_and_without_events_run_on_the_seer_cutoff(seer, wire_server, provi
     ts_f = LLMForecaster(c, ModelSpec.parse(GPT), context_kind="ts")
     ev_f = LLMForecaster(c, ModelSpec.parse(GPT), context_kind="events", events=kept)
 
-    async def both():  # one event loop per client (main's LLMClient binds its semaphore to the first loop)
+    async def both():  # both variants concurrently on one client
         return await asyncio.gather(ts_f.run(tasks), ev_f.run(tasks))
 
     (f_ts, tr_ts), (f_ev, tr_ev) = asyncio.run(both())
