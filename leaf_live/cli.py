@@ -74,6 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     first, last = _snapshot_month_range(resources)
     start, end = args.start or max(first, "2010-01"), args.end or last
     db = resources["db"].database
+    storage.connect(db).close()  # a file built by another schema version stops here, in one line
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     arima_span = f"{args.arima_from or args.backtest_start or '2018-01'} .. {args.arima_to or end}"
     print(f"auto-ARIMA nowcasts for release months {arima_span}: one 52-order AIC grid per nowcast window, "
@@ -254,7 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
     q.set_defaults(func=cmd_sql)
     args = p.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except storage.StorageError as exc:  # missing file, schema version: one line, no traceback
+        print(f"leaf-live {args.cmd}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ read-only connections for analysts.
 
 Principles (DESIGN.md §Principles 1 and 3):
 
+* a database remembers the schema version of every table it holds (``_leaf_live_meta``); a connection to a
+  file written under another version fails with one line saying so, instead of a DuckDB binder error later;
 * every fact row carries ``available_at`` (TIMESTAMPTZ, UTC): when it became knowable, so a stage can
   ask "as of time t" with ``WHERE available_at <= t``;
 * one asset owns one table (or one ``producer`` slice of a shared table); materializing a partition
@@ -15,6 +17,8 @@ Reference periods are ``DATE`` of the period's first day (2026-01-01 for 2026Q1)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
@@ -29,6 +33,10 @@ import polars as pl
 
 class StorageError(ValueError):
     """A frame does not fit its table; the message names the table, column and offending value."""
+
+
+class SchemaVersionError(StorageError):
+    """The database file holds a table written under another schema version than this code's."""
 
 
 @dataclass(frozen=True)
@@ -115,12 +123,21 @@ def connect(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
 
 
 def connect_read_only(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
-    """Open a read-only connection to ``path`` for analysts (works while no process holds the write lock)."""
+    """Open a read-only connection to ``path`` for analysts (works while no process holds the write lock).
+
+    Raises :class:`StorageError` if the file is missing and :class:`SchemaVersionError` if a registered table
+    in it was written under another schema version (tables are registered when their track is imported,
+    e.g. ``import leaf_live.macro``)."""
     p = Path(path)
     if not p.exists():
         raise StorageError(f"database file {p} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)")
     con = duckdb.connect(str(p), read_only=True)
     con.execute("SET TimeZone='UTC'")
+    try:
+        check_schema_versions(con)
+    except SchemaVersionError:
+        con.close()
+        raise
     return con
 
 
@@ -134,8 +151,78 @@ def open_db(path: str | os.PathLike) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = None) -> None:
-    for name in names or list(TABLES):
+    """Create the registered tables ``names`` (default all) that do not exist yet and stamp their schema
+    version; raise :class:`SchemaVersionError` if one exists under another version (see
+    :func:`check_schema_versions`)."""
+    names = list(names or TABLES)
+    stored = check_schema_versions(con, names)
+    missing = [n for n in names if stored.get(n) != schema_version(n)]
+    for name in names:
         con.execute(get_table(name).ddl())
+    if missing:
+        con.execute(_META_DDL)
+        con.executemany(
+            f'INSERT OR REPLACE INTO "{META_TABLE}" VALUES (?, ?, now())', [[n, schema_version(n)] for n in missing]
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema versions
+# ---------------------------------------------------------------------------------------------
+
+META_TABLE = "_leaf_live_meta"
+_META_DDL = (
+    f'CREATE TABLE IF NOT EXISTS "{META_TABLE}" (table_name VARCHAR PRIMARY KEY, schema_version VARCHAR NOT NULL, '
+    "stamped_at TIMESTAMPTZ NOT NULL)"
+)
+
+
+def schema_version(name: str) -> str:
+    """Version of registered table ``name``'s stored shape: the first 12 hex digits of the sha256 of its
+    column names, DuckDB types, NOT NULL flags and primary key (column docs do not count)."""
+    t = get_table(name)
+    shape = [t.name, [[c.name, c.type, c.nullable] for c in t.columns], list(t.primary_key)]
+    return hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:12]
+
+
+def _described(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple]:
+    return con.execute(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position", [name]
+    ).fetchall()
+
+
+def check_schema_versions(con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = None) -> dict[str, str]:
+    """Check that every registered table in ``names`` (default all) that the database holds was written under
+    this code's :func:`schema_version`; return the stored version per table (``{}`` for a new file).
+
+    A table without a stored version (a file from before versioning) passes when its columns are exactly the
+    registered ones. Raises :class:`SchemaVersionError` with one line naming the file, the table, both versions
+    and how to rebuild. Runs on every read-write and read-only connection of this module."""
+    names = list(names or TABLES)
+    present = {r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+    stored = dict(con.execute(f'SELECT table_name, schema_version FROM "{META_TABLE}"').fetchall()) \
+        if META_TABLE in present else {}
+    for name in names:
+        if name not in present:
+            continue
+        want = schema_version(name)
+        have = stored.get(name)
+        if have is None:
+            probe = duckdb.connect()
+            try:
+                probe.execute(get_table(name).ddl())
+                have = want if _described(con, name) == _described(probe, name) else "unversioned"
+            finally:
+                probe.close()
+        if have != want:
+            path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+            raise SchemaVersionError(
+                f"{path}: table {name} was built by schema {have}, this is {want}: rebuild with "
+                f"`leaf-live run --db NEW_FILE` (or move {Path(path).name} away and run `leaf-live run`)"
+            )
+    return stored
 
 
 # ---------------------------------------------------------------------------------------------

@@ -138,3 +138,87 @@ def test_catalog_matches_table9_and_groups():
     assert round(100 * share[list(INDICATOR_IDS).index("cpi")], 1) == 33.0
     with pytest.raises(KeyError, match="unknown indicator_id 'gdp'"):
         get_indicator("gdp")
+
+
+# ---------------------------------------------------------------------------------------------
+# schema versions
+# ---------------------------------------------------------------------------------------------
+
+
+def _rebuild_hint(path) -> str:
+    return f"rebuild with `leaf-live run --db NEW_FILE` (or move {path.name} away and run `leaf-live run`)"
+
+
+def test_a_new_file_stamps_every_table_with_its_schema_version(tmp_path):
+    db = tmp_path / "v.duckdb"
+    storage.connect(db).close()
+    con = storage.connect_read_only(db)
+    try:
+        stamped = dict(con.execute(f"SELECT table_name, schema_version FROM {storage.META_TABLE}").fetchall())
+    finally:
+        con.close()
+    assert stamped == {name: storage.schema_version(name) for name in storage.TABLES}
+    assert len(set(stamped.values())) == len(stamped)  # the table name is part of the shape
+
+
+def test_a_file_built_by_another_schema_fails_in_one_line(tmp_path):
+    """An older build of `releases` (no `source` column, version aaaa...) is refused on read-write and read-only
+    connections with one line, before any query could hit a binder error."""
+    db = tmp_path / "old.duckdb"
+    storage.connect(db).close()
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE releases DROP COLUMN source")
+    con.execute(f"UPDATE {storage.META_TABLE} SET schema_version = 'aaaaaaaaaaaa' WHERE table_name = 'releases'")
+    con.close()
+    want = (f"{db}: table releases was built by schema aaaaaaaaaaaa, this is {storage.schema_version('releases')}: "
+            f"{_rebuild_hint(db)}")
+    for connect in (storage.connect, storage.connect_read_only):
+        with pytest.raises(storage.SchemaVersionError) as err:
+            connect(db)
+        assert str(err.value) == want and "\n" not in str(err.value)
+    # the file is not locked by the refused connections
+    duckdb.connect(str(db)).close()
+
+
+def test_the_cli_answers_an_old_file_with_one_line(tmp_path, capsys):
+    from leaf_live.cli import main
+
+    db = tmp_path / "old.duckdb"
+    storage.connect(db).close()
+    con = duckdb.connect(str(db))
+    con.execute(f"UPDATE {storage.META_TABLE} SET schema_version = 'bbbbbbbbbbbb' WHERE table_name = 'nowcasts'")
+    con.close()
+    assert main(["sql", "SELECT 1", "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"leaf-live sql: {db}: table nowcasts was built by schema bbbbbbbbbbbb, this is "
+                   f"{storage.schema_version('nowcasts')}: {_rebuild_hint(db)}\n")
+
+
+def test_a_file_from_before_versioning_is_adopted_only_if_its_columns_match(tmp_path):
+    good, bad = tmp_path / "good.duckdb", tmp_path / "bad.duckdb"
+    for path in (good, bad):
+        con = duckdb.connect(str(path))  # tables as the code before versioning created them: no meta table
+        for t in storage.TABLES.values():
+            con.execute(t.ddl())
+        con.close()
+    con = duckdb.connect(str(bad))
+    con.execute("ALTER TABLE surprise_scales ALTER COLUMN sigma TYPE VARCHAR")
+    con.close()
+    storage.connect(good).close()  # adopted and stamped
+    con = storage.connect_read_only(good)
+    assert con.execute(f"SELECT count(*) FROM {storage.META_TABLE}").fetchone()[0] == len(storage.TABLES)
+    con.close()
+    with pytest.raises(storage.SchemaVersionError, match="table surprise_scales was built by schema unversioned"):
+        storage.connect(bad)
+
+
+def test_schema_version_follows_the_stored_shape_not_the_docs(monkeypatch):
+    t = storage.get_table("surprise_scales")
+    v0 = storage.schema_version("surprise_scales")
+    cols = list(t.columns)
+    monkeypatch.setitem(storage.TABLES, t.name, storage.Table(t.name, "other doc", t.grain, tuple(
+        storage.Column(c.name, c.type, c.doc + " (reworded)", c.nullable) for c in cols), t.partition_by, t.primary_key))
+    assert storage.schema_version("surprise_scales") == v0
+    retyped = tuple(storage.Column(c.name, "VARCHAR" if c.name == "sigma" else c.type, c.doc, c.nullable) for c in cols)
+    monkeypatch.setitem(storage.TABLES, t.name, storage.Table(t.name, t.doc, t.grain, retyped, t.partition_by, t.primary_key))
+    assert storage.schema_version("surprise_scales") != v0
