@@ -1,5 +1,6 @@
-"""Shared wiring for assets: partitions definitions and writing a run's partitions through the one
-partition-replace helper (``leaf_live.core.storage.replace_partition``)."""
+"""Shared wiring for assets: partitions definitions, the Dagster metadata an asset shows for the tables it
+writes (column schemas from the one schema registry, ``leaf_live.core.storage``), and writing a run's
+partitions through the one partition-replace helper (``leaf_live.core.storage.replace_partition``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ from typing import Any
 
 import duckdb
 import polars as pl
-from dagster import AssetExecutionContext, BackfillPolicy, MonthlyPartitionsDefinition
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    BackfillPolicy,
+    DagsterInvariantViolationError,
+    MetadataValue,
+    MonthlyPartitionsDefinition,
+    TableColumn,
+    TableColumnConstraints,
+    TableConstraints,
+    TableSchema,
+)
 
 from leaf_live.core import storage
 
@@ -17,10 +29,64 @@ from leaf_live.core import storage
 # 197 months without 197 process start-ups.
 warnings.filterwarnings("ignore", message=r".*(backfill_policy|allow_nonexistent_upstream_partitions).*beta.*")
 
-# Release months, America/New_York calendar, 2010-01 onward; the current month is included
-# (end_offset=1) because releases land every month before it closes.
-RELEASE_MONTHS = MonthlyPartitionsDefinition(start_date="2010-01", fmt="%Y-%m", end_offset=1)
+# Release months, America/New_York calendar (release times are defined there), 2010-01 onward; the current
+# month is included (end_offset=1) because releases land every month before it closes. Keys stay YYYY-MM.
+RELEASE_MONTHS = MonthlyPartitionsDefinition(
+    start_date="2010-01", fmt="%Y-%m", end_offset=1, timezone="America/New_York"
+)
 SINGLE_RUN = BackfillPolicy.single_run()
+
+# Metadata key listing the registered tables an asset writes (comma-separated): the dbt translator maps a
+# dbt source to the assets that write its table (assets/dbt_marts.py).
+TABLES_KEY = "leaf_live/tables"
+
+
+def table_schema(name: str) -> TableSchema:
+    """Dagster column schema of registered table ``name``: every column with its DuckDB type, meaning/unit and
+    NOT NULL flag; the primary key and partition columns as table constraints. Raises
+    :class:`leaf_live.core.storage.StorageError` for an unknown table."""
+    t = storage.get_table(name)
+    other = [f"grain: {t.grain}"]
+    if t.primary_key:
+        other.append(f"primary key ({', '.join(t.primary_key)})")
+    if t.partition_by:
+        other.append(f"replaced by slice ({', '.join(t.partition_by)})")
+    return TableSchema(
+        columns=[
+            TableColumn(c.name, c.type, description=c.doc, constraints=TableColumnConstraints(nullable=c.nullable))
+            for c in t.columns
+        ],
+        constraints=TableConstraints(other=other),
+    )
+
+
+def table_metadata(table: str, *also: str) -> dict[str, Any]:
+    """Definition metadata of an asset that writes registered ``table`` (and the tables in ``also``): the
+    column schema the Dagster UI shows on the asset page (``dagster/column_schema``), the schemas of the
+    other tables it writes, and :data:`TABLES_KEY`."""
+    meta: dict[str, Any] = {"dagster/column_schema": table_schema(table)}
+    for other in also:
+        meta[f"columns of {other}"] = table_schema(other)
+    meta[TABLES_KEY] = MetadataValue.text(", ".join((table, *also)))
+    return meta
+
+
+def asset_tables(metadata: Mapping[str, Any]) -> list[str]:
+    """The tables an asset writes, read back from its :func:`table_metadata` (empty if it has none)."""
+    value = metadata.get(TABLES_KEY)
+    text = getattr(value, "value", value)
+    return [t.strip() for t in text.split(",")] if text else []
+
+
+def table_writers(assets: Sequence) -> dict[str, list[AssetKey]]:
+    """Registered table -> keys of the assets (``AssetsDefinition`` list) that write it, from their specs'
+    :func:`table_metadata`."""
+    out: dict[str, list[AssetKey]] = {}
+    for a in assets:
+        for spec in a.specs:
+            for table in asset_tables(spec.metadata):
+                out.setdefault(table, []).append(spec.key)
+    return out
 
 
 def run_partition_keys(context: AssetExecutionContext) -> list[str]:
@@ -40,7 +106,9 @@ def write_partitions(
     """Replace each partition in ``keys`` with its rows of ``frame`` (empty slices delete stale rows).
 
     Rows of ``frame`` outside ``keys`` raise :class:`leaf_live.core.storage.StorageError` before any write.
-    Returns rows written per key.
+    Returns rows written per key. Inside a partitioned asset's run, each key's count is recorded on that
+    partition's materialization (``dagster/row_count`` and ``rows``), so a single-run backfill shows every
+    month's own count, not the run's total.
     """
     keyset = set(keys)
     stray = frame.filter(~pl.col("partition_key").is_in(list(keyset))) if frame.height else frame
@@ -54,7 +122,23 @@ def write_partitions(
     for k in keys:
         part = by_key.get(k, frame.clear())
         written[k] = storage.replace_partition(con, table, part, {"partition_key": k, **(extra_where or {})})
+    record_partition_rows(written)
     return written
+
+
+def record_partition_rows(written: Mapping[str, int]) -> None:
+    """Record rows written per partition key on the current asset's materialization events (partition-scoped
+    metadata overrides run-wide metadata of the same name). No-op outside a partitioned asset's run."""
+    try:
+        context = AssetExecutionContext.get()
+    except DagsterInvariantViolationError:
+        return  # called outside a Dagster run (tests, scripts)
+    if not (context.has_partition_key or context.has_partition_key_range):
+        return
+    in_run = set(context.partition_keys)
+    for key, n in written.items():
+        if key in in_run:
+            context.add_asset_metadata({"dagster/row_count": n, "rows": n}, partition_key=key)
 
 
 def replace_producer(

@@ -9,7 +9,9 @@ from typing import Optional
 
 import polars as pl
 from dagster import (
+    AllPartitionMapping,
     AssetCheckResult,
+    AssetDep,
     Config,
     AssetExecutionContext,
     HourlyPartitionsDefinition,
@@ -18,7 +20,15 @@ from dagster import (
     asset_check,
 )
 
-from assets.common import RELEASE_MONTHS, SINGLE_RUN, replace_producer, run_partition_keys, write_partitions
+from assets.common import (
+    RELEASE_MONTHS,
+    SINGLE_RUN,
+    replace_producer,
+    record_partition_rows,
+    run_partition_keys,
+    table_metadata,
+    write_partitions,
+)
 from assets.macro_releases import releases
 from leaf_live.core import storage
 from leaf_live.core.llm import llm_calls_frame, no_models_message
@@ -39,6 +49,7 @@ def _windows(con) -> pl.DataFrame:
 
 @asset(
     group_name="macro_nowcasts",
+    metadata=table_metadata("nowcast_windows"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[releases],
@@ -56,6 +67,7 @@ def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
 
 @asset(
     group_name="macro_nowcasts",
+    metadata=table_metadata("nowcasts"),
     deps=[nowcast_windows],
     description="Nowcasts recorded elsewhere (LiveMacroEval CSV runs; GPT-5 search as "
     "openai/gpt-5-search-api@single), mapped to the catalog's reporting units with the same guardrails; "
@@ -73,6 +85,7 @@ def recorded_nowcasts(db: LeafLiveDB, recorded_nowcasts: RecordedNowcastsResourc
 
 @asset(
     group_name="macro_nowcasts",
+    metadata=table_metadata("nowcasts"),
     deps=[releases, nowcast_windows],
     description="Comparators as models: the consensus (terminal value, issued 1 min before release) and each "
     "Fed nowcast (GDPNow, NY Fed, Cleveland CPI, Chicago CHURN) as a step function of publication time.",
@@ -113,6 +126,7 @@ class ArimaConfig(Config):
 
 @asset(
     group_name="macro_nowcasts",
+    metadata=table_metadata("nowcasts"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[nowcast_windows, releases],
@@ -149,9 +163,12 @@ NOWCAST_HOURS = HourlyPartitionsDefinition(start_date="2025-11-01-00:00", end_of
 
 @asset(
     group_name="macro_nowcasts",
+    metadata=table_metadata("nowcasts", "llm_calls"),
     partitions_def=NOWCAST_HOURS,
     backfill_policy=SINGLE_RUN,
-    deps=[nowcast_windows],
+    # an hour reads every window open at that hour, whatever its (New York) release month: UTC hours map to
+    # all release months, not to one by time window
+    deps=[AssetDep(nowcast_windows, partition_mapping=AllPartitionMapping())],
     description="LLM agent nowcasts (App. D prompt, two prompt groups per model per hour, single or team "
     "design, web search per provider) through litellm; every call logged in llm_calls. Past hours are "
     "refused: a nowcast cannot be issued retroactively. With no LEAF_LIVE_LLM_MODELS it does nothing.",

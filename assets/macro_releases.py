@@ -18,7 +18,7 @@ from dagster import (
     asset_check,
 )
 
-from assets.common import RELEASE_MONTHS, SINGLE_RUN, run_partition_keys, write_partitions
+from assets.common import RELEASE_MONTHS, SINGLE_RUN, run_partition_keys, table_metadata, write_partitions
 from leaf_live.core import storage
 from leaf_live.core.pit import shift_month_key
 from leaf_live.macro.catalog import catalog_frame
@@ -37,16 +37,18 @@ def _result(written: dict[str, int], **extra) -> MaterializeResult:
     )
 
 
-@asset(group_name="macro", description="The 16 LiveMacroEval indicators: Table 2 title, unit, transformation, "
+@asset(group_name="macro", metadata=table_metadata("indicator_catalog"),
+       description="The 16 LiveMacroEval indicators: Table 2 title, unit, transformation, "
        "guardrail, theme, prompt group, release slot, agency, FRED ids, FRED-MD tcode, Table 9 beta/SE.")
 def indicator_catalog(db: LeafLiveDB) -> MaterializeResult:
     with db.get_connection() as con:
         n = storage.replace_partition(con, "indicator_catalog", catalog_frame())
-    return MaterializeResult(metadata={"rows": n})
+    return MaterializeResult(metadata={"rows": n, "dagster/row_count": n})
 
 
 @asset(
     group_name="macro",
+    metadata=table_metadata("release_calendar"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[indicator_catalog],
@@ -64,6 +66,7 @@ def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, calendar: R
 
 @asset(
     group_name="macro",
+    metadata=table_metadata("releases"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[
@@ -89,6 +92,7 @@ def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResul
 
 @asset(
     group_name="macro",
+    metadata=table_metadata("announcement_returns"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[releases],
@@ -110,6 +114,7 @@ def announcement_returns(
 
 @asset(
     group_name="macro",
+    metadata=table_metadata("surprise_scales"),
     deps=[releases],
     description="sigma_i: sample sd (ddof 1) of A - C per indicator over the frozen historical window "
     "Jan 2010 - Oct 2025, every release with A and C (App. K.1 Eq. 3).",
@@ -128,11 +133,12 @@ def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
         rel = storage.read_table(con, "releases")
         scales = surprises.surprise_scales(rel)
         n = storage.replace_partition(con, "surprise_scales", scales)
-    return MaterializeResult(metadata={"rows": n})
+    return MaterializeResult(metadata={"rows": n, "dagster/row_count": n})
 
 
 @asset(
     group_name="macro",
+    metadata=table_metadata("surprise_events"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[releases, announcement_returns, surprise_scales],

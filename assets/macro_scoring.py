@@ -35,6 +35,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.common import table_metadata
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
 from assets.macro_releases import releases, surprise_events, surprise_scales
 from leaf_live.core import storage
@@ -97,6 +98,7 @@ def _ts(text: str, field: str) -> int:
 
 @asset(
     group_name=GROUP,
+    metadata=table_metadata("prediction_market_prices"),
     description="Polymarket bucket prices (YES, 0-1) of the macro markets of the LiveBetting score (App. L): the "
     "recorded hourly grids (snapshot) or the CLOB price history of the configured markets (live). "
     "Partition = market_id; markets not fetched this time keep their rows.",
@@ -163,6 +165,7 @@ def _lambda_rule(f: FitWindow) -> str:
 
 @asset(
     group_name=GROUP,
+    metadata=table_metadata("market_betas", "market_beta_fits"),
     deps=[surprise_events],
     description="Frozen Huber-ridge market betas with HC1 V_beta (App. K.2) for each configured fit window (full "
     "sample = Table 9, COVID-excluded refit = K.3, backtest = events up to the fit cutoff). A fit_id already "
@@ -267,13 +270,16 @@ _SCORE_DEPS = [market_betas, surprise_events, surprise_scales, releases, *NOWCAS
     name="macro_scores",
     group_name=GROUP,
     specs=[
-        AssetSpec("livemacro_scores", deps=_SCORE_DEPS, description="LiveMacro Score family (Eq. 8/17) of every model "
+        AssetSpec("livemacro_scores", metadata=table_metadata("livemacro_scores"),
+                  deps=_SCORE_DEPS, description="LiveMacro Score family (Eq. 8/17) of every model "
                   "in the nowcasts table, per evaluation mode (partition_key), fit, horizon, scope and target, with "
                   "bootstrap and sampling intervals, kappa/phi, LMD and n_events_own; the consensus scores 0."),
-        AssetSpec("score_decompositions", deps=_SCORE_DEPS, description="Shapley allocation per indicator (App. M), "
+        AssetSpec("score_decompositions", metadata=table_metadata("score_decompositions"),
+                  deps=_SCORE_DEPS, description="Shapley allocation per indicator (App. M), "
                   "sizing discipline (S.4), aggregator shares (K.4), mean relative error (Table 16), paired event "
                   "bootstraps between models on shared releases (S.2) and the event coverage of each mode."),
-        AssetSpec("relative_errors", deps=_SCORE_DEPS, description="Real-time squared relative nowcast error per "
+        AssetSpec("relative_errors", metadata=table_metadata("relative_errors"),
+                  deps=_SCORE_DEPS, description="Real-time squared relative nowcast error per "
                   "model, indicator, reference period and day before release (App. J), per evaluation mode."),
     ],
 )
@@ -310,10 +316,12 @@ def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: Leaf
     name="livebetting",
     group_name=GROUP,
     specs=[
-        AssetSpec("livebetting_scores", deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
+        AssetSpec("livebetting_scores", metadata=table_metadata("livebetting_scores"),
+                  deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
                   description="LiveBetting Score (App. L Eq. 13) of every model with nowcasts for a stored market, by "
                   "calendar-month segment and total (Table 13); excluded hours counted by reason. Partition = market_id."),
-        AssetSpec("livebetting_bets", deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
+        AssetSpec("livebetting_bets", metadata=table_metadata("livebetting_bets"),
+                  deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
                   description="The hourly $1 bet stream behind livebetting_scores with the cumulative return curve."),
     ],
 )

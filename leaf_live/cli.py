@@ -2,10 +2,12 @@
 
 ``leaf-live run [--snapshot DIR] [--db PATH] [--start YYYY-MM] [--end YYYY-MM] [--fit-cutoff YYYY-MM]
 [--backtest-start YYYY-MM] [--backtest-end YYYY-MM] [--boot-draws N]``
-    materializes the main job in-process for every release month the sources cover, prints a summary, any
-    failed asset check and the two leaderboards (historical backtest, live window).
-    It then writes the paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to
-    ``macro_analyses.md`` next to the database and prints its path.
+    runs the main job (``leaf_live_main``) in-process for every release month the sources cover, recorded in
+    the project's Dagster instance (``dagster_home/``, or ``DAGSTER_HOME``) so the run shows in the UI, and
+    prints a summary, the asset-check results and the two leaderboards (historical backtest, live window).
+    A failed blocking check is named and stops the run before anything downstream of it. It then writes the
+    paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to ``macro_analyses.md`` next
+    to the database and prints its path.
 ``leaf-live report [--db PATH] [--out FILE]``
     writes that report again from the stored analysis tables (read-only).
 ``leaf-live tables``
@@ -17,6 +19,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 import time
@@ -32,11 +36,20 @@ from leaf_live.core.pit import check_month
 from leaf_live.core.settings import get_settings
 
 
+# The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
+# `DAGSTER_HOME=$PWD/dagster_home dagster dev` shows.
+PROJECT_DAGSTER_HOME = Path(__file__).resolve().parents[1] / "dagster_home"
+
+
 def _instance():
+    """``DAGSTER_HOME``'s instance when it is set, else the project's ``dagster_home/`` (so CLI runs appear in
+    the UI); an ephemeral one (telemetry off) only when neither exists (e.g. a non-editable install)."""
     from dagster import DagsterInstance
 
     if os.environ.get("DAGSTER_HOME"):
         return DagsterInstance.get()
+    if (PROJECT_DAGSTER_HOME / "dagster.yaml").is_file():
+        return DagsterInstance.from_config(str(PROJECT_DAGSTER_HOME))
     return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 
@@ -49,10 +62,8 @@ def _snapshot_month_range(resources: dict) -> tuple[str, str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dagster import materialize
-
     from assets.macro_scoring import scoring_run_config
-    from leaf_live.definitions import ALL_ASSETS, ALL_CHECKS, MAIN_ASSETS
+    from leaf_live.definitions import MAIN_JOB, build_definitions
     from resources import default_resources
 
     if args.snapshot is not None and not Path(args.snapshot).is_dir():
@@ -88,30 +99,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     if arima_from is not None or args.arima_to is not None:
         span = {"first_month": arima_from or "2018-01", "last_month": args.arima_to}
         run_config.setdefault("ops", {})["arima_nowcasts"] = {"config": span}
-    result = materialize(
-        [*ALL_ASSETS, *ALL_CHECKS],
-        selection=MAIN_ASSETS,
-        resources=resources,
-        instance=_instance(),
-        run_config=run_config,
-        tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
-        raise_on_error=False,
-    )
+    # One in-process run of the main job, recorded in the project's Dagster instance under its name. dbt's
+    # log lines (dagster-dbt echoes them to stdout) stay in the run's compute logs, not in this summary.
+    job = build_definitions(resources).resolve_job_def(MAIN_JOB)
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = job.execute_in_process(
+            run_config=run_config,
+            instance=_instance(),
+            tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
+            raise_on_error=False,
+        )
+    checks = result.get_asset_check_evaluations()
+    failed = [e for e in checks if not e.passed]
+    for e in failed:
+        meta = {k: getattr(v, "value", v) for k, v in e.metadata.items()}
+        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name} {meta}", file=sys.stderr)
     if not result.success:
         for ev in result.all_events:
             if ev.is_step_failure and ev.step_failure_data.error:
                 err = ev.step_failure_data.error
+                if err.cls_name == "DagsterAssetCheckFailedError":
+                    continue  # a blocking check: named above
                 while err.cause is not None:  # Dagster wraps the asset's own exception
                     err = err.cause
                 print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
+        done = {ev.asset_key for ev in result.get_asset_materialization_events()}
+        skipped = sorted(k.to_user_string() for k in job.asset_layer.executable_asset_keys if k not in done)
+        if skipped:
+            print(f"not materialized: {', '.join(skipped)}", file=sys.stderr)
         print("leaf-live run: FAILED", file=sys.stderr)
         return 1
     print(f"finished in {time.monotonic() - t0:.1f} s")
     print(summary(db))
-    checks = result.get_asset_check_evaluations()
-    failed = [e for e in checks if not e.passed]
-    for e in failed:
-        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name} {dict(e.metadata)}", file=sys.stderr)
     print(f"asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed")
     print()
     print(leaderboards(db))

@@ -1,7 +1,9 @@
 """Dagster ``Definitions`` for the leaf_live code location (the only dagster import in leaf_live/).
 
 Assembled from ``assets/``, ``resources/`` and ``sensors/``. Resources come from the environment:
-``LEAF_LIVE_DB``, ``LEAF_LIVE_SNAPSHOT``, ``LEAF_LIVE_TRANSPORT`` (see ``leaf_live.core.settings``).
+``LEAF_LIVE_DB``, ``LEAF_LIVE_SNAPSHOT``, ``LEAF_LIVE_TRANSPORT`` (see ``leaf_live.core.settings``);
+``leaf-live run`` builds the same definitions around the resources its flags name
+(:func:`build_definitions`) and executes :data:`MAIN_JOB` from them.
 """
 
 from __future__ import annotations
@@ -22,18 +24,27 @@ ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECK
 # their own hourly schedule).
 MAIN_ASSETS = [a for a in ALL_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys
 
+MAIN_JOB = "leaf_live_main"
 main_job = define_asset_job(
-    "leaf_live_main",
+    MAIN_JOB,
     selection=AssetSelection.assets(*MAIN_ASSETS),
     description="Materialize the benchmark graph from the configured sources (see `leaf-live run`).",
 )
 
-defs = Definitions(
-    assets=ALL_ASSETS,
-    asset_checks=ALL_CHECKS,
-    jobs=[main_job, *JOBS],
-    schedules=SCHEDULES,
-    resources=default_resources(),
-    # One process writes the DuckDB file at a time.
-    executor=in_process_executor,
-)
+
+def build_definitions(resources: dict | None = None) -> Definitions:
+    """The code location's ``Definitions`` bound to ``resources`` (default: from the environment,
+    :func:`resources.default_resources`)."""
+    resources = resources if resources is not None else default_resources()
+    return Definitions(
+        assets=ALL_ASSETS,
+        asset_checks=ALL_CHECKS,
+        jobs=[main_job, *JOBS],
+        schedules=SCHEDULES,
+        resources=resources,
+        # One process writes the DuckDB file at a time.
+        executor=in_process_executor,
+    )
+
+
+defs = build_definitions()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -80,17 +81,49 @@ def http_server() -> Iterator[GetServer]:
 MAIN_RUN_ARGS = ["--arima-from", "2025-10", "--arima-to", "2025-11"]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def dagster_home(tmp_path_factory) -> Iterator[Path]:
+    """A fresh Dagster instance directory with the project's ``dagster_home/dagster.yaml`` (telemetry off) as
+    ``DAGSTER_HOME`` for the duration. On tmpfs when the machine has one: the SQLite run storage commits every
+    event, and fsyncs on a shared disk would dominate the main run."""
+    import os
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    home = Path(tempfile.mkdtemp(prefix="leaf_live_dagster_", dir=shm if shm.is_dir() else tmp_path_factory.getbasetemp()))
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    old = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(home)
+    try:
+        yield home
+    finally:
+        if old is None:
+            os.environ.pop("DAGSTER_HOME", None)
+        else:
+            os.environ["DAGSTER_HOME"] = old
+
+
 @pytest.fixture(scope="session")
-def main_run(tmp_path_factory, snapshot_dir) -> dict:
-    """``leaf-live run`` on the real snapshot into a fresh DuckDB file: ``{"db", "out", "err"}``."""
+def main_run(tmp_path_factory, snapshot_dir) -> Iterator[dict]:
+    """``leaf-live run`` on the real snapshot into a fresh DuckDB file, recorded in a fresh Dagster instance:
+    ``{"db", "out", "err", "dagster_home"}`` (the instance directory lives for the session)."""
     import contextlib
     import io
+    import shutil
 
     from leaf_live.cli import main as cli_main
 
     db = tmp_path_factory.mktemp("main_run") / "leaf_live.duckdb"
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = cli_main(["run", "--snapshot", str(snapshot_dir), "--db", str(db), *MAIN_RUN_ARGS])
+    with dagster_home(tmp_path_factory) as home:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli_main(["run", "--snapshot", str(snapshot_dir), "--db", str(db), *MAIN_RUN_ARGS])
     assert rc == 0, err.getvalue()[-3000:]
-    return {"db": db, "out": out.getvalue(), "err": err.getvalue()}
+    try:
+        yield {"db": db, "out": out.getvalue(), "err": err.getvalue(), "dagster_home": home}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
