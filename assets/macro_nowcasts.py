@@ -198,12 +198,14 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResourc
             storage.replace_partition(con, "llm_calls", lg, {"partition_key": key})
             storage.replace_partition(con, "nowcasts", nc, {"producer": "llm_nowcasts", "partition_key": key})
             rows, calls = rows + nc.height, calls + lg.height
+            record_partition_rows({key: nc.height})
     return MaterializeResult(metadata={"rows": rows, "calls": calls})
 
 
 @asset_check(
     asset=comparator_nowcasts,
     description="Point-in-time: comparator nowcasts flagged after_release exactly when issued at/after release.",
+    blocking=True,
 )
 def comparator_nowcasts_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:

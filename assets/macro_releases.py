@@ -157,7 +157,7 @@ def surprise_events(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
     return _result(written)
 
 
-@asset_check(asset=releases, description="At most one first release per indicator and period label.")
+@asset_check(asset=releases, description="At most one first release per indicator and period label.", blocking=True)
 def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         dup = con.execute(
@@ -170,6 +170,7 @@ def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
     asset=surprise_events,
     description="Point-in-time: every event is knowable no earlier than its window closes; r_g is present "
     "exactly where the window is usable.",
+    blocking=True,
 )
 def surprise_events_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:

@@ -355,7 +355,7 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
 
 
 @asset_check(asset="livemacro_scores", description="The consensus (S_hat = 0) scores exactly 0, with a zero-width "
-             "interval, in every mode, fit, horizon, scope and target where the target is not identically 0.")
+             "interval, in every mode, fit, horizon, scope and target where the target is not identically 0.", blocking=True)
 def consensus_scores_zero(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
@@ -367,7 +367,7 @@ def consensus_scores_zero(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(asset="score_decompositions", description="Exact Shapley contributions (App. M) sum to the score they "
-             "allocate (|sum - score| <= 1e-9) for every model, fit, scope and target.")
+             "allocate (|sum - score| <= 1e-9) for every model, fit, scope and target.", blocking=True)
 def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad, worst = con.execute(
@@ -383,7 +383,7 @@ def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
 
 @asset_check(asset="livemacro_scores", description="Theme scores use only their theme's events: the theme scopes "
              "partition the overall scope's releases (sum of theme n_releases = overall n_releases) and no theme "
-             "holds more events than the overall scope.")
+             "holds more events than the overall scope.", blocking=True)
 def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         scores = storage.read_table(con, "livemacro_scores")
@@ -392,7 +392,7 @@ def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(asset="livebetting_bets", description="Point in time: every bet hour is strictly before the release and "
-             "uses a nowcast issued at or before it.")
+             "uses a nowcast issued at or before it.", blocking=True)
 def bets_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(

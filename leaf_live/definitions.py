@@ -12,6 +12,7 @@ from dagster import AssetSelection, Definitions, define_asset_job, in_process_ex
 
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
 from assets.macro_analyses import MACRO_ANALYSIS_ASSETS, MACRO_ANALYSIS_CHECKS
+from assets.macro_checks import MACRO_CHECKS
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS
 from assets.macro_releases import MACRO_RELEASE_ASSETS, MACRO_RELEASE_CHECKS
 from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
@@ -19,7 +20,8 @@ from resources import default_resources
 from sensors import JOBS, SCHEDULES
 
 ALL_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS]
-ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS, *MACRO_ANALYSIS_CHECKS]
+# Every check is blocking: a failure stops what is downstream of its asset in the same run.
+ALL_CHECKS = [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS, *MACRO_ANALYSIS_CHECKS, *MACRO_CHECKS]
 # Assets the main job materializes: everything that runs from recorded or public data (LLM calls run on
 # their own hourly schedule).
 MAIN_ASSETS = [a for a in ALL_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys

@@ -1,0 +1,170 @@
+"""Macro track, blocking asset checks on every table a score reads (DESIGN.md principle 1).
+
+Each check is ``blocking=True``: when it fails, nothing downstream of its asset materializes in that run
+(the scores, the dbt leaderboard), and ``leaf-live run`` names the failed check and stops. Four kinds:
+
+* point in time: no nowcast the scorer accepts (valid, not flagged ``after_release``) is issued at or after
+  its window's close, i.e. the release (LiveMacroEval §3.4); LiveBetting bets are in
+  ``macro_scoring.bets_before_release``; events are knowable no earlier than their release
+  (``macro_releases.surprise_events_point_in_time``);
+* one row per key: the primary key (or, for tables without one, the grain) of every table a score reads;
+* values within the catalog guardrails (Table 2 scale guardrails): valid nowcasts and released actual /
+  consensus; prices are probabilities; surprise scales are positive;
+* the fit a score uses exists: every named fit and every score's ``fit_id`` has its 16 rows in
+  ``market_betas``.
+
+Wiring only: each check is one SQL count over the DuckDB tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dagster import AssetCheckResult, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
+
+from assets.macro_nowcasts import arima_nowcasts, comparator_nowcasts, llm_nowcasts, nowcast_windows, recorded_nowcasts
+from assets.macro_releases import announcement_returns, indicator_catalog, releases, surprise_events, surprise_scales
+from assets.macro_scoring import market_betas, prediction_market_prices
+from leaf_live.core import storage
+from leaf_live.macro.catalog import INDICATOR_IDS
+from resources import LeafLiveDB
+
+SAMPLE = 3  # offending keys shown in the check's metadata
+
+
+def _result(con, violations_sql: str, params: Sequence = (), **extra) -> AssetCheckResult:
+    """Pass when ``violations_sql`` (one row per violation, offending key columns first) returns no row."""
+    rows = con.execute(violations_sql, list(params)).fetchall()
+    return AssetCheckResult(
+        passed=not rows,
+        metadata={"violations": len(rows), "first": MetadataValue.text(str(rows[:SAMPLE])), **extra},
+    )
+
+
+def unique_key_check(asset, table: str, key: Sequence[str], *, producer: str | None = None) -> AssetChecksDefinition:
+    """Blocking check: at most one row of ``table`` per ``key`` (restricted to ``producer``'s slice of a
+    shared table)."""
+    cols = ", ".join(f'"{c}"' for c in key)
+    where = "WHERE producer = ?" if producer else ""
+    name = f"{producer or table}_unique_key"
+
+    @asset_check(asset=asset, name=name, blocking=True,
+                 description=f"One row per ({', '.join(key)}) in {table}" + (f" (rows of {producer})" if producer else "") + ".")
+    def _check(db: LeafLiveDB) -> AssetCheckResult:
+        with db.get_connection() as con:
+            return _result(con, f'SELECT {cols}, count(*) AS n FROM "{table}" {where} GROUP BY ALL HAVING n > 1',
+                           [producer] if producer else [], key=MetadataValue.text(", ".join(key)))
+
+    return _check
+
+
+def nowcast_checks(asset, producer: str) -> list[AssetChecksDefinition]:
+    """The blocking checks on ``producer``'s slice of ``nowcasts``: point in time, one row per key, guardrails."""
+
+    @asset_check(asset=asset, name=f"{producer}_before_release", blocking=True,
+                 description=f"Point in time: every {producer} nowcast the scorer accepts (valid, not after_release) "
+                 "was issued before its window closed at the release.")
+    def before_release(db: LeafLiveDB) -> AssetCheckResult:
+        with db.get_connection() as con:
+            return _result(
+                con,
+                "SELECT n.model_id, n.indicator_id, n.reference_period, n.issued_at, w.closes_at FROM nowcasts n "
+                "LEFT JOIN nowcast_windows w USING (indicator_id, reference_period) WHERE n.producer = ? AND n.valid "
+                "AND NOT n.after_release AND n.issued_at >= w.closes_at", [producer],
+            )
+
+    @asset_check(asset=asset, name=f"{producer}_within_guardrails", blocking=True,
+                 description=f"Every valid {producer} nowcast has a value within its catalog indicator's guardrail "
+                 "(LiveMacroEval Table 2) in the reporting unit.")
+    def within_guardrails(db: LeafLiveDB) -> AssetCheckResult:
+        with db.get_connection() as con:
+            return _result(
+                con,
+                "SELECT n.model_id, n.indicator_id, n.issued_at, n.value FROM nowcasts n LEFT JOIN indicator_catalog c "
+                "USING (indicator_id) WHERE n.producer = ? AND n.valid AND (c.indicator_id IS NULL OR n.value IS NULL "
+                "OR n.value < c.guardrail_lo OR n.value > c.guardrail_hi)", [producer],
+            )
+
+    key = ("partition_key", "model_id", "indicator_id", "reference_period", "issued_at")
+    return [before_release, within_guardrails, unique_key_check(asset, "nowcasts", key, producer=producer)]
+
+
+@asset_check(asset=releases, blocking=True, description="Every first release's actual and consensus lie within "
+             "its indicator's catalog guardrail (reporting unit), and the indicator is in the catalog.")
+def releases_within_guardrails(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        return _result(
+            con,
+            "SELECT r.indicator_id, r.reference_period, r.actual, r.consensus FROM releases r LEFT JOIN "
+            "indicator_catalog c USING (indicator_id) WHERE c.indicator_id IS NULL OR r.actual NOT BETWEEN "
+            "c.guardrail_lo AND c.guardrail_hi OR r.consensus NOT BETWEEN c.guardrail_lo AND c.guardrail_hi",
+        )
+
+
+@asset_check(asset=surprise_scales, blocking=True, description="sigma_i > 0 for every indicator (S = (A - C)/sigma_i "
+             "divides by it, App. K.1 Eq. 3).")
+def surprise_scales_positive(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        return _result(con, "SELECT indicator_id, sigma FROM surprise_scales WHERE NOT (sigma > 0)")
+
+
+@asset_check(asset=prediction_market_prices, blocking=True, description="Every bucket price is a probability in [0, 1].")
+def prices_are_probabilities(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        return _result(con, "SELECT market_id, bucket_label, ts, price FROM prediction_market_prices "
+                       "WHERE price IS NULL OR price < 0 OR price > 1")
+
+
+@asset_check(asset=market_betas, blocking=True, description=f"Every named fit (market_beta_fits) points at a fit_id "
+             f"with its {len(INDICATOR_IDS)} rows in market_betas, positions 0..{len(INDICATOR_IDS) - 1}.")
+def named_fits_exist(db: LeafLiveDB) -> AssetCheckResult:
+    with db.get_connection() as con:
+        return _result(
+            con,
+            "SELECT f.fit_name, f.fit_id, count(b.fit_id) AS n_rows FROM market_beta_fits f LEFT JOIN market_betas b "
+            f"USING (fit_id) GROUP BY ALL HAVING n_rows <> {len(INDICATOR_IDS)} "
+            f"OR count(DISTINCT b.position) <> {len(INDICATOR_IDS)}",
+        )
+
+
+def _fit_used_exists(key: str) -> AssetChecksDefinition:
+    @asset_check(asset=AssetKey(key), name=f"{key}_fit_exists", blocking=True,
+                 description=f"Every fit_id in {key} exists in market_betas.")
+    def _check(db: LeafLiveDB) -> AssetCheckResult:
+        with db.get_connection() as con:
+            return _result(con, f'SELECT DISTINCT fit_id FROM "{key}" WHERE fit_id IS NOT NULL '
+                           "AND fit_id NOT IN (SELECT fit_id FROM market_betas)")
+
+    return _check
+
+
+def _registry_key(table: str) -> tuple[str, ...]:
+    key = storage.get_table(table).primary_key
+    if not key:
+        raise ValueError(f"table {table} has no primary key in the schema registry; give the key explicitly")
+    return key
+
+
+MACRO_CHECKS = [
+    unique_key_check(indicator_catalog, "indicator_catalog", _registry_key("indicator_catalog")),
+    unique_key_check(releases, "releases", _registry_key("releases")),
+    releases_within_guardrails,
+    unique_key_check(announcement_returns, "announcement_returns", _registry_key("announcement_returns")),
+    unique_key_check(surprise_scales, "surprise_scales", _registry_key("surprise_scales")),
+    surprise_scales_positive,
+    unique_key_check(surprise_events, "surprise_events", _registry_key("surprise_events")),
+    unique_key_check(nowcast_windows, "nowcast_windows", ("indicator_id", "reference_period")),
+    *nowcast_checks(recorded_nowcasts, "recorded_nowcasts"),
+    *nowcast_checks(comparator_nowcasts, "comparator_nowcasts"),
+    *nowcast_checks(arima_nowcasts, "arima_nowcasts"),
+    *nowcast_checks(llm_nowcasts, "llm_nowcasts"),
+    unique_key_check(prediction_market_prices, "prediction_market_prices",
+                     ("source", "market_id", "bucket_label", "ts")),
+    prices_are_probabilities,
+    unique_key_check(market_betas, "market_betas", _registry_key("market_betas")),
+    unique_key_check(market_betas, "market_beta_fits", _registry_key("market_beta_fits")),
+    named_fits_exist,
+    _fit_used_exists("livemacro_scores"),
+    _fit_used_exists("score_decompositions"),
+    unique_key_check(AssetKey("livemacro_scores"), "livemacro_scores", _registry_key("livemacro_scores")),
+]
