@@ -1,10 +1,12 @@
 """leaf_live: living, contamination-resistant forecasting benchmark (LiveMacroEval + LEAF).
 
 Importing the package sets litellm's switch to its bundled model-cost map (it otherwise downloads the
-map at import). Dagster telemetry is off through ``dagster_home/dagster.yaml`` (use it as DAGSTER_HOME)
-and the CLI's ephemeral instance.
+map at import) and ``DO_NOT_TRACK`` for dbt (child processes inherit it; the dbt project also sets
+``send_anonymous_usage_stats: false``). Dagster telemetry is off through ``dagster_home/dagster.yaml``,
+the instance ``leaf-live run`` records its runs in.
 """
 
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("DO_NOT_TRACK", "1")

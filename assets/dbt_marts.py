@@ -1,0 +1,86 @@
+"""dbt marts: the dbt project (``dbt_project/``: staging views and the leaderboard mart over the DuckDB file)
+as Dagster assets through dagster-dbt, downstream of the assets that write the tables its sources name.
+
+A dbt source ``leaf_live.<table>`` maps to every asset whose metadata says it writes ``<table>``
+(:func:`assets.common.table_metadata`): ``releases`` -> the ``releases`` asset, ``nowcasts`` -> each of its
+producers, ``market_beta_fits`` -> ``market_betas``. ``dbt build`` (views, then the dbt tests, which
+dagster-dbt reports as asset checks) runs against the file of the ``db`` resource, passed to the profile
+as the ``leaf_live_db`` var. The views live in that file, so analysts query them read-only like any table.
+"""
+
+
+import json
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetDep, AssetExecutionContext, AssetKey, AssetSpec
+from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, dbt_assets
+
+from assets.common import table_writers
+from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
+from assets.macro_releases import MACRO_RELEASE_ASSETS
+from assets.macro_scoring import MACRO_SCORING_ASSETS
+from resources import LeafLiveDB
+from resources.dbt import DBT_PROJECT, LeafLiveDbt, prepare_dbt_project
+
+GROUP = "dbt_marts"
+
+
+class LeafLiveDbtTranslator(DagsterDbtTranslator):
+    """dagster-dbt's translator with dbt sources resolved to the assets that write the source's table, and
+    every dbt model in group :data:`GROUP`. A source whose table no asset writes is an error (the graph
+    would otherwise show a stub the job never materializes)."""
+
+    def __init__(self, writers: Mapping[str, Sequence[AssetKey]]):
+        super().__init__(settings=DagsterDbtTranslatorSettings(enable_duplicate_source_asset_keys=True))
+        self._writers = {t: list(keys) for t, keys in writers.items()}
+
+    def _source_writers(self, props: Mapping[str, Any]) -> list[AssetKey]:
+        table = props["name"]
+        if table not in self._writers:
+            raise ValueError(f"dbt source {props['source_name']}.{table}: no asset writes table {table!r}; "
+                             f"tables with writers: {sorted(self._writers)}")
+        return self._writers[table]
+
+    def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project) -> AssetSpec:
+        spec = super().get_asset_spec(manifest, unique_id, project)
+        props = self.get_resource_props(manifest, unique_id)
+        if props["resource_type"] == "source":
+            return spec.replace_attributes(key=self._source_writers(props)[0])
+        parents = props.get("depends_on", {}).get("nodes", [])
+        sources = [p for p in parents if p.startswith("source.")]
+        if not sources:
+            return spec
+        # a source dep stands for every writer of its table, not only the first
+        writers = [self._source_writers(self.get_resource_props(manifest, p)) for p in sources]
+        deps = [d for d in spec.deps if d.asset_key not in {w[0] for w in writers}]
+        for key in dict.fromkeys(k for w in writers for k in w):
+            deps.append(AssetDep(key))
+        return spec.replace_attributes(deps=deps)
+
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> "str | None":
+        return GROUP
+
+
+TRANSLATOR = LeafLiveDbtTranslator(table_writers([*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS]))
+
+
+def _db_file(db: LeafLiveDB) -> str:
+    if db.database == ":memory:":
+        raise ValueError("dbt_marts: the db resource is an in-memory database; dbt needs the DuckDB file")
+    return str(Path(db.database).resolve())
+
+
+@dbt_assets(manifest=prepare_dbt_project(), project=DBT_PROJECT, dagster_dbt_translator=TRANSLATOR, name="dbt_marts")
+def dbt_marts(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) -> Iterator:
+    """``dbt build`` of the selected models (views) and their tests on the ``db`` resource's file."""
+    # DuckDB has one writer: the in-process executor runs this step alone, after the writing steps closed
+    # their connections, and dbt's own process writes the views.
+    with tempfile.TemporaryDirectory(prefix="leaf_live_dbt_") as target:
+        args = ["build", "--vars", json.dumps({"leaf_live_db": _db_file(db)})]
+        yield from dbt.cli(args, context=context, target_path=Path(target)).stream()
+
+
+DBT_ASSETS = [dbt_marts]
