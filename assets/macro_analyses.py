@@ -15,7 +15,7 @@ import polars as pl
 from dagster import AssetCheckResult, AssetKey, AssetSpec, Config, MaterializeResult, asset_check, multi_asset
 from pydantic import Field
 
-from assets.common import write_partitions
+from assets.common import table_metadata, write_partitions
 from leaf_live.core import storage
 from leaf_live.macro.analyses import copying as F
 from leaf_live.macro.analyses import cross_model as Q
@@ -57,9 +57,11 @@ def _result(table: str, frame: pl.DataFrame, written: int) -> MaterializeResult:
     name="post_release_recovery_analysis",
     group_name=GROUP,
     specs=[
-        AssetSpec("post_release_recovery", deps=DEPS, description="App. E: nowcasts after the release against the "
+        AssetSpec("post_release_recovery", metadata=table_metadata("post_release_recovery"),
+                  deps=DEPS, description="App. E: nowcasts after the release against the "
                   "released value (hours to reach it, residual dispersion, GCV spline lambda)."),
-        AssetSpec("post_release_paths", deps=DEPS, description="App. E Fig. 7: the hourly path around the release "
+        AssetSpec("post_release_paths", metadata=table_metadata("post_release_paths"),
+                  deps=DEPS, description="App. E Fig. 7: the hourly path around the release "
                   "with the GCV cubic smoothing spline."),
     ],
 )
@@ -90,12 +92,16 @@ class CopyingConfig(Config):
     name="copying_tests",
     group_name=GROUP,
     specs=[
-        AssetSpec("copying_convergence", deps=DEPS, description="App. F Test 1 (Table 3): terminal gap in sigma units "
+        AssetSpec("copying_convergence", metadata=table_metadata("copying_convergence"),
+                  deps=DEPS, description="App. F Test 1 (Table 3): terminal gap in sigma units "
                   "and Spearman rho with hours to release, against the consensus and each Fed nowcast."),
-        AssetSpec("copying_gap_bins", deps=DEPS, description="App. F Table 4: median gap by hours before release."),
-        AssetSpec("copying_comovement", deps=DEPS, description="App. F Test 2 (Table 5): correlation of day-over-day "
+        AssetSpec("copying_gap_bins", metadata=table_metadata("copying_gap_bins"),
+                  deps=DEPS, description="App. F Table 4: median gap by hours before release."),
+        AssetSpec("copying_comovement", metadata=table_metadata("copying_comovement"),
+                  deps=DEPS, description="App. F Test 2 (Table 5): correlation of day-over-day "
                   "changes."),
-        AssetSpec("copying_event_time", deps=DEPS, description="App. F Test 3 (Table 6): concentration of large "
+        AssetSpec("copying_event_time", metadata=table_metadata("copying_event_time"),
+                  deps=DEPS, description="App. F Test 3 (Table 6): concentration of large "
                   "revisions around Fed publications, permutation and KS p-values."),
     ],
 )
@@ -126,9 +132,12 @@ class RationaleConfig(Config):
     name="rationale_audit_analysis",
     group_name=GROUP,
     specs=[
-        AssetSpec("rationale_audit", deps=DEPS, description="App. G Table 7: what each rationale block contains."),
-        AssetSpec("rationale_calculations", deps=DEPS, description="App. G: every explicit calculation, recomputed."),
-        AssetSpec("citation_domains", deps=DEPS, description="App. G: citation composition by host."),
+        AssetSpec("rationale_audit", metadata=table_metadata("rationale_audit"),
+                  deps=DEPS, description="App. G Table 7: what each rationale block contains."),
+        AssetSpec("rationale_calculations", metadata=table_metadata("rationale_calculations"),
+                  deps=DEPS, description="App. G: every explicit calculation, recomputed."),
+        AssetSpec("citation_domains", metadata=table_metadata("citation_domains"),
+                  deps=DEPS, description="App. G: citation composition by host."),
     ],
 )
 def rationale_audit_analysis(config: RationaleConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
@@ -181,9 +190,11 @@ def _day(text: str, field: str) -> date:
     name="cross_model_analysis",
     group_name=GROUP,
     specs=[
-        AssetSpec("cross_model_errors", deps=DEPS, description="App. Q Table 14: final pre-release nowcast errors, "
+        AssetSpec("cross_model_errors", metadata=table_metadata("cross_model_errors"),
+                  deps=DEPS, description="App. Q Table 14: final pre-release nowcast errors, "
                   "shared misses and wrong signs across models."),
-        AssetSpec("nowcast_path_summaries", deps=DEPS, description="App. Q Table 15: median/IQR of the nowcasts "
+        AssetSpec("nowcast_path_summaries", metadata=table_metadata("nowcast_path_summaries"),
+                  deps=DEPS, description="App. Q Table 15: median/IQR of the nowcasts "
                   "over a stated span, final nowcast and its deviation."),
     ],
 )
@@ -241,7 +252,8 @@ def _instant(text: str, field: str) -> datetime:
 @multi_asset(
     name="revision_attribution_analysis",
     group_name=GROUP,
-    specs=[AssetSpec("revision_attributions", deps=DEPS, description="App. R: revision of the headline nowcast over "
+    specs=[AssetSpec("revision_attributions", metadata=table_metadata("revision_attributions"),
+                     deps=DEPS, description="App. R: revision of the headline nowcast over "
                      "an event window and Eq. 16's implied component revision.")],
 )
 def revision_attribution_analysis(config: RevisionConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
@@ -263,7 +275,7 @@ def revision_attribution_analysis(config: RevisionConfig, db: LeafLiveDB) -> Ite
 
 
 @asset_check(asset="copying_convergence", description="Point in time: every copying-test series stops strictly "
-             "before its release and no row is known before the inputs it used (available_at <= release_at).")
+             "before its release and no row is known before the inputs it used (available_at <= release_at).", blocking=True)
 def copying_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
@@ -273,7 +285,7 @@ def copying_before_release(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(asset="cross_model_errors", description="Point in time: each final nowcast was issued strictly before "
-             "its release, and is the stored nowcast of its run at that hour.")
+             "its release, and is the stored nowcast of its run at that hour.", blocking=True)
 def final_nowcasts_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
