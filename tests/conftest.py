@@ -85,10 +85,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def dagster_home(tmp_path_factory) -> Iterator[Path]:
+def dagster_home(tmp_path_factory, remove: bool = True) -> Iterator[Path]:
     """A fresh Dagster instance directory with the project's ``dagster_home/dagster.yaml`` (telemetry off) as
-    ``DAGSTER_HOME`` for the duration. On tmpfs when the machine has one: the SQLite run storage commits every
-    event, and fsyncs on a shared disk would dominate the main run."""
+    ``DAGSTER_HOME`` for the duration, removed afterwards unless ``remove`` is false. On tmpfs when the
+    machine has one: the SQLite run storage commits every event, and fsyncs on a shared disk would dominate
+    the main run."""
     import os
     import shutil
     import tempfile
@@ -105,6 +106,8 @@ def dagster_home(tmp_path_factory) -> Iterator[Path]:
             os.environ.pop("DAGSTER_HOME", None)
         else:
             os.environ["DAGSTER_HOME"] = old
+        if remove:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -119,11 +122,11 @@ def main_run(tmp_path_factory, snapshot_dir) -> Iterator[dict]:
 
     db = tmp_path_factory.mktemp("main_run") / "leaf_live.duckdb"
     out, err = io.StringIO(), io.StringIO()
-    with dagster_home(tmp_path_factory) as home:
+    with dagster_home(tmp_path_factory, remove=False) as home:  # read by the tests; removed at session end
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = cli_main(["run", "--snapshot", str(snapshot_dir), "--db", str(db), *MAIN_RUN_ARGS])
-    assert rc == 0, err.getvalue()[-3000:]
     try:
+        assert rc == 0, err.getvalue()[-3000:]
         yield {"db": db, "out": out.getvalue(), "err": err.getvalue(), "dagster_home": home}
     finally:
         shutil.rmtree(home, ignore_errors=True)
