@@ -13,7 +13,7 @@ Each check is ``blocking=True``: when it fails, nothing downstream of its asset 
 * the fit a score uses exists: every named fit and every score's ``fit_id`` has its 16 rows in
   ``market_betas``.
 
-Wiring only: each check is one SQL count over the DuckDB tables.
+Wiring only: each check is one SQL query over the DuckDB tables (:func:`sql_check`).
 """
 
 from __future__ import annotations
@@ -32,110 +32,61 @@ from resources import LeafLiveDB
 SAMPLE = 3  # offending keys shown in the check's metadata
 
 
-def _result(con, violations_sql: str, params: Sequence = (), **extra) -> AssetCheckResult:
-    """Pass when ``violations_sql`` (one row per violation, offending key columns first) returns no row."""
-    rows = con.execute(violations_sql, list(params)).fetchall()
-    return AssetCheckResult(
-        passed=not rows,
-        metadata={"violations": len(rows), "first": MetadataValue.text(str(rows[:SAMPLE])), **extra},
-    )
+def sql_check(asset, name: str, description: str, violations_sql: str, params: Sequence = (),
+              **extra: str) -> AssetChecksDefinition:
+    """Blocking check ``name`` on ``asset``: passes when ``violations_sql`` (one row per violation, offending key
+    columns first; ``params`` bound to its ``?``) returns no row. Metadata: the violation count, the first
+    offending rows and ``extra``."""
+
+    @asset_check(asset=asset, name=name, blocking=True, description=description)
+    def _check(db: LeafLiveDB) -> AssetCheckResult:
+        with db.get_connection() as con:
+            rows = con.execute(violations_sql, list(params)).fetchall()
+        return AssetCheckResult(passed=not rows, metadata={
+            "violations": len(rows), "first": MetadataValue.text(str(rows[:SAMPLE])),
+            **{k: MetadataValue.text(v) for k, v in extra.items()}})
+
+    return _check
 
 
 def unique_key_check(asset, table: str, key: Sequence[str], *, producer: str | None = None) -> AssetChecksDefinition:
-    """Blocking check: at most one row of ``table`` per ``key`` (restricted to ``producer``'s slice of a
-    shared table)."""
+    """At most one row of ``table`` per ``key`` (restricted to ``producer``'s slice of a shared table)."""
     cols = ", ".join(f'"{c}"' for c in key)
-    where = "WHERE producer = ?" if producer else ""
-    name = f"{producer or table}_unique_key"
-
-    @asset_check(asset=asset, name=name, blocking=True,
-                 description=f"One row per ({', '.join(key)}) in {table}" + (f" (rows of {producer})" if producer else "") + ".")
-    def _check(db: LeafLiveDB) -> AssetCheckResult:
-        with db.get_connection() as con:
-            return _result(con, f'SELECT {cols}, count(*) AS n FROM "{table}" {where} GROUP BY ALL HAVING n > 1',
-                           [producer] if producer else [], key=MetadataValue.text(", ".join(key)))
-
-    return _check
+    return sql_check(
+        asset, f"{producer or table}_unique_key",
+        f"One row per ({', '.join(key)}) in {table}" + (f" (rows of {producer})." if producer else "."),
+        f'SELECT {cols}, count(*) AS n FROM "{table}" {"WHERE producer = ?" if producer else ""} '
+        "GROUP BY ALL HAVING n > 1",
+        [producer] if producer else [], key=", ".join(key))
 
 
 def nowcast_checks(asset, producer: str) -> list[AssetChecksDefinition]:
-    """The blocking checks on ``producer``'s slice of ``nowcasts``: point in time, one row per key, guardrails."""
-
-    @asset_check(asset=asset, name=f"{producer}_before_release", blocking=True,
-                 description=f"Point in time: every {producer} nowcast the scorer accepts (valid, not after_release) "
-                 "was issued before its window closed at the release.")
-    def before_release(db: LeafLiveDB) -> AssetCheckResult:
-        with db.get_connection() as con:
-            return _result(
-                con,
-                "SELECT n.model_id, n.indicator_id, n.reference_period, n.issued_at, w.closes_at FROM nowcasts n "
-                "LEFT JOIN nowcast_windows w USING (indicator_id, reference_period) WHERE n.producer = ? AND n.valid "
-                "AND NOT n.after_release AND n.issued_at >= w.closes_at", [producer],
-            )
-
-    @asset_check(asset=asset, name=f"{producer}_within_guardrails", blocking=True,
-                 description=f"Every valid {producer} nowcast has a value within its catalog indicator's guardrail "
-                 "(LiveMacroEval Table 2) in the reporting unit.")
-    def within_guardrails(db: LeafLiveDB) -> AssetCheckResult:
-        with db.get_connection() as con:
-            return _result(
-                con,
-                "SELECT n.model_id, n.indicator_id, n.issued_at, n.value FROM nowcasts n LEFT JOIN indicator_catalog c "
-                "USING (indicator_id) WHERE n.producer = ? AND n.valid AND (c.indicator_id IS NULL OR n.value IS NULL "
-                "OR n.value < c.guardrail_lo OR n.value > c.guardrail_hi)", [producer],
-            )
-
-    key = ("partition_key", "model_id", "indicator_id", "reference_period", "issued_at")
-    return [before_release, within_guardrails, unique_key_check(asset, "nowcasts", key, producer=producer)]
+    """The checks on ``producer``'s slice of ``nowcasts``: point in time, within guardrails, one row per key."""
+    return [
+        sql_check(
+            asset, f"{producer}_before_release",
+            f"Point in time: every {producer} nowcast the scorer accepts (valid, not after_release) was issued "
+            "before its window closed at the release.",
+            "SELECT n.model_id, n.indicator_id, n.reference_period, n.issued_at, w.closes_at FROM nowcasts n "
+            "JOIN nowcast_windows w USING (indicator_id, reference_period) WHERE n.producer = ? AND n.valid "
+            "AND NOT n.after_release AND n.issued_at >= w.closes_at", [producer]),
+        sql_check(
+            asset, f"{producer}_within_guardrails",
+            f"Every valid {producer} nowcast has a value within its catalog indicator's guardrail "
+            "(LiveMacroEval Table 2) in the reporting unit.",
+            "SELECT n.model_id, n.indicator_id, n.issued_at, n.value FROM nowcasts n LEFT JOIN indicator_catalog c "
+            "USING (indicator_id) WHERE n.producer = ? AND n.valid AND (c.indicator_id IS NULL OR n.value IS NULL "
+            "OR n.value < c.guardrail_lo OR n.value > c.guardrail_hi)", [producer]),
+        unique_key_check(asset, "nowcasts", ("partition_key", "model_id", "indicator_id", "reference_period",
+                                             "issued_at"), producer=producer),
+    ]
 
 
-@asset_check(asset=releases, blocking=True, description="Every first release's actual and consensus lie within "
-             "its indicator's catalog guardrail (reporting unit), and the indicator is in the catalog.")
-def releases_within_guardrails(db: LeafLiveDB) -> AssetCheckResult:
-    with db.get_connection() as con:
-        return _result(
-            con,
-            "SELECT r.indicator_id, r.reference_period, r.actual, r.consensus FROM releases r LEFT JOIN "
-            "indicator_catalog c USING (indicator_id) WHERE c.indicator_id IS NULL OR r.actual NOT BETWEEN "
-            "c.guardrail_lo AND c.guardrail_hi OR r.consensus NOT BETWEEN c.guardrail_lo AND c.guardrail_hi",
-        )
-
-
-@asset_check(asset=surprise_scales, blocking=True, description="sigma_i > 0 for every indicator (S = (A - C)/sigma_i "
-             "divides by it, App. K.1 Eq. 3).")
-def surprise_scales_positive(db: LeafLiveDB) -> AssetCheckResult:
-    with db.get_connection() as con:
-        return _result(con, "SELECT indicator_id, sigma FROM surprise_scales WHERE NOT (sigma > 0)")
-
-
-@asset_check(asset=prediction_market_prices, blocking=True, description="Every bucket price is a probability in [0, 1].")
-def prices_are_probabilities(db: LeafLiveDB) -> AssetCheckResult:
-    with db.get_connection() as con:
-        return _result(con, "SELECT market_id, bucket_label, ts, price FROM prediction_market_prices "
-                       "WHERE price IS NULL OR price < 0 OR price > 1")
-
-
-@asset_check(asset=market_betas, blocking=True, description=f"Every named fit (market_beta_fits) points at a fit_id "
-             f"with its {len(INDICATOR_IDS)} rows in market_betas, positions 0..{len(INDICATOR_IDS) - 1}.")
-def named_fits_exist(db: LeafLiveDB) -> AssetCheckResult:
-    with db.get_connection() as con:
-        return _result(
-            con,
-            "SELECT f.fit_name, f.fit_id, count(b.fit_id) AS n_rows FROM market_beta_fits f LEFT JOIN market_betas b "
-            f"USING (fit_id) GROUP BY ALL HAVING n_rows <> {len(INDICATOR_IDS)} "
-            f"OR count(DISTINCT b.position) <> {len(INDICATOR_IDS)}",
-        )
-
-
-def _fit_used_exists(key: str) -> AssetChecksDefinition:
-    @asset_check(asset=AssetKey(key), name=f"{key}_fit_exists", blocking=True,
-                 description=f"Every fit_id in {key} exists in market_betas.")
-    def _check(db: LeafLiveDB) -> AssetCheckResult:
-        with db.get_connection() as con:
-            return _result(con, f'SELECT DISTINCT fit_id FROM "{key}" WHERE fit_id IS NOT NULL '
-                           "AND fit_id NOT IN (SELECT fit_id FROM market_betas)")
-
-    return _check
+def fit_used_exists(key: str) -> AssetChecksDefinition:
+    """Every ``fit_id`` of table/asset ``key`` has rows in ``market_betas``."""
+    return sql_check(AssetKey(key), f"{key}_fit_exists", f"Every fit_id in {key} exists in market_betas.",
+                     f'SELECT DISTINCT fit_id FROM "{key}" WHERE fit_id IS NOT NULL '
+                     "AND fit_id NOT IN (SELECT fit_id FROM market_betas)")
 
 
 def _registry_key(table: str) -> tuple[str, ...]:
@@ -145,13 +96,20 @@ def _registry_key(table: str) -> tuple[str, ...]:
     return key
 
 
+N = len(INDICATOR_IDS)
 MACRO_CHECKS = [
     unique_key_check(indicator_catalog, "indicator_catalog", _registry_key("indicator_catalog")),
     unique_key_check(releases, "releases", _registry_key("releases")),
-    releases_within_guardrails,
+    sql_check(releases, "releases_within_guardrails", "Every first release's actual and consensus lie within its "
+              "indicator's catalog guardrail (reporting unit), and the indicator is in the catalog.",
+              "SELECT r.indicator_id, r.reference_period, r.actual, r.consensus FROM releases r LEFT JOIN "
+              "indicator_catalog c USING (indicator_id) WHERE c.indicator_id IS NULL OR r.actual NOT BETWEEN "
+              "c.guardrail_lo AND c.guardrail_hi OR r.consensus NOT BETWEEN c.guardrail_lo AND c.guardrail_hi"),
     unique_key_check(announcement_returns, "announcement_returns", _registry_key("announcement_returns")),
     unique_key_check(surprise_scales, "surprise_scales", _registry_key("surprise_scales")),
-    surprise_scales_positive,
+    sql_check(surprise_scales, "surprise_scales_positive", "sigma_i > 0 for every indicator (S = (A - C)/sigma_i "
+              "divides by it, App. K.1 Eq. 3).",
+              "SELECT indicator_id, sigma FROM surprise_scales WHERE NOT (sigma > 0)"),
     unique_key_check(surprise_events, "surprise_events", _registry_key("surprise_events")),
     unique_key_check(nowcast_windows, "nowcast_windows", ("indicator_id", "reference_period")),
     *nowcast_checks(recorded_nowcasts, "recorded_nowcasts"),
@@ -160,11 +118,16 @@ MACRO_CHECKS = [
     *nowcast_checks(llm_nowcasts, "llm_nowcasts"),
     unique_key_check(prediction_market_prices, "prediction_market_prices",
                      ("source", "market_id", "bucket_label", "ts")),
-    prices_are_probabilities,
+    sql_check(prediction_market_prices, "prices_are_probabilities", "Every bucket price is a probability in [0, 1].",
+              "SELECT market_id, bucket_label, ts, price FROM prediction_market_prices "
+              "WHERE price IS NULL OR price < 0 OR price > 1"),
     unique_key_check(market_betas, "market_betas", _registry_key("market_betas")),
     unique_key_check(market_betas, "market_beta_fits", _registry_key("market_beta_fits")),
-    named_fits_exist,
-    _fit_used_exists("livemacro_scores"),
-    _fit_used_exists("score_decompositions"),
+    sql_check(market_betas, "named_fits_exist", f"Every named fit (market_beta_fits) points at a fit_id with its {N} "
+              f"rows in market_betas, positions 0..{N - 1}.",
+              "SELECT f.fit_name, f.fit_id, count(b.fit_id) AS n_rows FROM market_beta_fits f LEFT JOIN market_betas b "
+              f"USING (fit_id) GROUP BY ALL HAVING n_rows <> {N} OR count(DISTINCT b.position) <> {N}"),
+    fit_used_exists("livemacro_scores"),
+    fit_used_exists("score_decompositions"),
     unique_key_check(AssetKey("livemacro_scores"), "livemacro_scores", _registry_key("livemacro_scores")),
 ]
