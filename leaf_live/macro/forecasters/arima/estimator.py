@@ -180,6 +180,7 @@ class ArimaFit:
     _Z: np.ndarray = field(repr=False, default_factory=lambda: np.ones(1))
     _params: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     _tail: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))  # last d scaled levels
+    _hess_inv: np.ndarray | None = field(repr=False, default=None)  # BFGS inverse Hessian at the optimum (scaled)
 
     @property
     def order(self) -> tuple[int, int, int]:
@@ -475,6 +476,19 @@ def _inverse_hessian(f, x: np.ndarray, h: float = 1e-4) -> np.ndarray | None:
     return inv
 
 
+def _positive_definite(m: np.ndarray) -> np.ndarray | None:
+    """``m`` symmetrized if it is a finite positive-definite matrix (BFGS's requirement), else None."""
+    m = np.asarray(m, dtype=np.float64)
+    if not np.all(np.isfinite(m)):
+        return None
+    m = 0.5 * (m + m.T)
+    try:
+        np.linalg.cholesky(m)
+    except np.linalg.LinAlgError:
+        return None
+    return m
+
+
 def fit_arima(
     y: np.ndarray,
     p: int,
@@ -484,6 +498,8 @@ def fit_arima(
     *,
     start: np.ndarray | None = None,
     maxiter: int = 200,
+    css_stage: bool = True,
+    hess_inv0: np.ndarray | None = None,
 ) -> ArimaFit:
     """Fit ARIMA(p, d, q) with ``trend`` ('n' none, 'c' constant for d = 0, 't' linear trend for d = 1) to the
     1-D finite series ``y`` by maximum likelihood, unconstrained (App. I; likelihood and AIC convention in
@@ -491,10 +507,14 @@ def fit_arima(
     enforce_invertibility=False)``).
 
     ``start``: initial ``[ar..., ma..., trend]`` in the internal scaled units (:func:`fit_grid` passes the
-    (p, q-1) estimate for ``start_method='warm'``); default: :func:`css_start`. ``maxiter``: iterations of
-    the CSS stage. Returns :class:`ArimaFit`; an order the data cannot support (too few observations, no
-    finite likelihood) gets ``aic = inf`` and ``converged = False``. Raises :class:`ArimaError` for bad
-    arguments (negative orders, d/trend combination, non-finite y, wrong ``start`` length).
+    (p, q-1) estimate for ``start_method='warm'``; :func:`scaled_params` converts a fit in the units of
+    ``y``); default: :func:`css_start`. ``maxiter``: iterations of the CSS stage. ``css_stage=False`` skips
+    the CSS stage and climbs the likelihood from ``start`` directly (a warm start from a nearby maximum, as
+    the chain engine of :mod:`.engine` uses), with ``hess_inv0`` (scaled units, e.g. the previous fit's
+    ``_hess_inv``) as BFGS's first inverse-Hessian guess. Pure AR orders ignore all four: they are closed
+    form. Returns :class:`ArimaFit`; an order the data cannot support (too few observations, no finite
+    likelihood) gets ``aic = inf`` and ``converged = False``. Raises :class:`ArimaError` for bad arguments
+    (negative orders, d/trend combination, non-finite y, wrong ``start`` or ``hess_inv0`` shape).
     """
     for name, v in (("p", p), ("q", q)):
         if not isinstance(v, (int, np.integer)) or v < 0:
@@ -516,13 +536,16 @@ def fit_arima(
             x0 = np.asarray(start, dtype=np.float64).copy()
         if len(x0) != npar:
             raise ArimaError(f"start has {len(x0)} values: expected p + q + k_trend = {npar}")
+        if hess_inv0 is not None:
+            if np.shape(hess_inv0) != (npar, npar):
+                raise ArimaError(f"hess_inv0 has shape {np.shape(hess_inv0)}: expected ({npar}, {npar})")
+            hess_inv0 = _positive_definite(hess_inv0)
         if npar == 0:
             params = x0
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                hess_inv0 = None
-                if CSS_FIRST:
+                if CSS_FIRST and css_stage:
                     # Conditional sum of squares first (statsforecast's C++ recursion, ~30x cheaper than the
                     # filter), then the likelihood from there (R's / statsforecast's "CSS-ML" scheme); the CSS
                     # curvature, nearly the likelihood's, seeds the quasi-Newton steps so they start at full size.
@@ -533,13 +556,29 @@ def fit_arima(
                     if np.all(np.isfinite(x1)) and prob.objective(x1) < prob.objective(x0):
                         x0 = x1
                         hess_inv0 = _inverse_hessian(prob.css_objective, x1)
+                elif not css_stage and hess_inv0 is None:
+                    hess_inv0 = _inverse_hessian(prob.css_objective, x0)  # the CSS curvature, as above
                 opts = {"maxiter": ML_MAXITER, "gtol": 1e-5}
                 if hess_inv0 is not None:
-                    opts["hess_inv0"] = hess_inv0
+                    opts["hess_inv0"] = np.asarray(hess_inv0, dtype=np.float64)
                 ml = _ForwardDiff(prob.objective)
                 stall = _Stall()
                 res = minimize(ml.fun, x0, jac=ml.jac, method="BFGS", options=opts, callback=stall)
             params, converged = prob.canonical(res.x), bool(res.success) or stall.flat >= 2
+            hess_inv = getattr(res, "hess_inv", None)
+            if start is not None and prob.objective(x0) < prob.objective(params):
+                params = prob.canonical(x0)  # a warm start is never left for a worse point
+            return _result(prob, params, converged, x, scale, offset, hess_inv)
+    return _result(prob, params, converged, x, scale, offset, None)
+
+
+def _result(prob: _Problem, params: np.ndarray, converged: bool, x: np.ndarray, scale: float, offset: float,
+            hess_inv: np.ndarray | None) -> ArimaFit:
+    """The :class:`ArimaFit` of ``prob`` at the scaled parameters ``params`` (filter run once more for the
+    state the forecasts start from); a failed fit when the likelihood is not defined there."""
+    n = len(x)
+    p, d, q, trend = prob.p, prob.d, prob.q, prob.trend
+    npar = p + q + prob.k
     if not prob.invertible(params):
         return _failed(prob, n, scale, offset)
     ssq, sumlog, nu, a, P, T, Z = prob.run(params)
@@ -560,7 +599,40 @@ def fit_arima(
         sigma2=sigma2_scaled * scale**2, loglik=loglik, aic=aic, n=n, nobs=int(nu), converged=converged,
         _scale=scale, _offset=offset, _a=a.copy(), _T=T, _Z=Z, _params=np.asarray(params, dtype=np.float64).copy(),
         _tail=x[len(x) - d:].copy() if d else np.zeros(0),
+        _hess_inv=None if hess_inv is None else np.asarray(hess_inv, dtype=np.float64).copy(),
     )
+
+
+def scaled_params(ar: np.ndarray, ma: np.ndarray, trend_coef: float, trend: str, scale: float, offset: float
+                  ) -> np.ndarray:
+    """``[ar..., ma..., trend]`` in the internal scaled units of a series with ``_prepare``'s ``scale`` and
+    ``offset`` (the inverse of what :class:`ArimaFit` reports): the mean ``(mu - offset) / scale`` for
+    ``'c'``, the slope ``beta / scale`` for ``'t'``; AR and MA coefficients are scale free."""
+    beta = [] if trend == "n" else [(trend_coef - offset) / scale if trend == "c" else trend_coef / scale]
+    return np.concatenate([np.asarray(ar, dtype=np.float64), np.asarray(ma, dtype=np.float64), beta])
+
+
+def evaluate_arima(y: np.ndarray, p: int, d: int, q: int, trend: str, ar: np.ndarray, ma: np.ndarray,
+                   trend_coef: float) -> ArimaFit:
+    """The burned likelihood, AIC and forecast state of ARIMA(p, d, q) with ``trend`` on ``y`` at the GIVEN
+    parameters (units of ``y``, as :class:`ArimaFit` reports them), without optimizing: one filter pass.
+    The chain engine uses it to screen orders at the previous vintage's estimates and to rebuild a cached
+    fit. An MA part with roots inside the unit circle is evaluated at its invertible representative (same
+    exact likelihood, module docstring). Returns :class:`ArimaFit` (``converged=False``; ``aic = inf``
+    where the likelihood is not defined). Raises :class:`ArimaError` for bad arguments or coefficient
+    counts that do not match (p, q)."""
+    for name, v in (("p", p), ("q", q)):
+        if not isinstance(v, (int, np.integer)) or v < 0:
+            raise ArimaError(f"{name}={v!r}: expected a non-negative integer")
+    if len(ar) != p or len(ma) != q:
+        raise ArimaError(f"ar has {len(ar)}, ma {len(ma)} coefficients: expected p={p}, q={q}")
+    x, scale, offset = _prepare(y, d)
+    prob = _Problem(x, int(p), d, int(q), trend)
+    n = len(x)
+    params = scaled_params(ar, ma, trend_coef, trend, scale, offset)
+    if n - prob.burn <= len(params) + 1 or not np.all(np.isfinite(params)):
+        return _failed(prob, n, scale, offset)
+    return _result(prob, prob.canonical(params), False, x, scale, offset, None)
 
 
 def _failed(prob: _Problem, n: int, scale: float, offset: float) -> ArimaFit:
