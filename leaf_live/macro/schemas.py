@@ -785,8 +785,41 @@ ANALYSIS_TABLES = (POST_RELEASE_RECOVERY, POST_RELEASE_PATHS, COPYING_CONVERGENC
                    CROSS_MODEL_ERRORS, NOWCAST_PATH_SUMMARIES, REVISION_ATTRIBUTIONS)
 
 
+ARIMA_FITS = Table(
+    name="arima_fits",
+    doc="Fit cache of the auto-ARIMA baseline (App. I): every (p, q) of each distinct history's AIC grid, keyed "
+    "by the series, the exact content of the history and the estimator version, so reruns, backfills and wider "
+    "spans refit only what changed, and an estimator change invalidates every row (new version, new keys). "
+    "Coefficients are in the modelled space (log levels for log transform codes).",
+    grain="one row per (series_id, content_hash, p, q, estimator_version)",
+    columns=(
+        _c("series_id", "VARCHAR", "modelled series: <indicator_id>:<FRED-MD/QD column or indicator id>", False),
+        _c("content_hash", "VARCHAR", "sha256 (32 hex) of the history's float64 values with d and trend", False),
+        _c("estimator_version", "VARCHAR", "estimator + engine version (changes with their code or settings)", False),
+        _c("p", "INTEGER", "AR order", False),
+        _c("d", "INTEGER", "differencing order (transform code)", False),
+        _c("q", "INTEGER", "MA order", False),
+        _c("trend", "VARCHAR", "n | c | t (none, constant, linear time trend; App. I rule)", False),
+        _c("ar", "DOUBLE[]", "AR coefficients phi_1..phi_p", False),
+        _c("ma", "DOUBLE[]", "MA coefficients theta_1..theta_q", False),
+        _c("trend_coef", "DOUBLE", "mean (c) or slope per period (t), modelled units; NULL for n"),
+        _c("loglik", "DOUBLE", "burned log-likelihood at the coefficients (-inf if the order failed)", False),
+        _c("aic", "DOUBLE", "-2 loglik + 2 (p + q + k_trend + 1) (inf if the order failed)", False),
+        _c("nobs", "INTEGER", "observations in the likelihood, n - d - max(p, q+1)", False),
+        _c("n", "INTEGER", "observations in the history", False),
+        _c("method", "VARCHAR", "closed_form | cold | warm | screened | failed (how the coefficients were found)", False),
+        _c("converged", "BOOLEAN", "the optimizer's convergence flag (True for closed form)", False),
+        _c("cold_grid", "BOOLEAN", "the whole grid of this history was also fitted from cold starts", False),
+        _c("vintage", "VARCHAR", "vintage of the first window that fitted this history (YYYY-MM; NULL for first releases)"),
+        _c("fitted_at", "TIMESTAMPTZ", "when the row was computed, UTC", False),
+        _c("available_at", "TIMESTAMPTZ", "when the history was known: the first window open that used it, UTC", False),
+    ),
+    partition_by=("series_id",),
+    primary_key=("series_id", "content_hash", "p", "q", "estimator_version"),
+)
+
 # Later stages register their tables here too (one schema definition per table).
 
 # Registration order = the order of the README's table docs.
-for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS, *ANALYSIS_TABLES):
+for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, ARIMA_FITS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS, *ANALYSIS_TABLES):
     register(_t)
