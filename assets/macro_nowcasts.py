@@ -116,10 +116,10 @@ class ArimaConfig(Config):
     first_month: Optional[str] = Field(
         default="2018-01",
         description="issue ARIMA nowcasts only for windows whose release month is >= this (YYYY-MM; default the "
-        "backtest start). Each window costs a 52-order AIC grid, so the 2010-2017 windows are opt-in.",
+        "backtest start). Each window's history gets a 52-order AIC grid, so the 2010-2017 windows are opt-in.",
     )
     last_month: Optional[str] = Field(default=None, description="... and <= this (YYYY-MM; default no bound)")
-    workers: int = Field(default=0, description="processes fitting in parallel (0 = one per CPU)")
+    workers: int = Field(default=0, description="processes fitting series chains in parallel (0 = one per CPU)")
 
 
 
@@ -148,7 +148,9 @@ def arima_nowcasts(
         win = storage.read_table(con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
         rel = storage.read_table(con, "releases")
     win = win.filter(pl.col("partition_key").is_in(todo))
-    workers = min(config.workers or os.cpu_count() or 1, max(1, win["partition_key"].n_unique()))
+    # One batch for the whole span: the vintages are read in one pass and each series is fitted as one chain
+    # over its vintages, the chains spread over one process pool for the run.
+    workers = config.workers or os.cpu_count() or 1
     frame = forecast_nowcasts([AutoArima(fred_md.client(), rel, workers=workers)], win, producer="arima_nowcasts")
     with db.get_connection() as con:
         # Months outside [first_month, last_month] keep their rows: they are outside this run's scope.

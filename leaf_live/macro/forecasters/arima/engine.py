@@ -59,6 +59,7 @@ ORDERS_AR1: tuple[tuple[int, int], ...] = ((1, 0),)  # App. I's ISM rule: AR(1) 
 COLD_EVERY = 12  # months of vintages between full cold grids in a chain
 SCREEN_TOP = 3  # MA orders refitted from the warm start, best screened AIC first ...
 SCREEN_MARGIN = 2.0  # ... plus every MA order screened within this many AIC units of the best so far
+COLD_GAIN = math.inf  # a cold grid at once when a warm refit gains more than this (the data moved a lot)
 METHODS = ("closed_form", "cold", "warm", "screened", "failed")
 
 
@@ -195,9 +196,10 @@ def _warm_fit(y: np.ndarray, prev: OrderFit, d: int, trend: str, scale: float, o
 
 def _screen_and_refit(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int]],
                       prev: Mapping[tuple[int, int], OrderFit], exact: dict[tuple[int, int], OrderFit]
-                      ) -> dict[tuple[int, int], OrderFit]:
+                      ) -> tuple[dict[tuple[int, int], OrderFit], float]:
     """Warm route for the MA orders with a previous estimate: screen them all, refit the promising ones.
-    ``exact`` holds the closed-form AR fits of this history (they bound the best AIC from above)."""
+    ``exact`` holds the closed-form AR fits of this history (they bound the best AIC from above). Returns the
+    fits and the largest AIC gain of a refit over its screened value."""
     _, scale, offset = _prepare(y, d)
     screened: dict[tuple[int, int], OrderFit] = {}
     for key in orders:
@@ -227,7 +229,7 @@ def _screen_and_refit(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[
     for key in ranked:  # in screened order: the margin only shrinks as best falls
         if key not in done and screened[key].aic <= best + max(SCREEN_MARGIN, 2.0 * gain):
             refit(key)
-    return out
+    return out, gain
 
 
 def fit_grid_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int]] = ORDERS_APP_I, *,
@@ -238,6 +240,15 @@ def fit_grid_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int,
     (screen, refit the promising orders). With both, each order keeps the lower AIC. Pure AR orders are
     closed form. MA orders with neither a cold fit nor a previous estimate are fitted cold.
     Returns ``{(p, q): OrderFit}``. Raises :class:`ArimaError` for bad input."""
+    return _fit_item(y, d, trend, orders, prev, cold, math.inf)[0]
+
+
+def _fit_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int]],
+              prev: Mapping[tuple[int, int], OrderFit] | None, cold: bool, cold_gain: float
+              ) -> tuple[dict[tuple[int, int], OrderFit], bool]:
+    """:func:`fit_grid_item`, adding the cold fits anyway when a warm refit gained more than ``cold_gain``
+    AIC units over its screened value (the data moved far from the previous vintage's). Returns the fits
+    and whether the cold grid ran."""
     _check_spec(d, trend)
     out: dict[tuple[int, int], OrderFit] = {}
     ma_orders = []
@@ -249,8 +260,9 @@ def fit_grid_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int,
             ma_orders.append((p, q))
     warm_keys = [k for k in ma_orders if prev is not None and k in prev and math.isfinite(prev[k].aic)]
     if warm_keys:
-        exact = {k: v for k, v in out.items()}
-        out.update(_screen_and_refit(y, d, trend, warm_keys, prev, exact))
+        warm, gain = _screen_and_refit(y, d, trend, warm_keys, prev, dict(out))
+        out.update(warm)
+        cold = cold or gain > cold_gain
     for key in ma_orders:
         if cold or key not in out:
             c = OrderFit.from_fit(fit_arima(y, key[0], d, key[1], trend), "cold")
@@ -258,7 +270,7 @@ def fit_grid_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int,
                 if key in out and out[key].hess_inv is not None and c.hess_inv is None:
                     c = replace(c, hess_inv=out[key].hess_inv)
                 out[key] = c
-    return {k: out[k] for k in orders}
+    return {k: out[k] for k in orders}, cold or not warm_keys
 
 
 # ------------------------------------------------------------------------------------------------
@@ -293,7 +305,7 @@ def fit_series_chain(chain: SeriesChain, *, known: Mapping[str, GridFit] | None 
             except ArimaError as exc:
                 raise ArimaError(f"{chain.series_id}, items[{k}] ({item.label or item.period}): {exc}") from None
             cold = prev is None or last_cold is None or item.period - last_cold >= cold_every
-            orders = fit_grid_item(item.y, chain.d, chain.trend, chain.orders, prev=prev, cold=cold)
+            orders, cold = _fit_item(item.y, chain.d, chain.trend, chain.orders, prev, cold, COLD_GAIN)
             g = GridFit(chain.series_id, h, chain.d, chain.trend, len(item.y), item.period, item.label, cold,
                         orders, False, item.available_at)
         seen.setdefault(h, g)
@@ -305,9 +317,15 @@ def fit_series_chain(chain: SeriesChain, *, known: Mapping[str, GridFit] | None 
 
 
 def _limit_blas_threads() -> None:
+    """Pool initializer: one BLAS/OpenMP thread in this worker. threadpoolctl only reaches libraries already
+    loaded, so load the estimator (numpy's and scipy's OpenBLAS, statsforecast's kernels) first."""
+    import scipy.linalg  # noqa: F401
+    import scipy.optimize  # noqa: F401
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(1)  # process-wide: tiny matrices, one core per worker
+    import leaf_live.macro.forecasters.arima.estimator  # noqa: F401
+
+    threadpool_limits(limits=1)  # process-wide until the worker exits: tiny matrices, one core per worker
 
 
 def _fit_chain_job(args: tuple[SeriesChain, Mapping[str, GridFit] | None, int]) -> list[GridFit]:

@@ -1,16 +1,14 @@
 """Auto-ARIMA nowcasts (LiveMacroEval App. I): one forecast per nowcast window, issued at the window open,
 from the history the vintage preceding the target month holds (:mod:`.histories`), fitted by the AIC grid
-(:mod:`.estimator`), converted to the catalog's reporting transformation."""
+(:mod:`.estimator`) with each series' histories as one chain over its vintages (:mod:`.engine`), converted to
+the catalog's reporting transformation."""
 
 from __future__ import annotations
 
 import math
-import multiprocessing
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
-from functools import partial
 
 import numpy as np
 import polars as pl
@@ -19,9 +17,10 @@ from leaf_live.core.pit import (
     UTC, et_month_key, et_month_start, month_index, month_start_of_index, period_index, require_columns,
 )
 from leaf_live.core.sources import SourceError
-from leaf_live.core.storage import empty_frame
+from leaf_live.core.storage import empty_frame, polars_schema
 from leaf_live.macro.catalog import Indicator, get_indicator
-from leaf_live.macro.forecasters.arima.estimator import MIN_OBS, P_MAX, Q_MAX, ArimaError, fit_arima, select_order, trend_for_d
+from leaf_live.macro.forecasters.arima.engine import ORDERS_AR1, ChainItem, GridFit, SeriesChain, fit_chains
+from leaf_live.macro.forecasters.arima.estimator import MIN_OBS, P_MAX, Q_MAX, ArimaError, trend_for_d
 from leaf_live.macro.forecasters.arima.histories import (
     _LOG_TCODES, _TCODE_D, AR1_LOG_INDICATORS, SeriesHistory, fred_history, release_history, to_reporting,
 )
@@ -61,19 +60,26 @@ def _spec(ind: Indicator) -> tuple[int, str, bool, bool]:
     return d, trend_for_d(d), tcode in _LOG_TCODES, False
 
 
-def nowcast_one(
-    indicator_id: str,
-    reference_period: date,
-    issued_at: datetime,
-    history: SeriesHistory,
-    *,
-    min_obs: int = MIN_OBS,
-    p_max: int = P_MAX,
-    q_max: int = Q_MAX,
-) -> ArimaNowcast:
-    """Fit App. I's model on ``history`` and forecast ``reference_period`` (h steps past the last observation),
-    converted to the catalog's reporting transformation and checked against the scale guardrail. Never
-    raises for data problems: they come back as ``value=None`` with ``reason``."""
+@dataclass(frozen=True)
+class PreparedTarget:
+    """A target ready to fit: the modelled series ``y`` (log levels for log codes), its spec and horizon."""
+
+    ind: Indicator
+    reference_period: date
+    issued_at: datetime
+    history: SeriesHistory
+    y: np.ndarray
+    d: int
+    trend: str
+    log: bool
+    ar1: bool
+    h: int
+
+
+def _prepare_target(indicator_id: str, reference_period: date, issued_at: datetime, history: SeriesHistory,
+                    min_obs: int) -> PreparedTarget | ArimaNowcast:
+    """App. I's data rules before any fit: at least ``min_obs`` observations, a horizon h >= 1, positive
+    levels where logs are modelled. Returns the prepared target or the invalid :class:`ArimaNowcast`."""
     ind = get_indicator(indicator_id)
     quarterly = ind.frequency == "quarterly"
     d, trend, log, ar1 = _spec(ind)
@@ -95,18 +101,33 @@ def nowcast_one(
     if log and np.any(levels <= 0):
         k = int(np.argmax(levels <= 0))
         return fail(f"{src}: non-positive level {levels[k]} at {history.dates[k]:%Y-%m} cannot be logged")
-    y = np.log(levels) if log else levels
+    y = np.log(levels) if log else np.asarray(levels, dtype=np.float64)
+    if not np.all(np.isfinite(y)):
+        k = int(np.argmax(~np.isfinite(y)))
+        return fail(f"{src}: non-finite value {levels[k]} at {history.dates[k]:%Y-%m}")
+    return PreparedTarget(ind, reference_period, issued_at, history, y, d, trend, log, ar1, int(h))
+
+
+def _finish(t: PreparedTarget, grid: GridFit) -> ArimaNowcast:
+    """Forecast ``t`` from its fitted grid (the chosen order), convert to the reporting transformation and
+    check the scale guardrail. Never raises for data problems: they come back as invalid nowcasts."""
+    ind, history = t.ind, t.history
+    src = history.source
+    var = history.variable or src
+    quarterly = ind.frequency == "quarterly"
+
+    def fail(reason: str) -> ArimaNowcast:
+        return ArimaNowcast(ind.id, t.reference_period, t.issued_at, None, reason, var, None)
+
     try:
-        if ar1:
-            fit = fit_arima(y, 1, 0, 0, "c")
-            if not math.isfinite(fit.aic):
-                return fail(f"AR(1) on log {src} could not be fitted")
-        else:
-            _, _, _, fit = select_order(y, d, trend, p_max, q_max)
+        fit = grid.model(t.y)
     except ArimaError as exc:
+        if t.ar1:
+            return fail(f"AR(1) on log {src} could not be fitted")
         return fail(f"ARIMA fit failed on {src}: {exc}")
-    path = fit.forecast(int(h))
-    fc_levels = np.exp(path) if log else path
+    path = fit.forecast(t.h)
+    levels = history.levels
+    fc_levels = np.exp(path) if t.log else path
     full = np.concatenate([levels, fc_levels])
     try:
         value = to_reporting(ind.transformation, full, len(full) - 1, quarterly=quarterly)
@@ -117,22 +138,89 @@ def nowcast_one(
         vint = f", vintage {history.vintage}"
         if history.vintage_gap_months:
             vint += f" (wanted {history.wanted_vintage}, not in the snapshot: {history.vintage_gap_months} months older)"
-    model = "AR(1)+const on log level" if ar1 else (
-        f"ARIMA({fit.p},{fit.d},{fit.q}) trend={fit.trend}{' on log level' if log else ''}, AIC={fit.aic:.2f}"
+    model = "AR(1)+const on log level" if t.ar1 else (
+        f"ARIMA({fit.p},{fit.d},{fit.q}) trend={fit.trend}{' on log level' if t.log else ''}, AIC={fit.aic:.2f}"
     )
     unit = "quarters" if quarterly else "months"
+    n, last = len(levels), history.dates[-1]
     rationale = (
         f"{model}; {src}{vint}; obs {history.dates[0]:%Y-%m}..{last:%Y-%m} (n={n}"
-        f"{f', {history.filled} gaps interpolated' if history.filled else ''}); h={h} {unit}; "
+        f"{f', {history.filled} gaps interpolated' if history.filled else ''}); h={t.h} {unit}; "
         f"{ind.transformation} = {value:.6g}"
     )
     if not math.isfinite(value):
         return fail(f"forecast is not finite ({value}); {rationale}")
     if not ind.guardrail.check(value):
-        return ArimaNowcast(indicator_id, reference_period, issued_at, None,
+        return ArimaNowcast(ind.id, t.reference_period, t.issued_at, None,
                             f"forecast {value:.6g} outside the scale guardrail [{ind.guardrail.lo}, {ind.guardrail.hi}]",
                             var, rationale)
-    return ArimaNowcast(indicator_id, reference_period, issued_at, float(value), None, var, rationale)
+    return ArimaNowcast(ind.id, t.reference_period, t.issued_at, float(value), None, var, rationale)
+
+
+def _orders(t: PreparedTarget, p_max: int, q_max: int) -> tuple[tuple[int, int], ...]:
+    if t.ar1:
+        return ORDERS_AR1
+    return tuple((p, q) for p in range(p_max + 1) for q in range(q_max + 1))
+
+
+def series_id(ind: Indicator) -> str:
+    """The chain / fit-cache identity of an indicator's modelled series: ``'<indicator>:<FRED column or
+    indicator id>'`` (the catalog column, so PPI's pre-2016 name PPIFGS stays in one chain)."""
+    return f"{ind.id}:{ind.fred_md_column if ind.fred_md_column and ind.id not in AR1_LOG_INDICATORS else ind.id}"
+
+
+def _history_period(history: SeriesHistory, issued_at: datetime) -> int:
+    """Month index ordering a chain: the vintage's month, or the issue month for first-release histories."""
+    if history.vintage is not None:
+        return month_index(history.vintage)
+    return month_index(et_month_start(issued_at))
+
+
+def fit_prepared(prepared: Sequence[PreparedTarget], *, p_max: int = P_MAX, q_max: int = Q_MAX, workers: int = 1,
+                 known: Mapping[str, Mapping[str, GridFit]] | None = None) -> list[GridFit]:
+    """Fit the grids of prepared targets as one chain per series (:func:`.engine.fit_chains`, one process
+    pool for the batch when ``workers > 1``); returns the :class:`GridFit` of each target, in order."""
+    groups: dict[tuple, list[int]] = {}
+    for i, t in enumerate(prepared):
+        groups.setdefault((series_id(t.ind), t.d, t.trend, _orders(t, p_max, q_max)), []).append(i)
+    chains, members = [], []
+    for (sid, d, trend, orders), idx in groups.items():
+        idx = sorted(idx, key=lambda i: (_history_period(prepared[i].history, prepared[i].issued_at),
+                                         prepared[i].issued_at))
+        items = tuple(ChainItem(prepared[i].y, _history_period(prepared[i].history, prepared[i].issued_at),
+                                prepared[i].history.vintage, prepared[i].issued_at) for i in idx)
+        chains.append(SeriesChain(sid, d, trend, items, orders))
+        members.append(idx)
+    out: list[GridFit | None] = [None] * len(prepared)
+    for idx, grids in zip(members, fit_chains(chains, known=known, workers=workers)):
+        for i, g in zip(idx, grids):
+            out[i] = g
+    return [g for g in out if g is not None]
+
+
+def nowcast_one(
+    indicator_id: str,
+    reference_period: date,
+    issued_at: datetime,
+    history: SeriesHistory,
+    *,
+    min_obs: int = MIN_OBS,
+    p_max: int = P_MAX,
+    q_max: int = Q_MAX,
+) -> ArimaNowcast:
+    """Fit App. I's model on ``history`` and forecast ``reference_period`` (h steps past the last observation),
+    converted to the catalog's reporting transformation and checked against the scale guardrail. One history
+    alone is a chain of one: the full cold grid (:mod:`.engine`). Never raises for data problems: they come
+    back as ``value=None`` with ``reason``."""
+    t = _prepare_target(indicator_id, reference_period, issued_at, history, min_obs)
+    if isinstance(t, ArimaNowcast):
+        return t
+    try:
+        grid = fit_prepared([t], p_max=p_max, q_max=q_max)[0]
+    except ArimaError as exc:
+        return ArimaNowcast(indicator_id, reference_period, issued_at, None, f"ARIMA fit failed on "
+                            f"{history.source}: {exc}", history.variable or history.source, None)
+    return _finish(t, grid)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -140,7 +228,7 @@ def nowcast_one(
 # ------------------------------------------------------------------------------------------------
 
 
-def arima_nowcasts(
+def prepare_targets(
     targets: Sequence[tuple[str, date]],
     *,
     vintages: FredMdClient,
@@ -148,33 +236,10 @@ def arima_nowcasts(
     window_opens_at: Mapping[tuple[str, date], datetime] | None = None,
     partition_key: str | Mapping[tuple[str, date], str] | None = None,
     min_obs: int = MIN_OBS,
-    p_max: int = P_MAX,
-    q_max: int = Q_MAX,
-) -> pl.DataFrame:
-    """Auto-ARIMA nowcasts (LiveMacroEval App. I) for ``targets`` = ``[(indicator_id, reference_period), ...]``.
-
-    For each target: ``issued_at`` = the window open (``window_opens_at[(id, period)]``, tz-aware; default
-    :func:`leaf_live.macro.windows.window_open`, the 25th 00:00 New York of the target month); the
-    information month is the target month (the quarter's last month for GDP), or the month of ``issued_at`` if
-    that is earlier; the model is fitted on the FRED-MD / FRED-QD vintage immediately preceding it from
-    ``vintages`` (a snapshot that lacks it gives the nearest earlier one, gap stated in ``rationale``).
-    Indicators not in FRED-MD (ISM PMIs, existing and new home sales) use their first-release history
-    (:func:`release_history`) from ``releases`` (the ``releases`` table) up to the same last month, released by
-    ``issued_at``; without ``releases`` those targets get an invalid row saying so. The forecast reaches the
-    target period ``h`` steps past the last observation and is converted to the reporting transformation.
-
-    Returns a ``nowcasts`` frame (``schemas.NOWCASTS``), one row per target: ``model_id='baseline/auto-arima'``,
-    ``value`` in the reporting unit, ``valid``; targets that get no forecast (fewer than ``min_obs``
-    observations, no vintage, failed fit, guardrail) are rows with ``valid=False``, ``value`` NULL and
-    ``invalid_reason``; ``source_variable`` = the FRED-MD/QD column (``CPIAUCSL``; ``PPIFGS`` in pre-2016
-    vintages) or, for first-release histories, the indicator id; ``rationale`` = order, AIC, vintage, sample,
-    horizon; ``available_at = issued_at``; ``partition_key`` = ``partition_key`` (one string, or per target) or
-    the New York month of ``issued_at``. ``after_release`` is False (mark it with
-    :func:`leaf_live.macro.windows.mark_after_release`).
-
-    Raises :class:`ValueError` (unknown indicator, bad period, naive timestamp); data problems never raise,
-    they become invalid rows.
-    """
+) -> list[tuple[str, PreparedTarget | ArimaNowcast]]:
+    """Everything :func:`arima_nowcast_batch` does before fitting: per target ``(partition_key, prepared)``, the
+    history (vintages read in one pass) checked against App. I's data rules, or the invalid
+    :class:`ArimaNowcast` saying why there is none. Arguments and errors as :func:`arima_nowcast_batch`."""
     plan = []
     for indicator_id, ref in targets:
         ind = get_indicator(indicator_id)
@@ -213,7 +278,8 @@ def arima_nowcasts(
     if releases is None and any(ind.fred_md_column is None or ind.id in AR1_LOG_INDICATORS for ind, *_ in plan):
         rel_error = "no first-release history for indicators outside FRED-MD: pass releases= (the releases table)"
 
-    rows = []
+    # One history per target, checked against the data rules.
+    results: list[PreparedTarget | ArimaNowcast] = []
     for ind, ref, opens, info_month, pk in plan:
         kind = "qd" if ind.frequency == "quarterly" else "md"
         try:
@@ -225,36 +291,118 @@ def arima_nowcasts(
                 # the last month the preceding vintage would hold: the month before the vintage's
                 last = month_start_of_index(month_index(wanted_vintage(info_month)) - 1)
                 hist = release_history(ind, releases, issued_at=opens, last_period=last)
-            nc = nowcast_one(ind.id, ref, opens, hist, min_obs=min_obs, p_max=p_max, q_max=q_max)
+            results.append(_prepare_target(ind.id, ref, opens, hist, min_obs))
         except (SourceError, ArimaError, ValueError) as exc:
             var = ind.fred_md_column if ind.id not in AR1_LOG_INDICATORS and ind.fred_md_column else ind.id
-            nc = ArimaNowcast(ind.id, ref, opens, None, f"no history: {exc}", var, None)
+            results.append(ArimaNowcast(ind.id, ref, opens, None, f"no history: {exc}", var, None))
+    return [(pk, r) for (_, _, _, _, pk), r in zip(plan, results)]
+
+
+@dataclass(frozen=True)
+class NowcastBatch:
+    """What :func:`arima_nowcast_batch` computed: ``frame`` (the ``nowcasts`` rows), per target ``targets``
+    (``(partition_key, PreparedTarget or the invalid ArimaNowcast)``) and ``grids`` (its :class:`GridFit`, None
+    where nothing was fitted; ``reused`` grids came from ``known`` or an earlier identical history)."""
+
+    frame: pl.DataFrame
+    targets: list[tuple[str, PreparedTarget | ArimaNowcast]]
+    grids: list[GridFit | None]
+
+    def fitted_grids(self) -> list[GridFit]:
+        """The grids fitted in this batch (not reused), each history once: the new rows of a fit cache."""
+        out, seen = [], set()
+        for g in self.grids:
+            if g is not None and not g.reused and (g.series_id, g.content_hash) not in seen:
+                seen.add((g.series_id, g.content_hash))
+                out.append(g)
+        return out
+
+
+def arima_nowcasts(targets: Sequence[tuple[str, date]], **kwargs) -> pl.DataFrame:
+    """:func:`arima_nowcast_batch`'s ``nowcasts`` frame (same arguments)."""
+    return arima_nowcast_batch(targets, **kwargs).frame
+
+
+def arima_nowcast_batch(
+    targets: Sequence[tuple[str, date]],
+    *,
+    vintages: FredMdClient,
+    releases: pl.DataFrame | None = None,
+    window_opens_at: Mapping[tuple[str, date], datetime] | None = None,
+    partition_key: str | Mapping[tuple[str, date], str] | None = None,
+    min_obs: int = MIN_OBS,
+    p_max: int = P_MAX,
+    q_max: int = Q_MAX,
+    workers: int = 1,
+    known: Mapping[str, Mapping[str, GridFit]] | None = None,
+) -> NowcastBatch:
+    """Auto-ARIMA nowcasts (LiveMacroEval App. I) for ``targets`` = ``[(indicator_id, reference_period), ...]``.
+
+    For each target: ``issued_at`` = the window open (``window_opens_at[(id, period)]``, tz-aware; default
+    :func:`leaf_live.macro.windows.window_open`, the 25th 00:00 New York of the target month); the
+    information month is the target month (the quarter's last month for GDP), or the month of ``issued_at`` if
+    that is earlier; the model is fitted on the FRED-MD / FRED-QD vintage immediately preceding it from
+    ``vintages`` (a snapshot that lacks it gives the nearest earlier one, gap stated in ``rationale``).
+    Indicators not in FRED-MD (ISM PMIs, existing and new home sales) use their first-release history
+    (:func:`release_history`) from ``releases`` (the ``releases`` table) up to the same last month, released by
+    ``issued_at``; without ``releases`` those targets get an invalid row saying so. The forecast reaches the
+    target period ``h`` steps past the last observation and is converted to the reporting transformation.
+
+    Returns a :class:`NowcastBatch` whose ``frame`` is a ``nowcasts`` frame (``schemas.NOWCASTS``), one row per
+    target: ``model_id='baseline/auto-arima'``,
+    ``value`` in the reporting unit, ``valid``; targets that get no forecast (fewer than ``min_obs``
+    observations, no vintage, failed fit, guardrail) are rows with ``valid=False``, ``value`` NULL and
+    ``invalid_reason``; ``source_variable`` = the FRED-MD/QD column (``CPIAUCSL``; ``PPIFGS`` in pre-2016
+    vintages) or, for first-release histories, the indicator id; ``rationale`` = order, AIC, vintage, sample,
+    horizon; ``available_at = issued_at``; ``partition_key`` = ``partition_key`` (one string, or per target) or
+    the New York month of ``issued_at``. ``after_release`` is False (mark it with
+    :func:`leaf_live.macro.windows.mark_after_release`).
+
+    Fitting (:mod:`.engine`): the targets' histories are grouped into one chain per series in vintage
+    order and fitted together, ``workers`` processes (one pool for the whole batch; 1 = in this process);
+    ``known`` = ``{series_id: {content_hash: GridFit}}`` grids already fitted (a fit cache,
+    :func:`.fit_cache.grids_from_frame`), reused.
+
+    Raises :class:`ValueError` (unknown indicator, bad period, naive timestamp); data problems never raise,
+    they become invalid rows.
+    """
+    prepared = prepare_targets(targets, vintages=vintages, releases=releases, window_opens_at=window_opens_at,
+                               partition_key=partition_key, min_obs=min_obs)
+    results = [r for _, r in prepared]
+    todo = [r for r in results if isinstance(r, PreparedTarget)]
+    fitted = dict(zip(map(id, todo), fit_prepared(todo, p_max=p_max, q_max=q_max, workers=workers, known=known)))
+    grids = [fitted.get(id(r)) for r in results]
+    rows = []
+    for (pk, r), grid in zip(prepared, grids):
+        nc = _finish(r, grid) if isinstance(r, PreparedTarget) and grid is not None else r
         rows.append(
             {
                 "partition_key": pk,
                 "model_id": MODEL_ID,
-                "indicator_id": ind.id,
-                "reference_period": ref,
-                "issued_at": opens,
+                "indicator_id": nc.indicator_id,
+                "reference_period": nc.reference_period,
+                "issued_at": nc.issued_at,
                 "value": nc.value,
                 "valid": nc.value is not None,
                 "invalid_reason": nc.reason,
                 "source_variable": nc.source_variable,
                 "rationale": nc.rationale,
-                "available_at": opens,
+                "available_at": nc.issued_at,
             }
         )
     if not rows:
-        return empty_frame("nowcasts")
-    frame = pl.DataFrame(rows, schema_overrides={"issued_at": pl.Datetime("us", "UTC"),
-                                                 "available_at": pl.Datetime("us", "UTC"),
-                                                 "reference_period": pl.Date, "value": pl.Float64})
-    return build_nowcasts(frame)
+        return NowcastBatch(empty_frame("nowcasts"), prepared, grids)
+    # The table's own types: inferring them from the first rows fails when those rows have no
+    # invalid_reason (all NULL) and a later one has.
+    table = polars_schema("nowcasts")
+    frame = pl.DataFrame(rows, schema={c: table[c] for c in rows[0]})
+    return NowcastBatch(build_nowcasts(frame), prepared, grids)
 
 
-def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
-    """:func:`arima_nowcasts` for a ``nowcast_windows`` frame (``indicator_id, reference_period, opens_at,
-    partition_key``): one nowcast per window, issued at ``opens_at``, in the window's partition."""
+def window_targets(windows: pl.DataFrame) -> dict:
+    """``targets``, ``window_opens_at`` and ``partition_key`` arguments of :func:`arima_nowcast_batch` for a
+    ``nowcast_windows`` frame (``indicator_id, reference_period, opens_at, partition_key``): one nowcast per
+    window, issued at ``opens_at``, in the window's partition. Raises :class:`ValueError` for missing columns."""
     need = ("indicator_id", "reference_period", "opens_at", "partition_key")
     require_columns(windows, need, "windows")
     targets, opens, pks = [], {}, {}
@@ -263,33 +411,37 @@ def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
         targets.append(key)
         opens[key] = r["opens_at"]
         pks[key] = r["partition_key"]
-    return arima_nowcasts(targets, window_opens_at=opens, partition_key=pks, **kwargs)
+    return {"targets": targets, "window_opens_at": opens, "partition_key": pks}
+
+
+def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
+    """:func:`arima_nowcasts` for a ``nowcast_windows`` frame (:func:`window_targets`)."""
+    return arima_nowcasts(**window_targets(windows), **kwargs)
 
 
 class AutoArima:
     """The App. I auto-ARIMA baseline under the forecaster contract (:mod:`leaf_live.core.forecaster`):
     ``forecast(windows)`` = :func:`arima_nowcasts_for_windows` on the FRED-MD/QD ``vintages`` client and the
-    ``releases`` table, one window partition (release month) per task chunk, fitted by ``workers`` processes
-    (spawned, not forked: polars' and Dagster's threads make a forked child deadlock; 1 = in this process).
-    Rows come back in partition order."""
+    ``releases`` table, all windows as one batch: vintages read in one pass, each series fitted as one chain
+    over its vintages, the chains spread over one pool of ``workers`` processes (:func:`.engine.fit_chains`;
+    1 = in this process); ``known`` is a fit cache (:mod:`.fit_cache`). Rows come back in partition order;
+    ``last_batch`` keeps the batch's grids for writing the cache."""
 
     model_id = MODEL_ID
 
-    def __init__(self, vintages: FredMdClient, releases: pl.DataFrame | None, *, workers: int = 1) -> None:
+    def __init__(self, vintages: FredMdClient, releases: pl.DataFrame | None, *, workers: int = 1,
+                 known: Mapping[str, Mapping[str, GridFit]] | None = None) -> None:
         self.vintages = vintages
         self.releases = releases
         self.workers = max(1, workers)
+        self.known = known
+        self.last_batch: NowcastBatch | None = None
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
         if tasks.height == 0:
             return empty_frame("nowcasts")
         require_columns(tasks, ("partition_key",), "windows")
-        fit = partial(arima_nowcasts_for_windows, vintages=self.vintages, releases=self.releases)
-        chunks = [g for _, g in tasks.sort("partition_key").group_by("partition_key", maintain_order=True)]
-        workers = min(self.workers, len(chunks))
-        if workers > 1:
-            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                frames = list(pool.map(fit, chunks))
-        else:
-            frames = [fit(c) for c in chunks]
-        return pl.concat(frames)
+        batch = arima_nowcast_batch(**window_targets(tasks.sort("partition_key")), vintages=self.vintages,
+                                    releases=self.releases, workers=self.workers, known=self.known)
+        self.last_batch = batch
+        return batch.frame

@@ -5,7 +5,7 @@ fitted once, cache keys that change with content and estimator version, rows tha
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 import polars as pl
@@ -23,6 +23,10 @@ from leaf_live.macro.forecasters.arima.engine import (
     fit_series_chain,
 )
 from leaf_live.macro.forecasters.arima.estimator import ArimaError, evaluate_arima, fit_arima, fit_grid, select_order
+from leaf_live.macro.forecasters.arima.nowcasts import arima_nowcasts
+from leaf_live.macro.scoring.surprises import first_releases
+from leaf_live.macro.sources.fred_md import FredMdSnapshot
+from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 
 UTC = timezone.utc
 SMALL = tuple((p, q) for p in range(4) for q in range(3))  # p <= 3, q <= 2: quick, still MA orders
@@ -202,3 +206,20 @@ def test_cache_rows_round_trip_through_duckdb_and_are_reused(tmp_path):
     longer = _chain(ys + [4.6 + np.cumsum(z + 0.001)[:303]], 1, "t")
     wide = fit_series_chain(longer, known=known["test:series"])
     assert [g.reused for g in wide] == [True, True, True, False] and not wide[3].cold_grid
+
+
+# ------------------------------------------------------------------------------------------------
+# nowcast batch
+# ------------------------------------------------------------------------------------------------
+
+
+def test_batch_frame_takes_the_table_types_when_the_first_100_rows_are_valid(snapshot_dir):
+    # 101 valid ISM nowcasts (AR(1), cheap), then one without 60 observations: polars used to infer the
+    # invalid_reason column as NULL-typed from the first 100 rows and fail on the 102nd
+    months = [date(2015 + k // 12, k % 12 + 1, 1) for k in range(101)]
+    targets = [("ism_manufacturing", m) for m in months] + [("ism_services", date(2014, 3, 1))]
+    releases = first_releases(ReleaseCalendarSnapshot(snapshot_dir).calendar())
+    df = arima_nowcasts(targets, vintages=FredMdSnapshot(snapshot_dir), releases=releases)
+    assert df.height == 102 and df["valid"].sum() == 101
+    assert df["invalid_reason"][:101].null_count() == 101
+    assert df["invalid_reason"][101].startswith("only 50 observations")
