@@ -13,10 +13,14 @@ from the previous one by an observation and a few revisions:
   worse local maxima);
 * in between, each MA order is **screened**: the likelihood is evaluated once at the order's estimate from
   the previous vintage. The :data:`SCREEN_TOP` best screened orders are refitted from there (BFGS on the
-  likelihood, started with the previous inverse Hessian), then every order whose screened AIC is within
-  ``max(SCREEN_MARGIN, 2 x the largest gain a refit just made)`` of the best AIC so far. A screened AIC is
-  the AIC at a feasible point, so it can only overstate the order's maximized AIC; an order left at its
-  screened value keeps those parameters for the next vintage;
+  likelihood, started with the previous inverse Hessian), then every order that was within
+  :data:`PREV_MARGIN` of the best AIC at the previous vintage (a sharp likelihood can make a competitive
+  order screen badly), then every order whose screened AIC is within ``max(SCREEN_MARGIN, 2 x the largest
+  gain a refit just made)`` of the best AIC so far. A screened AIC is the AIC at a feasible point, so it can
+  only overstate the order's maximized AIC; an order left at its screened value keeps those parameters for
+  the next vintage;
+* when a warm refit gains more than :data:`COLD_GAIN` AIC units over its screened value, the data moved far
+  from the previous vintage's (a shock such as 2020, a benchmark revision) and the cold grid runs at once;
 * on a cold-grid vintage the warm route runs too and each order keeps the better (lower AIC) of the two;
 * a history whose content (values, d, trend) was already fitted, earlier in the chain or in a ``known``
   cache (:mod:`.fit_cache`), is not fitted again.
@@ -59,7 +63,8 @@ ORDERS_AR1: tuple[tuple[int, int], ...] = ((1, 0),)  # App. I's ISM rule: AR(1) 
 COLD_EVERY = 12  # months of vintages between full cold grids in a chain
 SCREEN_TOP = 3  # MA orders refitted from the warm start, best screened AIC first ...
 SCREEN_MARGIN = 2.0  # ... plus every MA order screened within this many AIC units of the best so far
-COLD_GAIN = math.inf  # a cold grid at once when a warm refit gains more than this (the data moved a lot)
+PREV_MARGIN = 2.0  # ... and every MA order that was within this of the best AIC at the previous vintage
+COLD_GAIN = 4.0  # a cold grid at once when a warm refit gains more than this (the data moved a lot)
 METHODS = ("closed_form", "cold", "warm", "screened", "failed")
 
 
@@ -226,6 +231,10 @@ def _screen_and_refit(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[
 
     for key in ranked[:SCREEN_TOP]:
         refit(key)
+    prev_best = min((f.aic for f in prev.values()), default=math.inf)
+    for key in ranked:  # competitive last time: its likelihood may be too sharp for the screened value to tell
+        if key not in done and prev[key].aic <= prev_best + PREV_MARGIN:
+            refit(key)
     for key in ranked:  # in screened order: the margin only shrinks as best falls
         if key not in done and screened[key].aic <= best + max(SCREEN_MARGIN, 2.0 * gain):
             refit(key)

@@ -66,7 +66,7 @@ def estimator_version(revision: int = ESTIMATOR_REVISION) -> str:
         h.update(_code_fingerprint(inspect.getsource(mod)).encode())
     settings = (estimator.KAPPA, estimator.CSS_FIRST, estimator.CSS_FTOL, estimator.CSS_GTOL, estimator.ML_FTOL,
                 estimator.ML_MAXITER, estimator.P_MAX, estimator.Q_MAX, engine.COLD_EVERY, engine.SCREEN_TOP,
-                engine.SCREEN_MARGIN, engine.COLD_GAIN)
+                engine.SCREEN_MARGIN, engine.PREV_MARGIN, engine.COLD_GAIN)
     h.update(repr(settings).encode())
     h.update(f"statsforecast={statsforecast.__version__};scipy={scipy.__version__};numpy={np.__version__}".encode())
     return f"app-i-r{revision}-{h.hexdigest()[:12]}"
