@@ -77,7 +77,7 @@ def http_server() -> Iterator[GetServer]:
 
 
 # The main job once per test session, shared by the asset tests (they copy the file before writing to it).
-# ARIMA runs on two release months only (one backtest, one live), since each window costs a 52-order grid.
+# ARIMA runs on two release months only (one backtest, one live): each distinct history costs a 52-order grid.
 MAIN_RUN_ARGS = ["--arima-from", "2025-10", "--arima-to", "2025-11"]
 
 
