@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
-import os
 import random
 import resource
 import time
