@@ -34,6 +34,7 @@ from leaf_live.core import storage
 from leaf_live.core.llm import llm_calls_frame, no_models_message
 from leaf_live.core.pit import first_per_period
 from leaf_live.macro.agents.nowcast_agent import LLMNowcaster
+from leaf_live.macro.forecasters.arima import fit_cache
 from leaf_live.macro.forecasters.arima.nowcasts import AutoArima
 from leaf_live.macro.forecasters.consensus import consensus_forecasters
 from leaf_live.macro.forecasters.published import published_forecasters
@@ -126,13 +127,15 @@ class ArimaConfig(Config):
 
 @asset(
     group_name="macro_nowcasts",
-    metadata=table_metadata("nowcasts"),
+    metadata=table_metadata("nowcasts", "arima_fits"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[nowcast_windows, releases],
     description="Auto-ARIMA baseline (App. I) as baseline/auto-arima: one forecast per window, issued at the "
     "window open and held constant; d from the FRED-MD/QD transform code, (p, q) by AIC over p<=12, q<=3, "
-    "fitted on the vintage preceding the target month; ISM as AR(1) on the log level.",
+    "fitted on the vintage preceding the target month; ISM as AR(1) on the log level. Each series is fitted as "
+    "one chain over its vintages; every grid is kept in the arima_fits cache, so a rerun refits only new "
+    "histories (or everything after an estimator change).",
 )
 def arima_nowcasts(
     context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB, fred_md: FredMdResource
@@ -147,16 +150,25 @@ def arima_nowcasts(
     with db.get_connection() as con:
         win = storage.read_table(con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
         rel = storage.read_table(con, "releases")
+        cached = storage.read_table(con, "arima_fits", "estimator_version = ?", [fit_cache.ESTIMATOR_VERSION])
     win = win.filter(pl.col("partition_key").is_in(todo))
     # One batch for the whole span: the vintages are read in one pass and each series is fitted as one chain
-    # over its vintages, the chains spread over one process pool for the run.
+    # over its vintages, the chains spread over one process pool for the run; cached grids are not refitted.
     workers = config.workers or os.cpu_count() or 1
-    frame = forecast_nowcasts([AutoArima(fred_md.client(), rel, workers=workers)], win, producer="arima_nowcasts")
+    model = AutoArima(fred_md.client(), rel, workers=workers, known=fit_cache.grids_from_frame(cached))
+    frame = forecast_nowcasts([model], win, producer="arima_nowcasts")
+    new = fit_cache.grids_frame(model.last_batch.fitted_grids()) if model.last_batch else cached.clear()
     with db.get_connection() as con:
         # Months outside [first_month, last_month] keep their rows: they are outside this run's scope.
         written = write_partitions(con, "nowcasts", frame, todo, extra_where={"producer": "arima_nowcasts"})
+        for (series,), rows in new.group_by("series_id", maintain_order=True):
+            # the series' cache slice: its current-version rows plus the new ones (older versions are dropped)
+            keep = cached.filter(pl.col("series_id") == series)
+            storage.replace_partition(con, "arima_fits", pl.concat([keep, rows]), {"series_id": series})
     valid = int(frame["valid"].sum()) if frame.height else 0
-    return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "months": len(todo)})
+    return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "months": len(todo),
+                                       "grids_fitted": new["content_hash"].n_unique() if new.height else 0,
+                                       "grids_cached": cached["content_hash"].n_unique() if cached.height else 0})
 
 
 # LLM nowcasts run live, hour by hour; the partitions start with the paper's live window.
