@@ -21,7 +21,7 @@ Configuration (environment variables, resolved by ``leaf_live.core.settings`` an
 
 API keys are read by litellm from the providers' standard variables (``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``, ...). This module never reads, stores or logs them; error
-texts and stored responses pass through :func:`redact_secrets` anyway.
+texts and stored responses pass through :func:`leaf_live.core.redaction.redact` anyway.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ import httpx
 import litellm
 import polars as pl
 
-from leaf_live.core.settings import SettingsError, secret_values
+from leaf_live.core.redaction import redact
+from leaf_live.core.settings import SettingsError
 from leaf_live.core.storage import AVAILABLE_AT as _AVAILABLE_AT
 from leaf_live.core.storage import PARTITION_KEY as _PARTITION_KEY
 from leaf_live.core.storage import Table, col, conform, polars_schema
@@ -204,23 +205,8 @@ def no_models_message(config: LLMConfig) -> str | None:
 # Secrets never leave the process
 # ---------------------------------------------------------------------------------------------
 
-_KEY_PATTERNS = (
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),  # OpenAI / Anthropic style keys (not "risk-adjusted")
-    re.compile(r"AIza[0-9A-Za-z_\-]{20,}"),  # Google API keys
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}"),
-    re.compile(r"(?i)(x-api-key['\"]?\s*[:=]\s*['\"]?)[A-Za-z0-9._\-]{8,}"),
-)
-
-
-def redact_secrets(text: str | None) -> str | None:
-    """Replace API keys (values of ``*_API_KEY`` variables and key-shaped tokens) with ``***``."""
-    if text is None:
-        return None
-    for value in secret_values():
-        text = text.replace(value, "***")
-    for pat in _KEY_PATTERNS:
-        text = pat.sub(lambda m: (m.group(1) if m.groups() else "") + "***", text)
-    return text
+# One rule for the whole project (leaf_live.core.redaction); the old name stays for callers.
+redact_secrets = redact
 
 
 def _safe_url(url: str | None) -> str | None:
@@ -532,13 +518,52 @@ def _cost(response: Any) -> float | None:
     return float(c) if c is not None and math.isfinite(float(c)) else None
 
 
+# Transport failures below HTTP. litellm wraps them in exceptions that carry a made-up status (a refused
+# connection arrives as InternalServerError with a synthetic 500 response, a client timeout as 408), so the
+# cause chain, not the status, says whether a server answered at all.
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, httpx.ConnectError, httpx.NetworkError)
+_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException)
+
+
+def _cause_chain(exc: BaseException) -> list[BaseException]:
+    chain, seen = [], set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen and len(chain) < 16:
+        chain.append(cur)
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return chain
+
+
+def transport_failure(exc: BaseException) -> tuple[str, BaseException] | None:
+    """``("connection error" | "timeout", the innermost such exception)`` when no HTTP answer came back
+    (refused or reset connection, DNS failure, connect/read timeout) anywhere in ``exc``'s cause chain,
+    else None. A real HTTP status from a server is never classified here."""
+    chain = _cause_chain(exc)
+    for kind, types in (("connection error", _CONNECTION_ERRORS), ("timeout", _TIMEOUT_ERRORS)):
+        hits = [e for e in chain if isinstance(e, types)]
+        if hits:
+            return kind, hits[-1]
+    if isinstance(exc, litellm.APIConnectionError):  # litellm's own connection class without a cause
+        return "connection error", exc
+    return None
+
+
 def _error_text(exc: BaseException) -> str:
-    code = _status_code(exc)
+    """``Type (HTTP code): message`` for an HTTP answer; ``Type (connection error: Root): message`` or
+    ``Type (timeout: Root)`` when none came back, so a refused connection is never recorded as HTTP 500."""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    if isinstance(exc, asyncio.TimeoutError):
-        msg = msg or "attempt exceeded the wall-clock timeout"
-    text = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "") + (f": {msg}" if msg else "")
-    return redact_secrets(text[:1000]) or ""
+    failure = transport_failure(exc)
+    if failure is not None:
+        kind, root = failure
+        if not msg:
+            msg = str(root).strip() or ("attempt exceeded the wall-clock timeout" if kind == "timeout" else "")
+        label = f"{kind}: {type(root).__name__}" if root is not exc else kind
+        text = f"{type(exc).__name__} ({label})" + (f": {msg}" if msg else "")
+    else:
+        code = _status_code(exc)
+        text = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "") + (f": {msg}" if msg else "")
+    return redact(text[:1000]) or ""
 
 
 class LLMClient:
@@ -673,7 +698,7 @@ class LLMClient:
             record.error = _error_text(last_exc)
         else:
             dump = response.model_dump() if hasattr(response, "model_dump") else dict(response)
-            record.response_json = redact_secrets(json.dumps(dump, default=str, ensure_ascii=False))
+            record.response_json = redact(json.dumps(dump, default=str, ensure_ascii=False))
             record.response_model = dump.get("model")
             usage = dump.get("usage") or {}
             record.prompt_tokens = _usage_int(usage, "prompt_tokens")
@@ -741,7 +766,8 @@ LLM_CALLS = Table(
         col("response_model", "VARCHAR", "model name the provider reported"),
         col("finish_reason", "VARCHAR", "stop | length | content_filter | tool_calls ..."),
         col("status", "VARCHAR", "ok | failed (after the last attempt)", False),
-        col("error", "VARCHAR", "last error type, HTTP status and message (NULL when ok)"),
+        col("error", "VARCHAR", "last error type, HTTP status (or 'connection error' / 'timeout' when no HTTP "
+            "answer came back) and message, secrets redacted (NULL when ok)"),
         col("attempts", "INTEGER", "attempts made (1 = no retry)", False),
         col("latency_s", "DOUBLE", "seconds from first attempt to final outcome, incl. backoff", False),
         col("prompt_tokens", "INTEGER", "tokens in"),
@@ -781,5 +807,6 @@ __all__ = [
     "ANTHROPIC_WEB_SEARCH_TOOL", "LLM_CALLS", "CallRecord", "CallRequest", "CallResult", "DESIGNS", "LLMClient", "LLMConfig",
     "ModelSpec", "NO_MODELS_MESSAGE", "RateLimiter", "RetryPolicy", "extract_citations", "is_retryable",
     "llm_calls_frame", "load_llm_config", "messages_json", "no_models_message", "prompt_hash", "redact_secrets",
+    "transport_failure",
     "retry_after_seconds", "web_search_params",
 ]

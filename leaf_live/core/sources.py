@@ -22,7 +22,6 @@ import csv
 import io
 import math
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import httpx
 
+from leaf_live.core.redaction import redact
 
 T = TypeVar("T")
 
@@ -161,11 +161,6 @@ def clear_cache() -> None:
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 
 
-def redact(url: str) -> str:
-    """Hide secrets (``api_key=...``) before a URL goes into an error message or a stored row."""
-    return re.sub(r"(api_key=)[^&]+", r"\1***", url)
-
-
 def http_get(
     url: str,
     *,
@@ -183,12 +178,12 @@ def http_get(
     try:
         resp = c.get(url, params=dict(params) if params else None)
     except httpx.HTTPError as exc:
-        raise SourceError(f"request failed: {type(exc).__name__}: {exc}", file=redact(url)) from None
+        raise SourceError(redact(f"request failed: {type(exc).__name__}: {exc}"), file=redact(url)) from None
     finally:
         if own:
             c.close()
     if resp.status_code != 200:
-        body = resp.text[:300].replace("\n", " ")
+        body = redact(resp.text[:300].replace("\n", " "))
         raise SourceError(f"HTTP {resp.status_code} for {what}: {body}", file=redact(str(resp.url)))
     return resp
 

@@ -241,14 +241,24 @@ def test_client_errors_are_not_retried(wire_server, provider_env, status):
     assert f"(HTTP {status})" in res.record.error
 
 
-def test_connection_refused_is_retried_then_recorded(provider_env):
+@pytest.mark.parametrize("model", ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single",
+                                   "gemini/gemini-2.5-pro@single"])
+def test_connection_refused_is_retried_then_recorded_as_connection_error(provider_env, model):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = call(cfg(f"http://127.0.0.1:{port}"))
+    res = call(cfg(f"http://127.0.0.1:{port}"), model)
     assert not res.ok and res.record.attempts == 3
-    # litellm reports a refused connection as InternalServerError "Connection error."
-    assert "Connection error" in res.record.error
+    # litellm wraps a refused connection in InternalServerError/APIConnectionError with a made-up status 500;
+    # the record says what happened instead: no server answered.
+    assert "(connection error: ConnectionRefusedError)" in res.record.error, res.record.error
+    assert "HTTP" not in res.record.error.split(":")[0] and "500" not in res.record.error
+
+
+def test_a_real_http_500_is_still_recorded_as_http_500(wire_server, provider_env):
+    wire_server.reset(sequence(openai_error(500, "upstream exploded", "server_error")))
+    res = call(cfg(wire_server.url, max_attempts=1))
+    assert not res.ok and "(HTTP 500)" in res.record.error and "connection error" not in res.record.error
 
 
 @pytest.mark.parametrize("model", ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single"])

@@ -1,0 +1,166 @@
+"""The one redaction rule for secrets: every text that may be stored or logged (LLM raw responses and error
+texts, source URLs and errors, log records) passes through :func:`redact` first.
+
+What is replaced by ``***`` (DESIGN.md, Conventions: "secrets ... never stored, never logged"):
+
+- the values of the secret environment variables set in this process (``*_API_KEY``, ``*_TOKEN``; read by
+  :func:`leaf_live.core.settings.secret_values`), wherever they appear;
+- provider keys by their shape, of any length past the prefix: OpenAI ``sk-...`` / ``sk-proj-...``,
+  Anthropic ``sk-ant-...``, OpenRouter ``sk-or-...``, Google ``AIza...``, xAI ``xai-...``, Groq ``gsk_...``,
+  Perplexity ``pplx-...``, Hugging Face ``hf_...``, GitHub ``ghp_...`` / ``github_pat_...``, Slack ``xox?-...``,
+  AWS access key ids (``AKIA...``, ``ASIA...`` and the other IAM prefixes), JSON web tokens and PEM private
+  key blocks;
+- values next to a secret name: ``aws_secret_access_key = ...`` (the 40-character AWS secret key),
+  ``aws_session_token``, ``api_key`` / ``x-api-key`` / ``x-goog-api-key``, ``access_token``, ``client_secret``,
+  ``password``, ``NAME_API_KEY=...`` / ``NAME_TOKEN=...`` / ``NAME_SECRET=...`` / ``NAME_PASSWORD=...``, in
+  ``key=value``, ``key: value`` and JSON form;
+- ``Authorization:`` header values (``Bearer``, ``Basic``, ``Token``) and bare ``Bearer <token>``;
+- URL query parameters that carry credentials (``api_key=``, ``key=``, ``token=``, ``access_token=``,
+  ``signature=``, AWS presigned ``X-Amz-*``) and the password of ``scheme://user:password@host``.
+
+Prose stays intact: a shape rule needs the token to look random (a digit, mixed case, or a length no word
+reaches), so ``risk-adjusted``, ``sk-learn``, ``task-force``, ``Bearer bonds`` or ``key=value pairs`` pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+from leaf_live.core.settings import secret_values
+
+MASK = "***"
+
+
+def looks_random(token: str, long_word: int = 16) -> bool:
+    """True when ``token`` looks like a credential rather than a word: at least 8 characters and a digit,
+    mixed case, a character words do not contain (``._~+/=``), or ``long_word`` characters or more."""
+    if len(token) < 8:
+        return False
+    body = token.replace("-", "").replace("_", "")
+    return (
+        any(c.isdigit() for c in token)
+        or (any(c.isupper() for c in body) and any(c.islower() for c in body))
+        or any(c in "._~+/=" for c in token)
+        or len(token) >= long_word
+    )
+
+
+# Shape rules: the whole match is a secret when ``looks_random`` accepts it (prefix included).
+_SHAPES: tuple[tuple[re.Pattern[str], int], ...] = (
+    # OpenAI / Anthropic / OpenRouter / DeepSeek style; \b keeps "risk-adjusted" (no boundary before "sk").
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), 40),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), 0),  # Google API keys
+    (re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA)[A-Z0-9]{16}\b"), 0),  # AWS key ids
+    (re.compile(r"\b(?:xai|pplx)-[A-Za-z0-9]{20,}"), 0),
+    (re.compile(r"\b(?:gsk|hf|ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"), 0),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"), 0),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),  # JWT
+)
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S)
+
+_SECRET_NAMES = (
+    r"aws_secret_access_key|secret_access_key|secretaccesskey|aws_session_token|sessiontoken|"
+    r"x-amz-security-token|x-goog-api-key|x-api-key|api[_\-]?key|access[_\-]?token|refresh[_\-]?token|"
+    r"id[_\-]?token|auth[_\-]?token|client[_\-]?secret|secret[_\-]?key|password|passwd"
+)
+# name, separator, value. ``=`` glued to a value is an assignment (any value is a secret); after ``:`` or
+# spaces the value must look random, so documentation like "api-key: required" stays readable.
+_NAMED = re.compile(
+    rf"(?i)(?<![A-Za-z0-9])((?:{_SECRET_NAMES})[\"']?)(\s*[=:]\s*[\"']?|=)([A-Za-z0-9._~+/=\-]{{4,}})"
+)
+_ENV_NAMED = re.compile(
+    r"\b([A-Z][A-Z0-9_]*(?:_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD|_ACCESS_KEY|_ACCESS_KEY_ID))"
+    r"([\"']?\s*[=:]\s*[\"']?)([^\s\"',;&]+)"
+)
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)((?:bearer|basic|token|apikey|digest)\s+)?([^\s\"',;]+)"
+)
+_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=\-]+)")
+_URL_PARAM = re.compile(
+    r"(?i)([?&;](?:api[_\-]?key|apikey|key|token|access_token|auth|client_secret|sig|signature|"
+    r"x-amz-signature|x-amz-credential|x-amz-security-token|password)=)([^&#\s\"'<>]+)"
+)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]*:)([^@/\s]+)(@)")
+
+
+def _glued(sep: str) -> bool:
+    """``name=value`` or ``name = "value"``: an assignment, whatever the value looks like."""
+    return sep.lstrip().startswith("=") and not sep.endswith((" ", "\t"))
+
+
+def _named(m: re.Match[str]) -> str:
+    name, sep, value = m.groups()
+    return f"{name}{sep}{MASK}" if _glued(sep) or looks_random(value) else m.group(0)
+
+
+def _auth_header(m: re.Match[str]) -> str:
+    head, scheme, value = m.group(1), m.group(2) or "", m.group(3)
+    if value == MASK or not (scheme or looks_random(value)):
+        return m.group(0)
+    return f"{head}{scheme}{MASK}"
+
+
+def redact(text: str | None, secrets: Iterable[str] | None = None) -> str | None:
+    """``text`` with every secret-shaped value replaced by ``***`` (module docstring lists the rules).
+
+    ``secrets``: exact values to hide (default: the secret environment variables set now, through
+    :func:`leaf_live.core.settings.secret_values`). ``None`` stays ``None``. Idempotent:
+    ``redact(redact(t)) == redact(t)``.
+    """
+    if text is None:
+        return None
+    if not text:
+        return text
+    for value in sorted(secret_values() if secrets is None else secrets, key=len, reverse=True):
+        if value and len(value) >= 6:
+            text = text.replace(value, MASK)
+    text = _PEM.sub(MASK, text)
+    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
+    text = _URL_PARAM.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    text = _AUTH_HEADER.sub(_auth_header, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{MASK}" if looks_random(m.group(2)) else m.group(0), text)
+    text = _NAMED.sub(_named, text)
+    text = _ENV_NAMED.sub(_named, text)
+    for pat, long_word in _SHAPES:
+        text = pat.sub(lambda m: MASK if looks_random(m.group(0), long_word or 16) else m.group(0), text)
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Logs
+# ---------------------------------------------------------------------------------------------
+
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Redact every Python log record at creation (message, arguments and traceback text), for every
+    logger of the process: Dagster's run logs (``context.log``, stored in the event log), litellm, httpx,
+    Celery. Installs a :func:`logging.setLogRecordFactory` wrapper once; calling again does nothing."""
+    global _installed
+    if _installed:
+        return
+    base = logging.getLogRecordFactory()
+    formatter = logging.Formatter()
+
+    def factory(*args, **kwargs) -> logging.LogRecord:
+        record = base(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed format string fails at emit, as it would without us
+            return record
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(formatter.formatException(record.exc_info))
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _installed = True
+
+
+__all__ = ["MASK", "install_log_redaction", "looks_random", "redact"]
