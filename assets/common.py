@@ -1,6 +1,7 @@
 """Shared wiring for assets: partitions definitions, the Dagster metadata an asset shows for the tables it
 writes (column schemas from the one schema registry, ``leaf_live.core.storage``), and writing a run's
-partitions through the one partition-replace helper (``leaf_live.core.storage.replace_partition``)."""
+partitions through the one partition-replace helper (``leaf_live.core.storage.replace_partition``), and the
+DuckDB concurrency pool every step that opens the database runs in (:func:`in_duckdb_pool`)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ import polars as pl
 from dagster import (
     AssetExecutionContext,
     AssetKey,
+    AssetsDefinition,
     BackfillPolicy,
     DagsterInvariantViolationError,
+    In,
     MetadataValue,
     MonthlyPartitionsDefinition,
+    OpDefinition,
+    Out,
     TableColumn,
     TableColumnConstraints,
     TableConstraints,
@@ -27,7 +32,7 @@ from leaf_live.core import storage
 
 # backfill_policy is marked beta in Dagster 1.13; the single-run policy is what lets one run backfill
 # 197 months without 197 process start-ups.
-warnings.filterwarnings("ignore", message=r".*(backfill_policy|allow_nonexistent_upstream_partitions).*beta.*")
+warnings.filterwarnings("ignore", message=r".*(backfill_policy|allow_nonexistent_upstream_partitions|execution_type).*beta.*")
 
 # Release months, America/New_York calendar (release times are defined there), 2010-01 onward; the current
 # month is included (end_offset=1) because releases land every month before it closes. Keys stay YYYY-MM.
@@ -35,6 +40,54 @@ RELEASE_MONTHS = MonthlyPartitionsDefinition(
     start_date="2010-01", fmt="%Y-%m", end_offset=1, timezone="America/New_York"
 )
 SINGLE_RUN = BackfillPolicy.single_run()
+
+# DuckDB allows one process with the file open for writing (and no reader in another process meanwhile), so
+# every step that opens it -- assets and asset checks that take the `db` resource, dbt on the same file --
+# runs in this Dagster concurrency pool. Its limit is 1 (`concurrency: pools: default_limit: 1` in the
+# instance's dagster.yaml); under the Celery executor the pool is what keeps two workers off the file at once.
+DUCKDB_POOL = "duckdb"
+DUCKDB_RESOURCE_KEYS = frozenset({"db", "dbt"})
+
+
+def _op_in_pool(op: OpDefinition, pool: str) -> OpDefinition:
+    # OpDefinition.with_replaced_properties keeps the pool but cannot set it; same copy, pool replaced.
+    return OpDefinition.dagster_internal_init(
+        name=op.name,
+        ins={d.name: In.from_definition(d) for d in op.input_defs},
+        outs={d.name: Out.from_definition(d) for d in op.output_defs},
+        compute_fn=op.compute_fn,
+        config_schema=op.config_schema,
+        description=op.description,
+        tags=op.tags,
+        required_resource_keys=op.required_resource_keys,
+        code_version=op._version,  # what with_replaced_properties passes (the public `version` is deprecated)
+        retry_policy=op.retry_policy,
+        version=None,
+        pool=pool,
+    )
+
+
+def in_duckdb_pool(defs: Sequence[AssetsDefinition], pool: str = DUCKDB_POOL) -> list[AssetsDefinition]:
+    """``defs`` with every asset / asset-check op that requires a DuckDB resource (:data:`DUCKDB_RESOURCE_KEYS`)
+    assigned to the concurrency ``pool``; the others unchanged. Applied once, where Definitions are assembled
+    (``leaf_live/definitions.py``), so an asset module never has to remember it.
+
+    Raises ``ValueError`` for a DuckDB op already in another pool, or one backed by a graph (a graph's ops
+    would each need the pool; none exists today).
+    """
+    out = []
+    for ad in defs:
+        if not (set(ad.required_resource_keys) & DUCKDB_RESOURCE_KEYS):
+            out.append(ad)
+            continue
+        op = ad.node_def
+        if not isinstance(op, OpDefinition):
+            raise ValueError(f"{ad.node_def.name}: graph-backed DuckDB steps need the pool on each op")
+        if op.pool not in (None, pool):
+            raise ValueError(f"{op.name}: already in pool {op.pool!r}, but it opens DuckDB (pool {pool!r})")
+        out.append(ad if op.pool == pool else ad.__class__(**{**ad.get_attributes_dict(), "node_def": _op_in_pool(op, pool)}))
+    return out
+
 
 # Metadata key listing the registered tables an asset writes (comma-separated): the dbt translator maps a
 # dbt source to the assets that write its table (assets/dbt_marts.py).

@@ -10,6 +10,8 @@ settings in ``resources.default_resources`` (secrets travel as Dagster ``EnvVar`
 | ``LEAF_LIVE_LLM_*``               | LLM models and call limits (:data:`LLM_VARIABLES`, parsed by ``leaf_live.core.llm.load_llm_config``) | no models |
 | ``LEAF_LIVE_*_URL``               | live service URL overrides (:data:`URL_VARIABLES`)                | each service's public URL            |
 | ``FRED_API_KEY``                  | ALFRED vintages in live mode (secret: passed as a Dagster ``EnvVar``) | unset                            |
+| ``LEAF_LIVE_EXECUTOR``            | Dagster executor of the code location's jobs: ``in_process`` (embedded profile) or ``celery`` (production profile, ``deploy/production``) | ``in_process`` |
+| ``LEAF_LIVE_CELERY_CONFIG``       | the Celery executor/worker YAML shared by the run coordinator and ``dagster-celery worker start -y`` | ``deploy/production/celery.yaml`` of the checkout |
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from pathlib import Path
 DEFAULT_DB = Path("data/leaf_live.duckdb")
 DEFAULT_SNAPSHOT = Path("../shared/data")
 TRANSPORTS = ("snapshot", "live")
+EXECUTORS = ("in_process", "celery")
+# deploy/production/celery.yaml of this checkout (the code location runs from a checkout or an editable install)
+DEFAULT_CELERY_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "production" / "celery.yaml"
 LLM_VARIABLES = (
     "LEAF_LIVE_LLM_MODELS", "LEAF_LIVE_LLM_API_BASE", "LEAF_LIVE_LLM_RPM", "LEAF_LIVE_LLM_CONCURRENCY",
     "LEAF_LIVE_LLM_TIMEOUT_S", "LEAF_LIVE_LLM_MAX_ATTEMPTS", "LEAF_LIVE_LLM_MAX_TOKENS", "LEAF_LIVE_LLM_WEB_SEARCH",
@@ -49,6 +54,8 @@ class Settings:
     llm: Mapping[str, str] = field(default_factory=dict)
     urls: Mapping[str, str] = field(default_factory=dict)
     secrets_set: frozenset[str] = frozenset()
+    executor: str = "in_process"
+    celery_config: Path = DEFAULT_CELERY_CONFIG
 
     def require_snapshot(self) -> Path:
         """Return the snapshot directory or raise :class:`SettingsError` naming ``LEAF_LIVE_SNAPSHOT``."""
@@ -66,7 +73,7 @@ def _set(names: tuple[str, ...]) -> dict[str, str]:
 
 def get_settings() -> Settings:
     """Read the settings from the environment at call time (never cached, so tests can override).
-    Raises :class:`SettingsError` for an unknown ``LEAF_LIVE_TRANSPORT``."""
+    Raises :class:`SettingsError` for an unknown ``LEAF_LIVE_TRANSPORT`` or ``LEAF_LIVE_EXECUTOR``."""
     db = Path(os.environ.get("LEAF_LIVE_DB", str(DEFAULT_DB)))
     snap_env = os.environ.get("LEAF_LIVE_SNAPSHOT")
     if snap_env:
@@ -76,8 +83,13 @@ def get_settings() -> Settings:
     transport = os.environ.get("LEAF_LIVE_TRANSPORT") or ("snapshot" if snapshot is not None else "live")
     if transport not in TRANSPORTS:
         raise SettingsError(f"LEAF_LIVE_TRANSPORT={transport!r}: expected one of {TRANSPORTS}")
+    executor = os.environ.get("LEAF_LIVE_EXECUTOR") or "in_process"
+    if executor not in EXECUTORS:
+        raise SettingsError(f"LEAF_LIVE_EXECUTOR={executor!r}: expected one of {EXECUTORS}")
+    celery_config = Path(os.environ.get("LEAF_LIVE_CELERY_CONFIG") or DEFAULT_CELERY_CONFIG)
     return Settings(db_path=db, snapshot_dir=snapshot, transport=transport, llm=_set(LLM_VARIABLES),
-                    urls=_set(URL_VARIABLES), secrets_set=frozenset(_set(SECRET_VARIABLES)))
+                    urls=_set(URL_VARIABLES), secrets_set=frozenset(_set(SECRET_VARIABLES)),
+                    executor=executor, celery_config=celery_config)
 
 
 def secret_values() -> list[str]:
