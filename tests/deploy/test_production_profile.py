@@ -73,7 +73,7 @@ def _require_services() -> None:
             problem = (problem + "; " if problem else "") + f"Redis unreachable: {type(exc).__name__}"
     if problem:
         msg = (f"production profile needs PostgreSQL and Redis ({problem}); start them with "
-               "`deploy/production/services.sh start && . /tmp/leaf_live_services/env`")
+               "`bash deploy/production/services.sh start && . /tmp/leaf_live_services/env`")
         if demanded:
             pytest.fail(msg + " [LEAF_LIVE_PROD_TESTS=1 / CI: required]")
         pytest.skip(msg)
