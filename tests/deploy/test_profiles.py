@@ -11,7 +11,7 @@ import pytest
 from dagster import asset
 from dagster._core.execution.api import create_execution_plan
 
-from assets.common import DUCKDB_POOL, in_duckdb_pool
+from assets.common import DUCKDB_POOL, DUCKDB_RESOURCE_KEYS, in_duckdb_pool
 from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.definitions import ALL_ASSETS, ALL_CHECKS, celery_executor_config, defs, run_executor
 from resources import LeafLiveDB
@@ -27,7 +27,7 @@ def test_every_duckdb_step_of_every_job_is_in_the_pool(job):
     assert plan.steps
     for step in plan.steps:
         op = by_node[step.key.split("[")[0]] if step.key in by_node else by_node[step.node_handle.name]
-        opens_db = "db" in op.required_resource_keys
+        opens_db = bool(op.required_resource_keys & DUCKDB_RESOURCE_KEYS)
         assert step.pool == (DUCKDB_POOL if opens_db else None), (step.key, step.pool)
     assert all(a.node_def.pool == DUCKDB_POOL for a in [*ALL_ASSETS, *ALL_CHECKS])  # all open DuckDB today
 
