@@ -56,7 +56,8 @@ release_months_job = define_asset_job(
     "macro_release_months",
     selection=AssetSelection.assets(release_calendar, releases, announcement_returns, nowcast_windows),
     description="Release calendar, first releases, announcement-window returns and nowcast windows for a span "
-    "of release months (tags dagster/asset_partition_range_start/end).",
+    "of release months (tags dagster/asset_partition_range_start/end), with their checks. Needs "
+    "indicator_catalog materialized (the main job does; the guardrail check reads it).",
 )
 
 

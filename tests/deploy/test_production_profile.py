@@ -3,7 +3,7 @@ executor with a real Redis broker, two `dagster-celery` workers, the DuckDB pool
 
 - A backfill of 24 release months (two spans of 12, run at once as two single-run backfill runs) of the
   release stage (`macro_release_months`: release_calendar -> releases -> announcement_returns,
-  nowcast_windows and the releases check) fans its steps out over both workers, never runs two DuckDB steps
+  nowcast_windows, and their blocking checks; the catalog materialized first) fans its steps out over both workers, never runs two DuckDB steps
   at once, and ends with exactly the rows of the in-process run (table contents compared, both directions).
 - A worker killed with SIGKILL after its step committed to DuckDB but before Dagster recorded the step leaves
   the step unacknowledged; Redis hands it to the other worker, which re-runs it (partition replace: no
@@ -199,23 +199,37 @@ def prod(tmp_path_factory, snapshot_dir) -> Iterator[Prod]:
 @pytest.fixture(scope="module")
 def reference(prod, snapshot_dir) -> Path:
     """The same spans materialized in-process (the embedded profile's executor, `leaf-live run`'s path)."""
-    from dagster import DagsterInstance, materialize
+    from dagster import DagsterInstance
 
-    from leaf_live.definitions import ALL_ASSETS, ALL_CHECKS, release_months_job
+    from leaf_live.definitions import build_definitions
     from resources import default_resources
 
     db = prod.tmp / "in_process.duckdb"
-    selection = release_months_job.selection
+    _fresh_db(db)
+    job = build_definitions(default_resources(db=db, snapshot=snapshot_dir)).resolve_job_def(JOB)
     for start, end in SPANS:
         with DagsterInstance.ephemeral() as instance:
-            result = materialize(
-                [*ALL_ASSETS, *ALL_CHECKS], selection=selection, instance=instance,
-                resources=default_resources(db=db, snapshot=snapshot_dir),
-                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            result = job.execute_in_process(
+                instance=instance,
                 tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
             )
         assert result.success
     return db
+
+
+def _fresh_db(path: Path) -> None:
+    """A new DuckDB file holding only the indicator catalog, as the main job leaves it (the release stage's
+    guardrail check reads the catalog)."""
+    from dagster import materialize
+
+    from assets.macro_releases import indicator_catalog
+    from resources import LeafLiveDB
+
+    for p in (path, path.with_name(path.name + ".wal")):
+        p.unlink(missing_ok=True)
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    assert materialize([indicator_catalog], resources={"db": LeafLiveDB(database=str(path))}, run_config=quiet).success
 
 
 def _diff(a: Path, b: Path, where: str = "TRUE") -> dict[str, tuple[int, int, int, int]]:
@@ -274,15 +288,15 @@ def _steps_of_job() -> dict[str, str | None]:
 
 
 def test_backfill_over_two_workers_equals_the_in_process_run(prod, reference):
+    _fresh_db(prod.celery_db)
     t0 = time.monotonic()
-    prod.celery_db.unlink(missing_ok=True)
     procs = {f"span{i}": prod.launch(start, end, f"span{i}") for i, (start, end) in enumerate(SPANS)}
     for tag, proc in procs.items():
         assert proc.wait(timeout=400) == 0, (prod.tmp / f"run-{tag}.log").read_text()[-4000:]
     elapsed = time.monotonic() - t0
 
     pools = _steps_of_job()
-    assert set(pools.values()) == {"duckdb"} and len(pools) == 5  # 4 assets + the releases check, all open DuckDB
+    assert set(pools.values()) == {"duckdb"} and len(pools) >= 8  # 4 assets + their checks, all open DuckDB
     executions: list[StepRun] = []
     for tag in procs:
         run = prod.run_of(tag)
@@ -293,8 +307,8 @@ def test_backfill_over_two_workers_equals_the_in_process_run(prod, reference):
             assert len(runs) == 1 and runs[0].start and runs[0].end, (key, runs)
         executions += [r for runs in steps.values() for r in runs]
 
-    # Fan-out: both workers took steps. Pool of 1: the 10 DuckDB steps of the two runs never overlapped,
-    # although after `releases` three of them were ready at once in each run and two workers were idle.
+    # Fan-out: both workers took steps. Pool of 1: the DuckDB steps of the two runs never overlapped,
+    # although after `releases` several of them were ready at once in each run and two workers were idle.
     assert {r.worker for r in executions} == {"w1", "w2"}
     spans = sorted((r.start, r.end) for r in executions)
     overlaps = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
@@ -304,7 +318,7 @@ def test_backfill_over_two_workers_equals_the_in_process_run(prod, reference):
     diff = _diff(reference, prod.celery_db)
     for t, (n_ref, n_celery, missing, extra) in diff.items():
         assert n_ref > 0 and (n_celery, missing, extra) == (n_ref, 0, 0), (t, diff[t])
-    print(f"\n2 runs x 12 months, 10 steps on 2 Celery workers: {elapsed:.1f} s; rows per table "
+    print(f"\n2 runs x 12 months, {len(executions)} steps on 2 Celery workers: {elapsed:.1f} s; rows per table "
           f"{ {t: d[0] for t, d in diff.items()} }")
 
 
@@ -313,7 +327,7 @@ def test_worker_killed_mid_step_is_retried_on_the_other_worker(prod, reference):
     unacknowledged Celery task goes to the other worker, the step re-runs (replacing the same partitions)
     and the run completes with exactly the in-process rows."""
     start, end = SPANS[1]
-    prod.celery_db.unlink(missing_ok=True)
+    _fresh_db(prod.celery_db)
     # Gate 1: hold the DuckDB file, so the first step (release_calendar) waits inside its connection retry
     # (dagster-duckdb backs off on the lock) -- a known point after STEP_START.
     hold = duckdb.connect(str(prod.celery_db))
