@@ -140,6 +140,7 @@ def _rows(
         model_id=spec.model_id,
         partition_key=partition_key,
         issued_at=final.record.completed_at,
+        answered_at=final.record.completed_at,
         reference_periods=target.reference_periods,
         release_times=target.release_times,
         citations=urls,

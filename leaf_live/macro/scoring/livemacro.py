@@ -29,6 +29,7 @@ event, so the model's predicted return is built from the fields it does forecast
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -558,7 +559,8 @@ def directional_score(r: np.ndarray, r_hat: np.ndarray) -> float:
     r = np.asarray(r, dtype=float)
     w = np.abs(r)
     tot = float(w.sum())
-    return float(w @ sign_hits(r, np.asarray(r_hat, dtype=float))) / tot if tot > 0 else float("nan")
+    # np.sum on both sides: halving is exact, so a forecaster with no view lands on 0.5 exactly
+    return float((w * sign_hits(r, np.asarray(r_hat, dtype=float))).sum()) / tot if tot > 0 else float("nan")
 
 
 def targets(design: LiveDesign, beta: np.ndarray, target: Target, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -708,10 +710,17 @@ def bootstrap_scores(
 
 def event_resamples(n_events: int, n_draws: int = DEFAULT_BOOT_DRAWS, seed: int = DEFAULT_SEED) -> np.ndarray:
     """(B, n) multinomial event counts of B bootstrap resamples of n events (each row sums to n); the same
-    ``seed`` gives the same resamples to every model and to the paired bootstrap (S.2)."""
+    ``seed`` gives the same resamples to every model and to the paired bootstrap (S.2). Read-only (cached)."""
     if n_events < 1:
         raise ScoringError("event bootstrap needs at least one event")
-    return np.random.default_rng(seed).multinomial(n_events, np.full(n_events, 1.0 / n_events), size=n_draws).astype(float)
+    return _event_resamples(int(n_events), int(n_draws), int(seed))
+
+
+@functools.lru_cache(maxsize=32)
+def _event_resamples(n: int, n_draws: int, seed: int) -> np.ndarray:
+    K = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_draws).astype(float)
+    K.setflags(write=False)  # shared by every model and scope of a run
+    return K
 
 
 @dataclass(frozen=True)
