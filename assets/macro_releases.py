@@ -184,7 +184,7 @@ def surprise_events_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
 
 @asset_check(
     asset=releases,
-    blocking=False,  # a data-quality listing: scoring handles each kind (merge, flag), it need not stop
+    blocking=True,  # an unlisted split report would put one report's surprises in two events
     description="Every release time against its indicator's catalog release slot (America/New_York), the deviations "
     "listed by kind (leaf_live.macro.release_times): known inherited mis-stamps (flagged, not moved: Table 9 used them "
     "as stamped), the live file's catch-up releases stamped a minute early (merged with the release they overlap into "

@@ -425,8 +425,8 @@ def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(asset="livemacro_scores", description="Theme scores use only their theme's events: the theme scopes "
-             "partition the overall scope's releases (sum of theme n_releases = overall n_releases) and no theme "
-             "holds more events than the overall scope.", blocking=True)
+             "partition the overall scope's own releases (sum of theme n_releases_own = overall n_releases_own) and no "
+             "theme holds more events or own events than the overall scope.", blocking=True)
 def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         scores = storage.read_table(con, "livemacro_scores")

@@ -241,9 +241,18 @@ def test_live_gpt5_own_coverage_scores_equal_an_independent_recomputation(con):
         assert row["score"] == pytest.approx(score, rel=1e-10, abs=1e-14) and row["lmd"] == pytest.approx(lmd, rel=1e-12)
         assert row["n_events_own"] == n == 16 and row["n_events"] == 62 and row["fit_name"] == "full"
     ret = got[("overall", "return")]
-    # the figure: -0.0156 on 16 own events with one event per timestamp; with the overlap rule the
-    # 2026-02-18 durable-goods event takes the window of the 08:29 catch-up release next to it: -0.0158
+    # with the overlap rule the 2026-02-18 durable-goods event takes the window of the 08:29 catch-up release
+    # next to it: -0.0158; with one event per timestamp (the replication design) it is the issue's -0.0156
     assert round(ret["score"], 4) == -0.0158 and round(ret["lmd"], 3) == 0.556  # on the 0.5 coin-flip scale
+    from assets.macro_scoring import current_fits
+
+    apart = E.evaluate_mode(
+        E.EvaluationMode("live", "2025-11", None, fits=("full",), targets=("return",), merge_overlapping=False),
+        releases=storage.read_table(con, "releases"), events=storage.read_table(con, "surprise_events"),
+        sigma=storage.read_table(con, "surprise_scales"), fits=current_fits(con), n_draws=20, sampling_k=0,
+        nowcasts=storage.read_table(con, "nowcasts", f"model_id = '{GPT5}' AND valid AND NOT after_release"))
+    a = apart.scores.filter((pl.col("scope") == "overall") & (pl.col("horizon") == "terminal")).row(0, named=True)
+    assert (round(a["score"], 4), round(a["lmd"], 3), a["n_events_own"], a["n_events"]) == (-0.0156, 0.556, 16, 64)
     # theme scores use only their theme's events and fields
     for theme in ("demand_inflation", "supply_production"):
         score, _, n = _independent(con, GPT5, SPANS["live"], full, "shock", theme=theme)
