@@ -48,6 +48,19 @@ def _windows(con) -> pl.DataFrame:
     return storage.read_table(con, "nowcast_windows")
 
 
+def _plugin(con, windows: pl.DataFrame):
+    """The financial-data plug-in of the plugin design (App. S.1/S.5), on the stored tables; every tool answers
+    as of the moment it is called (leaf_live.macro.agents.plugin)."""
+    from leaf_live.macro.agents.plugin import FinancialDataPlugin
+
+    return FinancialDataPlugin(
+        releases=storage.read_table(con, "releases"),
+        nowcasts=storage.read_table(con, "nowcasts", "model_id LIKE 'fed/%' AND valid"),
+        prices=storage.read_table(con, "prediction_market_prices"),
+        schedule={(i, r): t for i, r, t in windows.select("indicator_id", "reference_period", "closes_at").iter_rows()},
+    )
+
+
 @asset(
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcast_windows"),
@@ -183,8 +196,9 @@ NOWCAST_HOURS = HourlyPartitionsDefinition(start_date="2025-11-01-00:00", end_of
     # an hour reads every window open at that hour, whatever its (New York) release month: UTC hours map to
     # all release months, not to one by time window
     deps=[AssetDep(nowcast_windows, partition_mapping=AllPartitionMapping())],
-    description="LLM agent nowcasts (App. D prompt, two prompt groups per model per hour, single or team "
-    "design, web search per provider) through litellm; every call logged in llm_calls. Past hours are "
+    description="LLM agent nowcasts (App. D prompt, two prompt groups per model per hour, single, team or "
+    "plugin design (S.1/S.5: point-in-time financial-data tools), web search per provider) through litellm; "
+    "every call logged in llm_calls. Past hours are "
     "refused: a nowcast cannot be issued retroactively. With no LEAF_LIVE_LLM_MODELS it does nothing.",
 )
 def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResource) -> MaterializeResult:
@@ -205,8 +219,9 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResourc
                 continue
             open_ = windows.filter((pl.col("opens_at") <= hour) & (pl.col("closes_at") > hour))
             start = len(client.records)
-            nc = forecast_nowcasts([LLMNowcaster(spec, client, partition_key=key) for spec in config.models], open_,
-                                   producer="llm_nowcasts")
+            plugin = _plugin(con, open_) if any(s.design == "plugin" for s in config.models) else None
+            nc = forecast_nowcasts([LLMNowcaster(spec, client, partition_key=key, plugin=plugin) for spec in config.models],
+                                   open_, producer="llm_nowcasts")
             lg = llm_calls_frame(client.records[start:], key)
             # The call log first: a nowcast row always has its raw response stored.
             storage.replace_partition(con, "llm_calls", lg, {"partition_key": key})

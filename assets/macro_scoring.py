@@ -6,7 +6,8 @@ Wiring only; the science is in ``leaf_live.macro.scoring`` (``betas``, ``livemac
 
 * ``market_betas``: :class:`MarketBetasConfig` = the fit windows (``full`` = Table 9 on 2010-01..2025-10,
   ``no_covid`` = the K.3 refit at the full-sample lambda, ``backtest`` = events up to the fit cutoff 2017-12
-  with lambda by CV on that sample). A stored ``fit_id`` is never rewritten; a window whose data changed adds
+  with lambda by CV on that sample and sigma_i estimated on that window too: point in time; ``sigma:
+  surprise_scales`` is the paper's full-sample sigma, the replication option). A stored ``fit_id`` is never rewritten; a window whose data changed adds
   a new ``fit_id`` under its name (``market_beta_fits``).
 * ``macro_scores`` (``livemacro_scores``, ``score_decompositions``, ``relative_errors``): :class:`ScoringConfig`
   = the evaluation modes (``backtest``: releases 2018-01..2025-10 with the ``backtest`` fit; ``live``: releases
@@ -18,7 +19,8 @@ Wiring only; the science is in ``leaf_live.macro.scoring`` (``betas``, ``livemac
 :func:`scoring_run_config`.
 """
 
-from datetime import date, datetime, timezone
+from dataclasses import replace
+from datetime import date, datetime, timedelta, timezone
 from typing import Iterator, Optional
 
 import polars as pl
@@ -37,10 +39,11 @@ from pydantic import Field
 
 from assets.common import table_metadata
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
-from assets.macro_releases import releases, surprise_events, surprise_scales
+from assets.macro_releases import announcement_returns, releases, surprise_events, surprise_scales
 from leaf_live.core import storage
-from leaf_live.core.pit import as_of, check_month, month_keys
+from leaf_live.core.pit import as_of, check_month, month_index, month_keys, month_start_of_index
 from leaf_live.macro.scoring import betas as B
+from leaf_live.macro.scoring import surprises as S
 from leaf_live.macro.scoring import evaluation as E
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring.frames import fit_from_market_betas, market_betas_frame
@@ -52,8 +55,10 @@ DEFAULT_FIT_CUTOFF = "2017-12"
 DEFAULT_FIT_WINDOWS = [
     {"name": "full", "first_month": "2010-01", "last_month": "2025-10"},
     {"name": "no_covid", "first_month": "2010-01", "last_month": "2025-10", "exclude_covid": True, "lam_from": "full"},
-    {"name": "backtest", "first_month": "2010-01", "last_month": DEFAULT_FIT_CUTOFF},
+    # point in time: sigma_i and beta both from the fit window (the paper's full-sample sigma: sigma="surprise_scales")
+    {"name": "backtest", "first_month": "2010-01", "last_month": DEFAULT_FIT_CUTOFF, "sigma": "fit_window"},
 ]
+SIGMA_RULES = ("surprise_scales", "fit_window")
 DEFAULT_MODES = [
     {"name": "backtest", "first_month": "2018-01", "last_month": "2025-10", "fits": ["backtest"], "horizons": ["terminal"]},
     {"name": "live", "first_month": "2025-11", "last_month": None, "fits": ["full", "no_covid"], "horizons": list(L.HORIZONS)},
@@ -134,13 +139,16 @@ class FitWindow(Config):
     lam: Optional[float] = Field(default=None, description="fixed ridge lambda; none = blocked 5-fold CV (App. K.2)")
     lam_from: Optional[str] = Field(default=None, description="use the lambda of this earlier fit (K.3 refits at the "
                                     "full-sample lambda)")
+    sigma: str = Field(default="surprise_scales", description="surprise scales sigma_i the fit standardizes with: "
+                       "'surprise_scales' (the frozen 2010-01..2025-10 window, the paper; Table 9) or 'fit_window' "
+                       "(estimated on this fit's own release months: point in time, the backtest's default)")
 
 
 class MarketBetasConfig(Config):
     fits: list[FitWindow] = Field(
         default=DEFAULT_FIT_WINDOWS,
         description="fit windows: 'full' (Table 9), 'no_covid' (K.3) and 'backtest' (events up to the fit cutoff, "
-        "lambda by CV on that sample)",
+        "lambda by CV and sigma_i on that sample: point in time)",
     )
 
 
@@ -157,6 +165,8 @@ def _check_windows(fits: list[FitWindow]) -> None:
             raise ValueError(f"market_betas: fit {f.name!r} sets both lam and lam_from")
         if f.lam_from is not None and f.lam_from not in names[:k]:
             raise ValueError(f"market_betas: fit {f.name!r} lam_from={f.lam_from!r} must name an earlier fit of {names[:k]}")
+        if f.sigma not in SIGMA_RULES:
+            raise ValueError(f"market_betas: fit {f.name!r} sigma={f.sigma!r}: expected one of {SIGMA_RULES}")
 
 
 def _lambda_rule(f: FitWindow) -> str:
@@ -187,8 +197,26 @@ def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: 
                     f"{len(missing)} are not materialized in surprise_events (first missing: {missing[0]}); backfill first"
                 )
             ev = storage.read_table(con, "surprise_events", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month])
+            stored_sigma = storage.read_table(con, "surprise_scales")
+            sigma = stored_sigma
+            if w.sigma == "fit_window":
+                rel = storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month])
+                window = S.surprise_scales(rel, start=date.fromisoformat(f"{w.first_month}-01"),
+                                           end=month_start_of_index(month_index(w.last_month) + 1) - timedelta(days=1))
+                # an indicator with < 2 surprises in the window has no scale there; it has no surprise variation
+                # either, so its beta is the ridge's exact 0 and its sigma never enters a score: keep the stored one
+                sigma = pl.concat([window.select("indicator_id", "sigma"), stored_sigma.select("indicator_id", "sigma")
+                                   .filter(~pl.col("indicator_id").is_in(window["indicator_id"].implode()))])
+                ev = S.restandardize_events(ev, stored_sigma, sigma)
             lam = done[w.lam_from].lam if w.lam_from else w.lam
             fit = B.fit_market_betas(B.event_design(ev), lam=lam, exclude_covid=w.exclude_covid)
+            order = {i: k for k, i in enumerate(fit.indicator_ids)}
+            sig = sigma.filter(pl.col("indicator_id").is_in(list(order))).sort(
+                pl.col("indicator_id").replace_strict(order, return_dtype=pl.Int32))
+            if sig.height != len(order):
+                missing = sorted(set(order) - set(sig["indicator_id"].to_list()))
+                raise ValueError(f"market_betas: fit {w.name!r} has no sigma for {missing} ({w.sigma})")
+            fit = replace(fit, sigma=sig["sigma"].to_numpy().astype(float), sigma_rule=w.sigma)
             done[w.name] = fit
             used = ev.filter(pl.col("r_g").is_not_null())
             avail = used["available_at"].max()
@@ -207,7 +235,7 @@ def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: 
                              pl.DataFrame([row], schema=storage.polars_schema("market_beta_fits"))])
             storage.replace_partition(con, "market_beta_fits", reg, {"fit_name": w.name})
             meta[w.name] = (f"{fit.fit_id} ({'new' if new else 'already stored'}): lambda={fit.lam:.4g} ({fit.lam_source}), "
-                            f"{fit.n_events} events, iterations={fit.iterations}, df_eff={fit.df_eff:.2f}")
+                            f"{fit.n_events} events, iterations={fit.iterations}, df_eff={fit.df_eff:.2f}, sigma from {w.sigma}")
             context.log.info(f"market_betas {w.name}: {meta[w.name]}")
     return MaterializeResult(metadata={k: MetadataValue.text(v) for k, v in meta.items()})
 
@@ -234,6 +262,10 @@ class ModeConfig(Config):
     fits: list[str] = Field(description="market_beta_fits names; the first is the headline fit")
     horizons: list[str] = Field(default=["terminal"], description="terminal | median_<k>d (K.3)")
     targets: list[str] = Field(default=["return", "shock"], description="return (LiveMacro) | shock (consensus-relative, S.1)")
+    merge_overlapping: bool = Field(default=True, description="score releases whose announcement windows overlap as "
+                                    "one event (false: one event per timestamp, the replication design)")
+    compare: list[str] = Field(default=[], description="models of the common-events board (empty: chosen greedily, "
+                               "most own events first, while at least min_events events stay common)")
 
 
 class ScoringConfig(Config):
@@ -244,12 +276,15 @@ class ScoringConfig(Config):
     )
     boot_draws: int = Field(default=L.DEFAULT_BOOT_DRAWS, description="parametric (Eq. 12) and paired (S.2) bootstrap draws")
     seed: int = Field(default=L.DEFAULT_SEED, description="seed of the bootstrap draws (shared by every model)")
-    sampling_k: int = Field(default=L.SAMPLING_K, description="K.3 sampling CI over the k latest nowcasts (0 = off)")
+    sampling_k: int = Field(default=L.SAMPLING_K, description="K.3 sampling CI over the forecast standing 0..k-1 hours "
+                            "before each release (0 = off)")
+    min_events: int = Field(default=E.MIN_EVENTS, description="fewest events an event-resampling interval, a common "
+                            "event set or a paired comparison interval is given for")
 
 
 def _mode(m: ModeConfig) -> E.EvaluationMode:
     return E.EvaluationMode(m.name, m.first_month, m.last_month, fits=tuple(m.fits), horizons=tuple(m.horizons),
-                            targets=tuple(m.targets))
+                            targets=tuple(m.targets), merge_overlapping=m.merge_overlapping, compare=tuple(m.compare))
 
 
 def _span_nowcasts(con, mode: E.EvaluationMode) -> pl.DataFrame:
@@ -263,7 +298,7 @@ def _span_nowcasts(con, mode: E.EvaluationMode) -> pl.DataFrame:
     )
 
 
-_SCORE_DEPS = [market_betas, surprise_events, surprise_scales, releases, *NOWCAST_PRODUCERS]
+_SCORE_DEPS = [market_betas, surprise_events, surprise_scales, releases, announcement_returns, *NOWCAST_PRODUCERS]
 
 
 @multi_asset(
@@ -291,9 +326,11 @@ def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: Leaf
         rel = storage.read_table(con, "releases")
         ev = storage.read_table(con, "surprise_events")
         sigma = storage.read_table(con, "surprise_scales")
+        ret = storage.read_table(con, "announcement_returns")
         for mode in modes:
             res = E.evaluate_mode(mode, releases=rel, events=ev, sigma=sigma, nowcasts=_span_nowcasts(con, mode),
-                                  fits=fits, n_draws=config.boot_draws, seed=config.seed, sampling_k=config.sampling_k)
+                                  fits=fits, returns=ret, n_draws=config.boot_draws, seed=config.seed,
+                                  sampling_k=config.sampling_k, min_events=config.min_events)
             where = {"partition_key": mode.name}
             n1 = storage.replace_partition(con, "livemacro_scores", res.scores, where)
             n2 = storage.replace_partition(con, "score_decompositions", res.decompositions, where)
@@ -318,11 +355,14 @@ def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: Leaf
     specs=[
         AssetSpec("livebetting_scores", metadata=table_metadata("livebetting_scores"),
                   deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
-                  description="LiveBetting Score (App. L Eq. 13) of every model with nowcasts for a stored market, by "
-                  "calendar-month segment and total (Table 13); excluded hours counted by reason. Partition = market_id."),
+                  description="LiveBetting Score (App. L Eq. 13) of every model with nowcasts for a stored market, inside "
+                  "the prediction window and on answers that existed by each hour, by calendar-month segment and total "
+                  "(Table 13), on the window's hours and on the hours every compared model bets (common); excluded "
+                  "hours counted by reason. Partition = market_id."),
         AssetSpec("livebetting_bets", metadata=table_metadata("livebetting_bets"),
                   deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
-                  description="The hourly $1 bet stream behind livebetting_scores with the cumulative return curve."),
+                  description="The hourly $1 bet stream behind livebetting_scores with the cumulative return curve and "
+                  "the common hours."),
     ],
 )
 def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[MaterializeResult]:
@@ -332,7 +372,10 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
         nc = storage.read_table(
             con, "nowcasts", "valid AND NOT after_release AND (indicator_id, reference_period) IN "
             "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)")
-        res = E.score_markets(prices, rel, nc)
+        windows = storage.read_table(
+            con, "nowcast_windows", "(indicator_id, reference_period) IN "
+            "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)")
+        res = E.score_markets(prices, rel, nc, windows)
         n_s = n_b = 0
         for m in res.markets:
             where = {"partition_key": m}
@@ -341,8 +384,8 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
     for m, reason in res.skipped.items():
         context.log.warning(f"livebetting: market {m} not scored: {reason}")
     total = res.scores.filter(pl.col("segment") == "total")
-    summary = {f"{r['market_id']} {r['model_id']}": (None if r["final_return"] is None else round(r["final_return"], 4))
-               for r in total.iter_rows(named=True)}
+    summary = {f"{r['market_id']} {r['model_id']} ({r['hours']} hours)":
+               (None if r["final_return"] is None else round(r["final_return"], 4)) for r in total.iter_rows(named=True)}
     yield MaterializeResult(asset_key="livebetting_scores", metadata={"rows": n_s, "markets": str(res.markets),
                                                                      "skipped": str(res.skipped),
                                                                      "final_returns": MetadataValue.json(summary)})
@@ -382,8 +425,8 @@ def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(asset="livemacro_scores", description="Theme scores use only their theme's events: the theme scopes "
-             "partition the overall scope's releases (sum of theme n_releases = overall n_releases) and no theme "
-             "holds more events than the overall scope.", blocking=True)
+             "partition the overall scope's own releases (sum of theme n_releases_own = overall n_releases_own) and no "
+             "theme holds more events or own events than the overall scope.", blocking=True)
 def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         scores = storage.read_table(con, "livemacro_scores")
@@ -391,14 +434,16 @@ def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
     return AssetCheckResult(passed=scores.height > 0 and bad.height == 0, metadata={"violations": bad.height})
 
 
-@asset_check(asset="livebetting_bets", description="Point in time: every bet hour is strictly before the release and "
-             "uses a nowcast issued at or before it.", blocking=True)
+@asset_check(asset="livebetting_bets", description="Point in time: every bet hour lies inside the prediction window "
+             "(at or after it opens, strictly before the release) and uses a pre-release nowcast whose answer was "
+             "known at or before the hour.", blocking=True)
 def bets_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE b.bet_at >= s.release_at OR b.nowcast_issued_at > b.bet_at "
-            "OR b.nowcast_issued_at >= s.release_at) FROM livebetting_bets b JOIN (SELECT DISTINCT partition_key, "
-            "model_id, market_id, release_at FROM livebetting_scores) s USING (partition_key, model_id, market_id)"
+            "SELECT count(*), count(*) FILTER (WHERE b.bet_at >= s.release_at OR b.bet_at < s.window_opens_at "
+            "OR b.nowcast_issued_at > b.bet_at OR b.nowcast_known_at > b.bet_at OR b.nowcast_issued_at >= s.release_at) "
+            "FROM livebetting_bets b JOIN (SELECT DISTINCT partition_key, model_id, market_id, release_at, "
+            "window_opens_at FROM livebetting_scores) s USING (partition_key, model_id, market_id)"
         ).fetchall()[0]
     return AssetCheckResult(passed=bad == 0, metadata={"bet_hours": n, "violations": bad})
 
@@ -409,16 +454,19 @@ def scoring_run_config(
     backtest_start: str | None = None,
     backtest_end: str | None = None,
     boot_draws: int | None = None,
+    backtest_sigma: str | None = None,
 ) -> dict:
     """Run config for ``market_betas`` and ``macro_scores`` from the ``leaf-live run`` options (``{}`` when
     none is given): ``fit_cutoff`` = last month of the ``backtest`` fit; ``backtest_start``/``backtest_end`` =
-    the backtest scoring span; ``boot_draws`` = bootstrap draws."""
+    the backtest scoring span; ``boot_draws`` = bootstrap draws; ``backtest_sigma`` = the backtest fit's sigma
+    rule (``fit_window``, the default: point in time; ``surprise_scales``: the paper's full-sample sigma)."""
     ops: dict = {}
-    if fit_cutoff is not None:
+    if fit_cutoff is not None or backtest_sigma is not None:
         fits = [dict(f) for f in DEFAULT_FIT_WINDOWS]
         for f in fits:
             if f["name"] == "backtest":
-                f["last_month"] = fit_cutoff
+                f["last_month"] = fit_cutoff or f["last_month"]
+                f["sigma"] = backtest_sigma or f["sigma"]
         ops["market_betas"] = {"config": {"fits": fits}}
     if backtest_start is not None or backtest_end is not None or boot_draws is not None:
         modes = [dict(m) for m in DEFAULT_MODES]

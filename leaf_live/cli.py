@@ -193,7 +193,8 @@ def leaderboards(db: str | Path) -> str:
             return "no scores yet"
         scores = storage.read_table(con, "livemacro_scores")
         decomps = storage.read_table(
-            con, "score_decompositions", "decomposition IN ('shapley', 'relative_error', 'event_coverage')")
+            con, "score_decompositions",
+            "decomposition IN ('shapley', 'relative_error', 'event_coverage', 'paired_bootstrap')")
         betting = storage.read_table(con, "livebetting_scores", "segment = 'total'")
         fits = pl.from_arrow(con.sql(
             "SELECT f.fit_name, b.* EXCLUDE (cov_row, cv_grid, cv_scores) FROM market_beta_fits f "

@@ -232,6 +232,59 @@ def gemini_generate_content(
     }
 
 
+def openai_tool_calls(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str) -> dict[str, Any]:
+    """A Chat Completions response asking for function calls: ``message.tool_calls`` with JSON-string arguments,
+    ``finish_reason = "tool_calls"``, no content (as api.openai.com answers)."""
+    body = openai_chat_completion(None, model=model, finish_reason="tool_calls")
+    body["choices"][0]["message"]["tool_calls"] = [
+        {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(dict(args))}} for name, args in calls]
+    return body
+
+
+def anthropic_tool_use(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str, text: str = "") -> dict[str, Any]:
+    """A Messages API response asking for client tools: ``tool_use`` blocks (object ``input``),
+    ``stop_reason = "tool_use"``, optionally a text block before them."""
+    body = anthropic_message(text, model=model, stop_reason="tool_use")
+    blocks = [b for b in body["content"] if b.get("text")]
+    blocks += [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": dict(args)}
+               for name, args in calls]
+    body["content"] = blocks
+    return body
+
+
+def gemini_function_calls(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str) -> dict[str, Any]:
+    """A Gemini ``generateContent`` response asking for function calls (``functionCall`` parts)."""
+    body = gemini_generate_content("", model=model)
+    body["candidates"][0]["content"]["parts"] = [{"functionCall": {"name": name, "args": dict(args)}} for name, args in calls]
+    return body
+
+
+def tool_results(req: WireRequest) -> list[dict[str, Any]]:
+    """The tool outputs a request carries back to the model, in any wire format, as ``{"id", "content"}``
+    (OpenAI ``tool`` messages, Anthropic ``tool_result`` blocks, Gemini ``functionResponse`` parts, which the
+    API also accepts in proto field spelling ``function_response``, as litellm sends them)."""
+    out: list[dict[str, Any]] = []
+    if req.api == "gemini":
+        for c in req.body.get("contents", []):
+            for p in c.get("parts", []):
+                fr = p.get("functionResponse") or p.get("function_response") if isinstance(p, dict) else None
+                if fr:
+                    out.append({"id": fr.get("name"), "content": fr.get("response")})
+        return out
+    for m in req.body.get("messages", []):
+        if req.api == "openai" and m.get("role") == "tool":
+            out.append({"id": m.get("tool_call_id"), "content": m.get("content")})
+        elif req.api == "anthropic" and isinstance(m.get("content"), list):
+            for b in m["content"]:
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    c = b.get("content")
+                    if isinstance(c, list):
+                        c = "".join(x.get("text", "") for x in c if isinstance(x, dict))
+                    out.append({"id": b.get("tool_use_id"), "content": c})
+    return out
+
+
 def openai_error(status: int, message: str, type_: str = "server_error", headers: Mapping[str, str] | None = None,
                  delay_s: float = 0.0) -> WireReply:
     return WireReply(status, {"error": {"message": message, "type": type_, "param": None, "code": None}},

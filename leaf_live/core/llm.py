@@ -10,7 +10,7 @@ Configuration (environment variables, resolved by ``leaf_live.core.settings`` an
 
 | variable                        | meaning                                                          | default |
 |---------------------------------|------------------------------------------------------------------|---------|
-| ``LEAF_LIVE_LLM_MODELS``         | comma list of ``provider/model@design`` (design: single, team)   | empty = no LLM runs |
+| ``LEAF_LIVE_LLM_MODELS``         | comma list of ``provider/model@design`` (single, team, plugin)   | empty = no LLM runs |
 | ``LEAF_LIVE_LLM_API_BASE``       | override of every provider's base URL (a proxy, a local server)  | provider default |
 | ``LEAF_LIVE_LLM_RPM``            | requests per minute per model (shared by concurrent calls)       | 60 |
 | ``LEAF_LIVE_LLM_CONCURRENCY``    | calls in flight at once (all models)                             | 8 |
@@ -53,8 +53,9 @@ from leaf_live.core.storage import Table, col, conform, polars_schema
 
 litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
 
-DESIGNS = ("single", "team")
-ROLES = ("single", "researcher", "verifier", "orchestrator", "retriever", "checker", "forecaster", "rater")
+DESIGNS = ("single", "team", "plugin")
+ROLES = ("single", "researcher", "verifier", "orchestrator", "analyst", "retriever", "checker", "forecaster",
+         "rater")
 NO_MODELS_MESSAGE = (
     "no LLM models configured: set LEAF_LIVE_LLM_MODELS, e.g. "
     "'openai/gpt-5-search-api@single,anthropic/claude-sonnet-4-5@team'"
@@ -78,7 +79,8 @@ class ModelSpec:
     """One configured model: ``provider/model@design`` (DESIGN.md model_id convention).
 
     ``provider`` is litellm's provider prefix (``openai``, ``anthropic``, ``gemini``, ...); ``model`` the
-    provider's model name; ``design`` ``single`` or ``team`` (LiveMacroEval App. S.1).
+    provider's model name; ``design`` ``single``, ``team`` (LiveMacroEval App. S.1) or ``plugin`` (the
+    financial-analysis plug-in design of S.1/S.5: the model with data tools it calls).
     """
 
     provider: str
@@ -373,7 +375,9 @@ def web_search_params(spec: ModelSpec, config: LLMConfig,
                       window: tuple[datetime, datetime] | None = None) -> dict[str, Any]:
     """litellm keyword arguments that give ``spec`` its provider's hosted web search.
 
-    * ``openai`` (search models such as ``gpt-5-search-api``): ``web_search_options`` (Chat Completions);
+    * ``openai`` (search models such as ``gpt-5-search-api``): ``web_search_options`` (Chat Completions), only
+      for models litellm lists as taking it (a plain ``gpt-5`` has no hosted search in Chat Completions, and
+      search models take no function tools: the ``plugin`` design on OpenAI runs a non-search model);
     * ``anthropic``: the server tool ``{"type": "web_search_20250305", "name": "web_search", "max_uses": n}``;
     * ``gemini`` / ``vertex_ai``: Google Search grounding ``tools=[{"googleSearch": {}}]``; with ``window``
       (tz-aware start, end) the grounding is restricted to pages of that time range
@@ -385,6 +389,12 @@ def web_search_params(spec: ModelSpec, config: LLMConfig,
     """
     p = spec.provider
     if p in ("openai", "azure"):
+        try:
+            supported = litellm.get_supported_openai_params(model=spec.model, custom_llm_provider=p) or []
+        except Exception:  # an unknown model: send the option and let the provider answer
+            supported = ["web_search_options"]
+        if "web_search_options" not in supported:
+            return {}
         return {"web_search_options": {"search_context_size": config.search_context_size}}
     if p == "anthropic":
         return {"tools": [{"type": ANTHROPIC_WEB_SEARCH_TOOL, "name": "web_search", "max_uses": config.max_searches}]}
@@ -484,6 +494,7 @@ class CallResult:
     refusal: str | None = None
     citations: list[dict[str, str | None]] = field(default_factory=list)
     response: dict[str, Any] | None = None
+    tool_calls: list[dict[str, str]] = field(default_factory=list)  # [{"id", "name", "arguments" (JSON text)}]
 
     @property
     def ok(self) -> bool:
@@ -635,9 +646,13 @@ class LLMClient:
         web_search: bool = True,
         max_tokens: int | None = None,
         search_window: tuple[datetime, datetime] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> CallResult:
         """Call ``spec`` with ``messages`` (OpenAI chat format), retrying retryable failures.
 
+        ``tools``: function tools in OpenAI format (``{"type": "function", "function": {...}}``), added to the
+        provider's web-search tool; the function calls the model asks for come back in
+        ``CallResult.tool_calls`` (litellm translates every provider's tool-use blocks to this form).
         Each attempt waits for a concurrency slot and the model's RPM slot, then runs under a wall-clock
         limit of ``config.timeout_s``. ``max_tokens`` overrides ``config.max_tokens`` for this call (LEAF
         §4.1's 4,096-token forecasting budget); ``search_window`` restricts a provider search that supports
@@ -651,6 +666,8 @@ class LLMClient:
             raise ValueError(f"max_tokens={max_tokens!r}: must be an integer >= 1")
         msgs = [dict(m) for m in messages]
         kwargs = self.request_kwargs(spec, web_search, max_tokens, search_window)
+        if tools:
+            kwargs["tools"] = [*kwargs.get("tools", []), *(dict(t) for t in tools)]
         params_doc = {k: v for k, v in kwargs.items() if k not in ("api_base", "max_retries", "num_retries")}
         params_doc["api_base"] = _safe_url(kwargs.get("api_base"))
         call_id = uuid.uuid4().hex
@@ -715,6 +732,12 @@ class LLMClient:
             result.refusal = refusal if isinstance(refusal, str) and refusal.strip() else None
             result.citations = extract_citations(dump)
             result.response = dump
+            for tc in msg.get("tool_calls") or []:
+                fn = (tc or {}).get("function") or {}
+                if fn.get("name"):
+                    args = fn.get("arguments")
+                    result.tool_calls.append({"id": str(tc.get("id") or ""), "name": str(fn["name"]),
+                                              "arguments": args if isinstance(args, str) else json.dumps(args or {})})
         self.records.append(record)
         return result
 
@@ -755,7 +778,8 @@ LLM_CALLS = Table(
         col("run_id", "VARCHAR", "id shared by the calls of one unit of work (a nowcast: model x prompt group x hour, team = 3 calls; a retrieval: target x interval, one call per round)"),
         col("model_id", "VARCHAR", "provider/model@design", False),
         col("model", "VARCHAR", "litellm model string provider/model", False),
-        col("role", "VARCHAR", "single | researcher | verifier | orchestrator (LiveMacroEval App. S.1); retriever | checker | forecaster | rater (LEAF §3.2)", False),
+        col("role", "VARCHAR", "single | researcher | verifier | orchestrator (LiveMacroEval App. S.1) | analyst "
+            "(plug-in design, one row per tool round, S.5); retriever | checker | forecaster | rater (LEAF §3.2)", False),
         col("prompt_group", "VARCHAR", "macro: output_core | demand_sectoral (App. D); event: retrieval round, fact-check, forecast kind"),
         col("requested_at", "TIMESTAMPTZ", "first attempt started, UTC", False),
         col("completed_at", "TIMESTAMPTZ", "final answer or final failure, UTC", False),

@@ -31,8 +31,9 @@ def build_nowcasts(frame: pl.DataFrame) -> pl.DataFrame:
 
     ``frame`` must hold ``partition_key, model_id, indicator_id, reference_period, issued_at`` (tz-aware) and
     ``value``; any other ``nowcasts`` column it holds is kept, the missing ones become NULL, except
-    ``valid`` (default: ``value`` is not NULL), ``after_release`` (default False) and ``available_at``
-    (default = ``issued_at``). Raises :class:`ValueError` for a missing column, and
+    ``valid`` (default: ``value`` is not NULL), ``after_release`` (default False), ``answered_at`` (default =
+    ``issued_at``: the answer existed when it was issued, true of every producer that computes its value at
+    issue; LLM agents and recorded runs set their own) and ``available_at`` (default = ``issued_at``). Raises :class:`ValueError` for a missing column, and
     :class:`leaf_live.core.storage.StorageError` when a column does not cast to the table type.
     """
     require_columns(frame, _REQUIRED, "nowcast")
@@ -46,6 +47,8 @@ def build_nowcasts(frame: pl.DataFrame) -> pl.DataFrame:
         out = out.with_columns(pl.lit(False).alias("after_release"))
     if "available_at" not in out.columns:
         out = out.with_columns(pl.col("issued_at").alias("available_at"))
+    if "answered_at" not in out.columns:
+        out = out.with_columns(pl.col("issued_at").alias("answered_at"))
     for name, dtype in schema.items():
         if name not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=dtype).alias(name))

@@ -169,6 +169,9 @@ NOWCASTS = Table(
         _c("indicator_id", "VARCHAR", "catalog indicator id", False),
         _c("reference_period", "DATE", "first day of the target reference period", False),
         _c("issued_at", "TIMESTAMPTZ", "when the nowcast was issued, UTC", False),
+        _c("answered_at", "TIMESTAMPTZ", "when the answer existed, UTC: LLM rows = the final call's completion "
+           "(llm_calls.completed_at); recorded runs, which record no completion, = issued_at + the run interval (1 h, "
+           "conservative); others = issued_at. LiveBetting bets on an answer only from this time"),
         _c("value", "DOUBLE", "nowcast in the reporting unit (NULL when invalid)"),
         _c("valid", "BOOLEAN", "passed parsing, unit and guardrail checks", False),
         _c("invalid_reason", "VARCHAR", "why the row is invalid (NULL when valid)"),
@@ -263,6 +266,10 @@ MARKET_BETAS = Table(
         _c("window_end", "TIMESTAMPTZ", "last event used, UTC", False),
         _c("covid_excluded", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) were dropped (K.3)", False),
         _c("n_covid_dropped", "INTEGER", "events dropped by the COVID exclusion", False),
+        _c("sigma", "DOUBLE", "surprise scale sigma_i the fit's S = (A - C)/sigma_i were standardized by, reporting "
+           "unit (scores standardize with the same sigma); NULL on fits stored before it was recorded"),
+        _c("sigma_rule", "VARCHAR", "where sigma comes from: surprise_scales (the frozen 2010-01..2025-10 window, the "
+           "paper) | fit_window (estimated on the fit's own window: point in time)"),
         _c("settings", "JSON", "every estimator setting (tolerance, MAD constant, grid, folds, ...)", False),
         AVAILABLE_AT,
     ),
@@ -273,43 +280,75 @@ MARKET_BETAS = Table(
 LIVEMACRO_SCORES = Table(
     name="livemacro_scores",
     doc="LiveMacro Score family per model (LiveMacroEval §3.6, App. K, N, P, S): score (target r_g) or "
-    "consensus-relative score (target Q_g), kappa/phi, directional score, parametric-bootstrap and sampling "
-    "intervals, by scope (overall or theme) and horizon. The consensus scores exactly 0.",
+    "consensus-relative score (target Q_g), kappa/phi, directional score and intervals, by scope (overall or "
+    "theme) and horizon, computed on the model's OWN events (those where it has its own pre-release nowcast for "
+    "a released field of the scope; a release of such an event it does not nowcast takes the consensus, "
+    "S_hat = 0). The common_* columns rank the compared models on the events they all cover (the board's common "
+    "event set). Three intervals, each saying what it carries: boot_* = beta only (parametric, Eq. 12), event_* "
+    "= sampling of events (beta fixed), combined_* = both. The consensus scores exactly 0.",
     grain="one row per (model_id, fit_id, horizon, scope, target)",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model scored (nowcasts.model_id)", False),
         _c("fit_id", "VARCHAR", "market_betas fit used", False),
-        _c("horizon", "VARCHAR", "terminal | median_1d | median_3d | median_7d", False),
+        _c("fit_name", "VARCHAR", "market_beta_fits name of that fit in the evaluation mode (full | no_covid | "
+           "backtest | ...): filter on it to get one row per model"),
+        _c("horizon", "VARCHAR", "terminal | median_1d | median_3d | median_7d (the forecast standing then, carried "
+           "forward)", False),
         _c("scope", "VARCHAR", "overall | supply_production | demand_inflation | labor_market | housing", False),
         _c("target", "VARCHAR", "return (LiveMacro Score, Y = r_g) | shock (consensus-relative, Y = Q_g)", False),
-        _c("n_events", "INTEGER", "timestamp-group events scored", False),
-        _c("n_releases", "INTEGER", "field releases of the scope in those events", False),
-        _c("n_events_dropped", "INTEGER", "events dropped (no nowcast for a release, or no usable return)", False),
-        _c("n_events_own", "INTEGER", "scope events where the model has its own pre-release nowcast for a released "
-           "field; its other releases take the consensus (S_hat = 0)"),
-        _c("score", "DOUBLE", "(SS_cons - SS_model)/(SS_cons + SS_model), in [-1, 1] (Eq. 8/17)"),
+        _c("n_events", "INTEGER", "scoring events of the scope in the span with a usable return (the events the "
+           "model could be scored on)", False),
+        _c("n_releases", "INTEGER", "field releases of the scope in the scored (own) events", False),
+        _c("n_events_dropped", "INTEGER", "span events dropped for no usable announcement-window return", False),
+        _c("n_events_own", "INTEGER", "events of the scope where the model has its own pre-release nowcast for a "
+           "released field: the events every score, interval and LMD of the row is computed on"),
+        _c("n_releases_own", "INTEGER", "releases of the scope with the model's own nowcast in those events (the "
+           "others take the consensus, S_hat = 0); the themes' counts add up to the overall one"),
+        _c("score", "DOUBLE", "(SS_cons - SS_model)/(SS_cons + SS_model) on the own events, in [-1, 1] (Eq. 8/17)"),
         _c("ss_model", "DOUBLE", "sum (Y - Q_hat)^2"),
         _c("ss_cons", "DOUBLE", "sum Y^2 (consensus predicts 0)"),
         _c("kappa", "DOUBLE", "position size sqrt(sum Q_hat^2 / sum Y^2) (Eq. 18)"),
         _c("phi", "DOUBLE", "directional alignment, uncentered corr(Q_hat, Y) (Eq. 18; NULL when Q_hat = 0)"),
-        _c("lmd", "DOUBLE", "directional score: |Y|-weighted sign hit rate (Eq. 14)"),
-        _c("boot_draws", "INTEGER", "parametric bootstrap draws B (Eq. 12; NULL if not run)"),
-        _c("boot_seed", "BIGINT", "seed of the standard-normal draws"),
-        _c("boot_ci90_lo", "DOUBLE", "5th percentile of the bootstrap scores"),
-        _c("boot_ci90_hi", "DOUBLE", "95th percentile"),
-        _c("boot_ci95_lo", "DOUBLE", "2.5th percentile"),
-        _c("boot_ci95_hi", "DOUBLE", "97.5th percentile"),
-        _c("p_le_zero", "DOUBLE", "share of draws with score <= 0 (one-sided p of beating the consensus)"),
-        _c("p_ge_zero", "DOUBLE", "share of draws with score >= 0 (one-sided p of trailing the consensus)"),
-        _c("lmd_ci90_lo", "DOUBLE", "5th percentile of the bootstrap directional scores"),
-        _c("lmd_ci90_hi", "DOUBLE", "95th percentile of the bootstrap directional scores"),
-        _c("sampling_k", "INTEGER", "pre-release nowcasts per release used as samples (K.3; NULL if not run)"),
-        _c("sampling_mean", "DOUBLE", "mean score over the k samples"),
+        _c("lmd", "DOUBLE", "directional score: |Y|-weighted sign hit rate (Eq. 14) on the 0.5 coin-flip scale (a "
+           "zero predicted return, no view, counts half)"),
+        _c("boot_draws", "INTEGER", "bootstrap draws B (Eq. 12; NULL if not run)"),
+        _c("boot_seed", "BIGINT", "seed of the standard-normal draws and the event resamples"),
+        _c("boot_ci90_lo", "DOUBLE", "beta-only (parametric) interval: 5th percentile of the scores over beta draws"),
+        _c("boot_ci90_hi", "DOUBLE", "beta-only: 95th percentile"),
+        _c("boot_ci95_lo", "DOUBLE", "beta-only: 2.5th percentile"),
+        _c("boot_ci95_hi", "DOUBLE", "beta-only: 97.5th percentile"),
+        _c("p_le_zero", "DOUBLE", "share of beta draws with score <= 0 (one-sided p of beating the consensus)"),
+        _c("p_ge_zero", "DOUBLE", "share of beta draws with score >= 0 (one-sided p of trailing the consensus)"),
+        _c("lmd_ci90_lo", "DOUBLE", "5th percentile of the directional score over beta draws"),
+        _c("lmd_ci90_hi", "DOUBLE", "95th percentile of the directional score over beta draws"),
+        _c("event_ci90_lo", "DOUBLE", "event-bootstrap interval (own events resampled, beta fixed): 5th percentile "
+           "(NULL below the minimum event count)"),
+        _c("event_ci90_hi", "DOUBLE", "event bootstrap: 95th percentile"),
+        _c("event_ci95_lo", "DOUBLE", "event bootstrap: 2.5th percentile"),
+        _c("event_ci95_hi", "DOUBLE", "event bootstrap: 97.5th percentile"),
+        _c("combined_ci90_lo", "DOUBLE", "combined interval (beta draw b on event resample b): 5th percentile "
+           "(NULL below the minimum event count)"),
+        _c("combined_ci90_hi", "DOUBLE", "combined: 95th percentile"),
+        _c("combined_ci95_lo", "DOUBLE", "combined: 2.5th percentile"),
+        _c("combined_ci95_hi", "DOUBLE", "combined: 97.5th percentile"),
+        _c("min_events", "INTEGER", "fewest events an event-resampling interval (event, combined, paired) is given for"),
+        _c("sampling_k", "INTEGER", "K.3 samples per release: the forecast standing 0..k-1 hours before it (NULL if "
+           "not run)"),
+        _c("sampling_mean", "DOUBLE", "mean score over the k samples (same own events)"),
         _c("sampling_ci95_lo", "DOUBLE", "Student-t 95% interval, lower"),
         _c("sampling_ci95_hi", "DOUBLE", "Student-t 95% interval, upper"),
-        _c("window_start", "TIMESTAMPTZ", "first scored event, UTC"),
-        _c("window_end", "TIMESTAMPTZ", "last scored event, UTC"),
+        _c("n_events_common", "INTEGER", "size of the board's common event set: events where every compared model "
+           "has its own nowcast (NULL: the model is not compared on this board)"),
+        _c("n_models_common", "INTEGER", "models compared on the common event set (the consensus included)"),
+        _c("common_rank", "INTEGER", "rank by common_score among the compared models (1 = best; ties share a rank)"),
+        _c("common_score", "DOUBLE", "score on the common event set"),
+        _c("common_lmd", "DOUBLE", "directional score on the common event set (0.5 = coin flip)"),
+        _c("common_ci90_lo", "DOUBLE", "combined 90% interval (beta draws x event resampling) on the common set, "
+           "lower (NULL below the minimum event count)"),
+        _c("common_ci90_hi", "DOUBLE", "combined 90% interval on the common set, upper"),
+        _c("window_start", "TIMESTAMPTZ", "first scored (own) event, UTC"),
+        _c("window_end", "TIMESTAMPTZ", "last scored (own) event, UTC"),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
@@ -319,14 +358,16 @@ LIVEMACRO_SCORES = Table(
 SCORE_DECOMPOSITIONS = Table(
     name="score_decompositions",
     doc="Decompositions and diagnostics of the LiveMacro Score, long format: exact Shapley contributions per "
-    "indicator (App. M, sum = score), sizing discipline (S.4), aggregator shares (K.4 / Table 11), paired "
-    "event-bootstrap differences between two models (S.2).",
+    "indicator (App. M, sum = the model's own-coverage score), sizing discipline (S.4), aggregator shares (K.4 / "
+    "Table 11), paired event-bootstrap differences between two models on the events both nowcast themselves (S.2; "
+    "no interval below min_events shared events), and each mode's event coverage.",
     grain="one row per (model_id, comparator_model_id, fit_id, horizon, scope, target, decomposition, indicator_id, metric)",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model (or 'pooled' for cross-model aggregates)", False),
         _c("comparator_model_id", "VARCHAR", "second model of a paired comparison (NULL otherwise)"),
         _c("fit_id", "VARCHAR", "market_betas fit used"),
+        _c("fit_name", "VARCHAR", "market_beta_fits name of that fit in the evaluation mode (NULL where no fit is used)"),
         _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
         _c("scope", "VARCHAR", "overall | theme", False),
         _c("target", "VARCHAR", "return | shock (NULL where not score-based)"),
@@ -335,8 +376,10 @@ SCORE_DECOMPOSITIONS = Table(
         _c("indicator_id", "VARCHAR", "indicator the value belongs to (NULL for model-level metrics)"),
         _c("metric", "VARCHAR", "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | "
            "mean_abs_s | n_field_events | raw_error_share | relative_error_share | economic_weight | delta | "
-           "ci95_lo | ci95_hi | n_events | mean_abs_rel_error | n_release_timestamps | n_releases | "
-           "n_releases_no_consensus | n_timestamps_no_consensus | n_events_no_usable_window | n_events_scored", False),
+           "ci95_lo | ci95_hi (paired: absent with fewer shared events than min_events) | n_events | min_events | "
+           "mean_abs_rel_error | n_release_timestamps | n_releases | n_releases_no_consensus | "
+           "n_timestamps_no_consensus | n_timestamps_merged (joined an overlapping window's event) | n_events | "
+           "n_events_no_usable_window | n_events_scored", False),
         _c("value", "DOUBLE", "the number (score points, shares in %, counts)"),
         AVAILABLE_AT,
     ),
@@ -368,19 +411,25 @@ RELATIVE_ERRORS = Table(
 LIVEBETTING_SCORES = Table(
     name="livebetting_scores",
     doc="LiveBetting Score (LiveMacroEval App. L Eq. 13, Table 13): $1 hourly bets on the bucket holding the "
-    "model's latest nowcast, per market window and segment, with the profit decomposition and every "
-    "excluded hour counted by reason.",
-    grain="one row per (model_id, market_id, segment); segment 'total' = the whole window",
+    "model's latest nowcast whose answer existed by the hour, inside the prediction window (from its opening to "
+    "the release), per market and segment, with the profit decomposition and every excluded hour counted by "
+    "reason. hours = 'window': every price hour of the window; 'common': only the hours on which every compared "
+    "model of the market bets (like with like).",
+    grain="one row per (model_id, market_id, hours, segment); segment 'total' = the whole window",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model", False),
         _c("market_id", "VARCHAR", "prediction market (prediction_market_prices.market_id)", False),
+        _c("hours", "VARCHAR", "window (every price hour in [window_opens_at, release_at)) | common (the hours every "
+           "compared model bets on)", False),
+        _c("window_opens_at", "TIMESTAMPTZ", "prediction window opening (nowcast_windows.opens_at), UTC: no bet before it"),
+        _c("n_models_common", "INTEGER", "models compared on the common hours (NULL on window rows)"),
         _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
         _c("reference_period", "DATE", "reference period the market resolves on", False),
         _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (bets strictly before it)", False),
         _c("winning_bucket", "VARCHAR", "bucket label holding the released value", False),
         _c("segment", "VARCHAR", "segment label (e.g. a target month) or 'total'", False),
-        _c("n_hours", "INTEGER", "price hours before the release in the segment", False),
+        _c("n_hours", "INTEGER", "price hours of the segment inside the window (common rows: common hours)", False),
         _c("n_bets", "INTEGER", "$1 bets placed", False),
         _c("n_wins", "INTEGER", "bets on the winning bucket", False),
         _c("win_rate", "DOUBLE", "n_wins / n_bets"),
@@ -388,29 +437,31 @@ LIVEBETTING_SCORES = Table(
         _c("segment_return", "DOUBLE", "profit / n_bets of the segment"),
         _c("final_return", "DOUBLE", "Eq. 13 over the whole window: total profit / all bets"),
         _c("return_if_segment_zero", "DOUBLE", "final return had this segment made zero profit (NULL for total)"),
-        _c("n_no_nowcast", "INTEGER", "hours excluded: no nowcast issued yet", False),
+        _c("n_no_nowcast", "INTEGER", "hours excluded: no answer known yet (none issued, or not yet answered)", False),
         _c("n_no_bucket", "INTEGER", "hours excluded: nowcast in no bucket", False),
         _c("n_missing_price", "INTEGER", "hours excluded: bucket price missing", False),
         _c("n_zero_price", "INTEGER", "hours excluded: bucket price 0 (would divide by zero)", False),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
-    primary_key=("partition_key", "model_id", "market_id", "segment"),
+    primary_key=("partition_key", "model_id", "market_id", "hours", "segment"),
 )
 
 LIVEBETTING_BETS = Table(
     name="livebetting_bets",
-    doc="The hour-by-hour bet stream behind livebetting_scores (App. L): one row per price hour before the "
-    "release, the bet placed or the reason none was, and the cumulative return curve.",
+    doc="The hour-by-hour bet stream behind livebetting_scores (App. L): one row per price hour of the prediction "
+    "window (opening to release), the bet placed or the reason none was, and the cumulative return curve.",
     grain="one row per (model_id, market_id, bet_at)",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model", False),
         _c("market_id", "VARCHAR", "prediction market", False),
-        _c("bet_at", "TIMESTAMPTZ", "price hour, UTC (strictly before the release)", False),
+        _c("bet_at", "TIMESTAMPTZ", "price hour, UTC (at or after the window opens, strictly before the release)", False),
         _c("segment", "VARCHAR", "segment label", False),
-        _c("nowcast", "DOUBLE", "latest valid nowcast issued at or before bet_at, reporting unit"),
+        _c("nowcast", "DOUBLE", "latest valid pre-release nowcast whose answer was known at bet_at, reporting unit"),
         _c("nowcast_issued_at", "TIMESTAMPTZ", "when that nowcast was issued, UTC"),
+        _c("nowcast_known_at", "TIMESTAMPTZ", "when its answer existed (nowcasts.answered_at; the consensus: its known "
+           "time, see livebetting_scores), UTC; <= bet_at"),
         _c("bucket", "VARCHAR", "bucket label holding the nowcast"),
         _c("price", "DOUBLE", "that bucket's YES price at bet_at"),
         _c("status", "VARCHAR", "bet | no_nowcast | no_bucket | missing_price | zero_price", False),
@@ -420,6 +471,7 @@ LIVEBETTING_BETS = Table(
         _c("cum_bets", "INTEGER", "bets placed up to and including bet_at", False),
         _c("cum_profit", "DOUBLE", "cumulative profit, dollars", False),
         _c("cum_return", "DOUBLE", "cum_profit / cum_bets (Eq. 13 so far; NULL before the first bet)"),
+        _c("common_hour", "BOOLEAN", "every compared model of the market bets this hour (the common-hours board)"),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),

@@ -70,7 +70,7 @@ def test_dbt_models_are_assets_downstream_of_the_writers_of_their_tables():
     assert parents == {
         "stg_releases": ["indicator_catalog", "releases"],
         "stg_models": ["arima_nowcasts", "comparator_nowcasts", "llm_nowcasts", "recorded_nowcasts"],
-        "leaderboard": ["livemacro_scores", "market_betas", "stg_models"],  # market_beta_fits: written by market_betas
+        "leaderboard": ["livemacro_scores", "stg_models"],  # the fit's name is on every score row
     }
     for m, ps in parents.items():
         node = graph.get(AssetKey(m))
@@ -109,18 +109,22 @@ def test_dbt_build_ran_in_the_main_job_and_every_dbt_test_passed(main_run):
         inst.dispose()
 
 
-def test_the_leaderboard_mart_ranks_livemacro_scores(mart):
+def test_the_leaderboard_mart_ranks_on_the_common_event_set(mart):
     board = pl.from_arrow(mart.sql("SELECT * FROM leaderboard").to_arrow_table())
     scores = storage.read_table(mart, "livemacro_scores")
-    assert board.height == scores.height == 600
+    assert board.height == scores.height > 500
     grain = ["leaderboard", "fit_id", "horizon", "scope", "target"]
-    # rank = 1 + models with a strictly higher score on the same board (ties share a rank: many models score
-    # exactly 0 where they have no nowcast of their own)
-    want = (scores.rename({"partition_key": "leaderboard"})
-            .with_columns(pl.col("score").rank("min", descending=True).over(grain).cast(pl.Int64).alias("rank"))
-            .select(*grain, "model_id", "score", "rank").sort(*grain, "model_id"))
-    assert board.select(*grain, "model_id", "score", "rank").sort(*grain, "model_id").equals(want)
-    assert board.filter(pl.col("rank") == 1).height > board.select(grain).unique().height  # ties are real
+    # rank = 1 + compared models with a strictly higher score on the board's common event set (ties share a
+    # rank); a model not compared on that board (too few events in common) has no rank
+    compared = scores.filter(pl.col("common_rank").is_not_null()).rename({"partition_key": "leaderboard"})
+    want = (compared.with_columns(pl.col("common_score").rank("min", descending=True).over(grain).cast(pl.Int32)
+                                  .alias("rank"))
+            .select(*grain, "model_id", "rank").sort(*grain, "model_id"))
+    got = board.filter(pl.col("rank").is_not_null()).select(*grain, "model_id", "rank").sort(*grain, "model_id")
+    assert got.equals(want) and got.height > 0
+    assert board.filter(pl.col("rank").is_null())["n_events_common"].null_count() == board.filter(pl.col("rank").is_null()).height
+    # every compared model of a board is scored on the same number of events
+    assert (compared.group_by(grain).agg(pl.col("n_events_common").n_unique())["n_events_common"] == 1).all()
     fits = dict(mart.execute("SELECT fit_id, fit_name FROM market_beta_fits").fetchall())
     assert board.select(pl.col("fit_id").replace_strict(fits) == pl.col("fit_name")).to_series().all()
     assert set(board.filter(pl.col("leaderboard") == "backtest")["fit_name"]) == {"backtest"}

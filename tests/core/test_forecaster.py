@@ -23,7 +23,8 @@ class _Const:
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
         return tasks.select(
             pl.lit(None, pl.Utf8).alias("producer"), "partition_key", pl.lit(self.model_id).alias("model_id"),
-            "indicator_id", "reference_period", "issued_at", pl.lit(self.value).alias("value"), pl.lit(True).alias("valid"),
+            "indicator_id", "reference_period", "issued_at", pl.col("issued_at").alias("answered_at"),
+            pl.lit(self.value).alias("value"), pl.lit(True).alias("valid"),
             pl.lit(None, pl.Utf8).alias("invalid_reason"), pl.lit(False).alias("after_release"),
             *[pl.lit(None, pl.Utf8).alias(c) for c in ("source_variable", "rationale", "citations", "prompt_hash", "raw_response_id")],
             *[pl.lit(None, pl.Int32).alias(c) for c in ("prompt_tokens", "completion_tokens")],

@@ -1,14 +1,17 @@
-"""LLM nowcast agents: the ``single`` design and the ``team`` design, one hour of nowcasts at a time.
+"""LLM nowcast agents: the ``single``, ``team`` and ``plugin`` designs, one hour of nowcasts at a time.
 
 Sources: LiveMacroEval §3.4 (agents nowcast hourly with web search inside the window), App. D (two calls
 per model and hour, one per prompt group), App. S.1 (multi-agent team: an orchestrator delegates to a
 researcher, which gathers a first-pass value and sources for every indicator, and to an independent
-verifier, which re-derives and cross-checks each number; the orchestrator reconciles the two).
+verifier, which re-derives and cross-checks each number; the orchestrator reconciles the two; and the
+tool-augmented agent: the base model with a financial-analysis plug-in, here the point-in-time data tools of
+:mod:`leaf_live.macro.agents.plugin`, S.5).
 
 Both designs use the one call path (:class:`leaf_live.core.llm.LLMClient`) and the one parser
 (:mod:`leaf_live.macro.agents.parsing`). Nothing raised by a provider or a bad answer escapes: failures become
 invalid ``nowcasts`` rows with a reason and failed ``llm_calls`` rows. Besides the parser's codes, the
-team adds ``team_failed`` (neither sub-agent produced a usable answer, so the orchestrator is not asked).
+team adds ``team_failed`` (neither sub-agent produced a usable answer, so the orchestrator is not asked) and
+the plug-in ``plugin_no_answer`` (still calling tools after the last allowed round).
 
 Point in time: a row's ``issued_at`` is when the answer that produced it arrived (the final call's
 completion time, UTC), never the scheduled hour, so an answer that arrives after a release is flagged
@@ -45,6 +48,7 @@ from leaf_live.macro.agents.parsing import (
     parse_nowcast_answer,
     report_for_orchestrator,
 )
+from leaf_live.macro.agents.plugin import FinancialDataPlugin, no_answer, plugin_messages, plugin_round_trip
 from leaf_live.macro.agents.prompts import nowcast_messages, orchestrator_messages, resolve_reference_periods
 from leaf_live.macro.catalog import PROMPT_GROUPS, indicators_in_group
 from leaf_live.core.storage import empty_frame
@@ -140,6 +144,7 @@ def _rows(
         model_id=spec.model_id,
         partition_key=partition_key,
         issued_at=final.record.completed_at,
+        answered_at=final.record.completed_at,
         reference_periods=target.reference_periods,
         release_times=target.release_times,
         citations=urls,
@@ -205,13 +210,39 @@ async def nowcast_team(
     return _rows(_parse(orch, group), spec, target, partition_key, orch, [researcher, verifier, orch])
 
 
-async def nowcast_targets(
-    client: LLMClient, spec: ModelSpec, targets: Sequence[GroupTarget], partition_key: str
+async def nowcast_plugin(
+    client: LLMClient, spec: ModelSpec, target: GroupTarget, partition_key: str, plugin: FinancialDataPlugin
 ) -> pl.DataFrame:
-    """One model's nowcasts for every prompt group of ``targets``, concurrently (single or team design by
-    ``spec.design``); ``partition_key`` names the slice the rows belong to."""
+    """Tool-augmented agent (App. S.1, S.5) for one prompt group -> its ``nowcasts`` rows.
+
+    The App. D messages plus the plug-in's rules; the model may call the plug-in's point-in-time data tools
+    (:func:`leaf_live.macro.agents.plugin.plugin_round_trip`, one ``llm_calls`` row per round, role
+    ``analyst``) and then answers in the strict format, parsed by the one parser. Rows carry the final round's
+    call id, prompt hash and completion time and the summed tokens and cost of every round; without a final
+    answer every row is invalid with ``plugin_no_answer``.
+    """
+    msgs = plugin_messages(target.group, target.target_month, target.release_month, target.reference_periods)
+    results, reason = await plugin_round_trip(client, spec, plugin, msgs, target.reference_periods,
+                                              prompt_group=target.group)
+    final = results[-1]
+    parsed = no_answer(target.group, list(target.reference_periods), reason) if reason else _parse(final, target.group)
+    return _rows(parsed, spec, target, partition_key, final, results)
+
+
+async def nowcast_targets(
+    client: LLMClient, spec: ModelSpec, targets: Sequence[GroupTarget], partition_key: str,
+    plugin: FinancialDataPlugin | None = None,
+) -> pl.DataFrame:
+    """One model's nowcasts for every prompt group of ``targets``, concurrently (single, team or plugin
+    design by ``spec.design``; the plugin design needs ``plugin``); ``partition_key`` names the slice the rows
+    belong to. Raises ``ValueError`` for a plugin model without a plug-in (before any call)."""
     if not targets:
         return empty_frame("nowcasts")
+    if spec.design == "plugin":
+        if plugin is None:
+            raise ValueError(f"{spec.model_id}: the plugin design needs the financial-data plug-in (plugin=...)")
+        frames = await asyncio.gather(*(nowcast_plugin(client, spec, t, partition_key, plugin) for t in targets))
+        return pl.concat(frames, how="vertical")
     run = nowcast_team if spec.design == "team" else nowcast_single
     frames = await asyncio.gather(*(run(client, spec, t, partition_key) for t in targets))
     return pl.concat(frames, how="vertical")
@@ -239,14 +270,16 @@ class LLMNowcaster:
     and returns their ``nowcasts`` rows in slice ``partition_key`` (invalid answers are rows with a reason;
     every call lands in ``client.records``)."""
 
-    def __init__(self, spec: ModelSpec, client: LLMClient, *, partition_key: str) -> None:
+    def __init__(self, spec: ModelSpec, client: LLMClient, *, partition_key: str,
+                 plugin: FinancialDataPlugin | None = None) -> None:
         self.spec = spec
         self.model_id = spec.model_id
         self.client = client
         self.partition_key = partition_key
+        self.plugin = plugin
 
     async def aforecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
-        return await nowcast_targets(self.client, self.spec, window_targets(tasks), self.partition_key)
+        return await nowcast_targets(self.client, self.spec, window_targets(tasks), self.partition_key, self.plugin)
 
 
 async def run_nowcast_hour(
@@ -257,6 +290,7 @@ async def run_nowcast_hour(
     config: LLMConfig | None = None,
     client: LLMClient | None = None,
     clock: Callable[[], datetime] = utc_now,
+    plugin: FinancialDataPlugin | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One hour of LLM nowcasts: every model x every prompt group, fanned out concurrently.
 
@@ -266,7 +300,8 @@ async def run_nowcast_hour(
 
     Returns ``(nowcasts, llm_calls)`` frames conforming to the two tables (``producer`` NULL: the writer
     stamps it): one ``nowcasts`` row per model, group and indicator (16 per model for both groups; invalid
-    rows keep their reason) and one ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``).
+    rows keep their reason) and one ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``, one
+    per tool round for ``plugin``, whose models need the financial-data ``plugin``).
     With no models both frames are empty (the caller reports :data:`leaf_live.core.llm.NO_MODELS_MESSAGE`).
     Raises ``ValueError`` only for bad arguments (neither ``config`` nor ``client``, a group listed twice),
     before any call is made.
@@ -278,11 +313,13 @@ async def run_nowcast_hour(
         raise ValueError("run_nowcast_hour: pass config= (or the run's client=)")
     config = config or client.config
     models = list(config.models if models is None else models)
+    if plugin is None and any(m.design == "plugin" for m in models):
+        raise ValueError("run_nowcast_hour: a plugin-design model needs the financial-data plug-in (plugin=...)")
     if not models or not targets:
         return empty_frame("nowcasts"), empty_frame("llm_calls")
     client = client or LLMClient(config, clock=clock)
     start = len(client.records)
-    frames = await asyncio.gather(*(nowcast_targets(client, spec, targets, partition_key) for spec in models))
+    frames = await asyncio.gather(*(nowcast_targets(client, spec, targets, partition_key, plugin) for spec in models))
     nowcasts = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
     calls = llm_calls_frame(client.records[start:], partition_key)
     return nowcasts, calls
@@ -294,6 +331,6 @@ def run_nowcast_hour_sync(targets: Sequence[GroupTarget], **kwargs: Any) -> tupl
 
 
 __all__ = [
-    "GroupTarget", "LLMNowcaster", "hour_targets", "nowcast_single", "nowcast_targets", "nowcast_team",
+    "GroupTarget", "LLMNowcaster", "hour_targets", "nowcast_plugin", "nowcast_single", "nowcast_targets", "nowcast_team",
     "run_nowcast_hour", "run_nowcast_hour_sync", "window_targets",
 ]

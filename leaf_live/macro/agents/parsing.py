@@ -274,6 +274,7 @@ def nowcast_rows(
     issued_at: datetime,
     reference_periods: Mapping[str, date],
     release_times: Mapping[str, datetime | None] | None = None,
+    answered_at: datetime | None = None,
     citations: Iterable[str] = (),
     prompt_hash: str | None = None,
     raw_response_id: str | None = None,
@@ -283,7 +284,8 @@ def nowcast_rows(
 ) -> pl.DataFrame:
     """Rows of the ``nowcasts`` table (``producer`` NULL: the writer stamps it) for one parsed answer.
 
-    ``issued_at`` must be timezone-aware (UTC); ``available_at`` = ``issued_at``. ``after_release`` is
+    ``issued_at`` must be timezone-aware (UTC); ``available_at`` = ``issued_at``; ``answered_at`` = when the
+    answer arrived (the final call's completion; default ``issued_at``). ``after_release`` is
     ``issued_at >= release_times[indicator]`` (:func:`leaf_live.core.pit.flag_at_or_after`; False when the
     release time is not given). ``citations``
     are response-level URLs, merged with each variable's own ``sources`` into a JSON list.
@@ -310,6 +312,7 @@ def nowcast_rows(
                 "indicator_id": iid,
                 "reference_period": reference_periods[iid],
                 "issued_at": issued_at,
+                "answered_at": answered_at or issued_at,
                 "value": v.value,
                 "valid": v.valid,
                 "invalid_reason": v.invalid_reason,

@@ -365,6 +365,8 @@ class MarketBetaFit:
     n_covid_dropped: int
     settings: dict = field(default_factory=dict)
     cv: CVResult | None = None
+    sigma: np.ndarray | None = None  # (p,) sigma_i the design's S were standardized by (reporting unit)
+    sigma_rule: str | None = None  # surprise_scales | fit_window
 
 
 def _fit_id(X: np.ndarray, r: np.ndarray, t: np.ndarray, ids: Sequence[str], settings: dict) -> str:

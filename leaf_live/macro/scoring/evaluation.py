@@ -6,39 +6,49 @@ An :class:`EvaluationMode` names a span of release months (America/New_York, the
 modes ship as defaults:
 
 * ``backtest`` (:data:`BACKTEST`): releases 2018-01 .. 2025-10, where announcement-window returns exist,
-  scored with the ``backtest`` fit (events up to the fit cutoff 2017-12, lambda by CV on that sample);
+  scored with the ``backtest`` fit (events up to the fit cutoff 2017-12, lambda by CV on that sample and, by
+  default, sigma_i estimated on that window too: point in time; the paper's full-sample sigma is the
+  replication option, see ``assets.macro_scoring.FitWindow.sigma``);
 * ``live`` (:data:`LIVE`): releases from 2025-11 on, with the full-sample fit (Table 9) and the COVID-excluded
   refit (K.3).
 
 Rules (the same for every model, the consensus included):
 
 * point in time: only valid nowcasts issued strictly before the release are used (``livemacro``
-  selection; the caller passes rows with ``after_release = false``);
-* a model that nowcasts only some indicators takes the consensus for the others: ``S_hat = 0`` for those
-  releases (``live_design(missing="consensus")``); ``n_events_own`` counts the events where the model has
-  its own nowcast for a released field of the scope, so a score built mostly from consensus fill is visible;
+  selection; the caller passes rows with ``after_release = false``); a forecast is a step function of time,
+  the latest nowcast carried forward, at every horizon;
+* scoring events: releases sharing a timestamp form one event (App. K.1) and, for scoring, releases whose
+  announcement windows overlap are one event too (:func:`leaf_live.macro.scoring.surprises.overlapping_event_groups`:
+  the catch-up releases stamped a minute apart). The beta fit keeps the replication design, one event per
+  timestamp (Table 9). ``EvaluationMode.merge_overlapping=False`` scores on the replication events;
+* own coverage: every model is scored on its own events (``livemacro.own_subset``): the events where it has
+  its own nowcast for at least one released field of the scope. Inside such an event, a release it does not
+  nowcast takes the consensus (``S_hat = 0``): the event's return answers every release in it, so the model's
+  predicted return is built from the fields it forecasts. Events it does not nowcast at all are not its
+  events: filling them with the consensus would pull every score toward 0 and rank models by coverage;
+* the board compares like with like: per horizon, scope and target the compared models are scored on their
+  common event set (``livemacro.common_event_set``: the intersection of their own events, at least
+  ``min_events`` of them; the consensus covers every event) and ranked there (``common_*`` columns);
+* intervals say what they carry: beta only (Eq. 12), the sampling of events (event bootstrap) and both
+  (combined); event-resampling intervals and paired comparisons need ``min_events`` events, else none is given;
 * a nowcast targets the first release of its (indicator, reference period); a later release of the same
-  period (the panel's pre-2014 GDP second/third estimates) takes ``S_hat = 0``;
+  period (the panel's pre-2014 GDP second/third estimates) takes ``S_hat = 0`` and is not the model's own;
 * releases without a consensus carry no surprise (no event when a timestamp has none); events whose
   announcement window is unusable are dropped from the return target and counted
   (:func:`event_coverage`), never silently;
 * the betas must be frozen before the span: a fit whose last event is at or after the span's first
-  release raises :class:`~leaf_live.macro.scoring.livemacro.ScoringError`.
+  release raises :class:`~leaf_live.macro.scoring.livemacro.ScoringError`; each fit standardizes with the
+  sigma_i it was estimated with (``MarketBetaFit.sigma``; the stored surprises are rescaled to it).
 
-Horizons ``median_<k>d`` compare the within-day median nowcast with the final consensus: the calendar
+Horizons ``median_<k>d`` compare the within-day median standing forecast with the final consensus: the calendar
 sources hold only the terminal consensus, not its cumulative-median path (K.3 uses the consensus standing
 at the end of that day), so the consensus side of those horizons is the terminal one.
-
-The surprise scales sigma_i are the frozen 2010-01 .. 2025-10 ones (``surprise_scales``) in every mode. In
-the backtest this does not look ahead in any way that matters: the score depends on beta_i / sigma_i, and a
-fit on surprises scaled by another constant gives the same beta_i / sigma_i up to the ridge penalty's
-(CV-chosen) shrinkage.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import combinations
 from typing import Mapping
 
@@ -46,14 +56,17 @@ import numpy as np
 import polars as pl
 
 from leaf_live.core import storage
-from leaf_live.core.pit import check_month, first_per_period, is_first_per_period
+from leaf_live.core.pit import ET, as_of_join, check_month, first_per_period, is_first_per_period
 from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring import relative_error as RE
+from leaf_live.macro.scoring import surprises as SU
 from leaf_live.macro.scoring.betas import MarketBetaFit
 from leaf_live.macro.scoring.frames import (
     ALL_SCOPES,
+    MIN_EVENTS,
     aggregator_frame,
+    common_scores,
     livemacro_scores_frame,
     paired_frame,
     relative_errors_frame,
@@ -80,6 +93,8 @@ class EvaluationMode:
     release present. ``fits``: ``market_beta_fits`` names, the first one the headline (decompositions, paired
     tests, aggregator shares use it). ``horizons``: ``terminal`` and/or ``median_<k>d`` (K.3). ``targets``:
     ``return`` (LiveMacro Score, Y = r_g) and/or ``shock`` (consensus-relative score, Y = Q_g, S.1).
+    ``merge_overlapping``: score releases whose announcement windows overlap as one event (default). ``compare``:
+    the models of the common-events board (empty = chosen greedily, see ``livemacro.common_event_set``).
     Raises :class:`ScoringError` for a malformed month, an empty fit list or an unknown horizon/target.
     """
 
@@ -89,6 +104,8 @@ class EvaluationMode:
     fits: tuple[str, ...] = ("full",)
     horizons: tuple[str, ...] = ("terminal",)
     targets: tuple[str, ...] = TARGETS
+    merge_overlapping: bool = True
+    compare: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -132,26 +149,53 @@ class ModeResult:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def event_coverage(releases: pl.DataFrame, events: pl.DataFrame) -> dict[str, int]:
+def event_coverage(releases: pl.DataFrame, events: pl.DataFrame, scoring_events: pl.DataFrame | None = None) -> dict[str, int]:
     """Counts that say what the span could and could not score.
 
-    ``releases``: the span's ``releases`` rows; ``events``: its ``surprise_events`` rows. Returns
+    ``releases``: the span's ``releases`` rows; ``events``: its ``surprise_events`` rows; ``scoring_events``:
+    the events scored (``event_at``, ``event_r_g`` one row per event; default: ``events`` themselves). Returns
     ``n_release_timestamps`` (distinct release times), ``n_releases``, ``n_releases_no_consensus`` (no
     surprise: not scored), ``n_timestamps_no_consensus`` (every release of the timestamp lacks a consensus:
-    no event), ``n_events`` (timestamp-group events), ``n_events_no_usable_window`` (no announcement-window
-    return: dropped from the return target) and ``n_events_scored`` (events with a usable return).
+    no surprise event), ``n_timestamps_merged`` (surprise events that joined an earlier one's overlapping
+    announcement window), ``n_events`` (scoring events), ``n_events_no_usable_window`` (no
+    announcement-window return: dropped from the return target) and ``n_events_scored``.
     """
     n_ts = releases["release_at"].n_unique()
-    no_window = int(events.filter(pl.col("r_g").is_null() | pl.col("r_g").is_nan()).height)
+    if scoring_events is None:
+        scoring_events = events.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g"))
+    n_ev = scoring_events.height
+    no_window = int(scoring_events.filter(pl.col("event_r_g").is_null() | pl.col("event_r_g").is_nan()).height)
     return {
         "n_release_timestamps": n_ts,
         "n_releases": releases.height,
         "n_releases_no_consensus": int(releases["consensus"].null_count()),
         "n_timestamps_no_consensus": n_ts - events.height,
-        "n_events": events.height,
+        "n_timestamps_merged": events.height - n_ev,
+        "n_events": n_ev,
         "n_events_no_usable_window": no_window,
-        "n_events_scored": events.height - no_window,
+        "n_events_scored": n_ev - no_window,
     }
+
+
+def scoring_events(events: pl.DataFrame, returns: pl.DataFrame | None, *, merge: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(event_map, event_returns)`` for the span's ``surprise_events`` rows: ``event_map`` (``release_at`` ->
+    ``event_at``) and one return per scoring event (``release_at`` = event time, ``r_g``). With ``merge``,
+    releases whose announcement windows overlap are one event (``returns`` = the ``announcement_returns`` rows
+    of the span, needed for the union windows); else each timestamp is its event (the replication design).
+    Raises :class:`ScoringError` when merging without ``returns`` or an event has no returns row."""
+    t = events.select(pl.col("release_at").dt.convert_time_zone("UTC"))
+    if not merge:
+        em = t.with_columns(pl.col("release_at").alias("event_at"))
+        return em, events.select(pl.col("release_at").dt.convert_time_zone("UTC"), "r_g")
+    if returns is None:
+        raise L.ScoringError("merging overlapping announcement windows needs the announcement_returns rows")
+    groups = SU.overlapping_event_groups(returns)
+    em = t.join(groups.select("release_at", "event_at", "event_r_g"), on="release_at", how="left")
+    missing = em.filter(pl.col("event_at").is_null())
+    if missing.height:
+        raise L.ScoringError(f"no announcement_returns row for the event at {missing['release_at'][0]}")
+    ret = em.select(pl.col("event_at").alias("release_at"), pl.col("event_r_g").alias("r_g")).unique("release_at")
+    return em.select("release_at", "event_at"), ret.sort("release_at")
 
 
 def _first_release_only(per_release: pl.DataFrame) -> pl.DataFrame:
@@ -163,45 +207,32 @@ def _first_release_only(per_release: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _scope_ids(scope: str) -> list[str]:
-    return list(INDICATOR_IDS) if scope == "overall" else [i for i in INDICATOR_IDS if get_indicator(i).theme == scope]
-
-
-def own_events(per_release: pl.DataFrame, design: L.LiveDesign, scope: str) -> int:
-    """Events of ``design`` where the model has its own nowcast (non-NULL ``s_hat`` in ``per_release``) for a
-    released field of ``scope``."""
-    t = pl.Series("t", design.release_at).dt.replace_time_zone("UTC")
-    own = per_release.filter(
-        pl.col("s_hat").is_not_null() & pl.col("indicator_id").is_in(_scope_ids(scope))
-        & pl.col("release_at").is_in(t.implode())
-    )
-    return own["release_at"].n_unique()
-
-
-def _own_mask(per_release: pl.DataFrame, design: L.LiveDesign) -> np.ndarray:
-    """(n_events,) True where the model has its own nowcast for some release of the event."""
-    own = set(per_release.filter(pl.col("s_hat").is_not_null())["release_at"].dt.replace_time_zone(None).to_list())
-    return np.array([t in own for t in pl.Series(design.release_at).to_list()], dtype=bool)
-
-
 def _coverage_frame(cov: Mapping[str, int], *, partition_key: str, available_at: datetime) -> pl.DataFrame:
     rows = [{"partition_key": partition_key, "model_id": POOLED, "comparator_model_id": None, "fit_id": None,
-             "horizon": "terminal", "scope": "overall", "target": None, "decomposition": "event_coverage",
-             "indicator_id": None, "metric": k, "value": float(v), "available_at": available_at}
-            for k, v in cov.items()]
+             "fit_name": None, "horizon": "terminal", "scope": "overall", "target": None,
+             "decomposition": "event_coverage", "indicator_id": None, "metric": k, "value": float(v),
+             "available_at": available_at} for k, v in cov.items()]
     return storage.conform("score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions")))
 
 
 def _relerr_frame(value: float, n: int, *, model_id: str, partition_key: str, available_at: datetime) -> pl.DataFrame:
     rows = [{"partition_key": partition_key, "model_id": model_id, "comparator_model_id": None, "fit_id": None,
-             "horizon": "terminal", "scope": "overall", "target": None, "decomposition": "relative_error",
-             "indicator_id": None, "metric": m, "value": float(v), "available_at": available_at}
+             "fit_name": None, "horizon": "terminal", "scope": "overall", "target": None,
+             "decomposition": "relative_error", "indicator_id": None, "metric": m, "value": float(v),
+             "available_at": available_at}
             for m, v in (("mean_abs_rel_error", value), ("n_field_events", n))]
     return storage.conform("score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions")))
 
 
 def _concat(frames: list[pl.DataFrame], table: str) -> pl.DataFrame:
     return pl.concat(frames, how="vertical") if frames else storage.empty_frame(table)
+
+
+def _fit_sigma(fit: MarketBetaFit, default: pl.DataFrame) -> pl.DataFrame:
+    """The sigma_i a fit standardizes with: its own (``MarketBetaFit.sigma``) or the frozen ``surprise_scales``."""
+    if fit.sigma is None:
+        return default.select("indicator_id", "sigma")
+    return pl.DataFrame({"indicator_id": list(fit.indicator_ids), "sigma": fit.sigma.astype(float)})
 
 
 def evaluate_mode(
@@ -212,28 +243,33 @@ def evaluate_mode(
     sigma: pl.DataFrame,
     nowcasts: pl.DataFrame,
     fits: Mapping[str, MarketBetaFit],
+    returns: pl.DataFrame | None = None,
     n_draws: int = L.DEFAULT_BOOT_DRAWS,
     seed: int = L.DEFAULT_SEED,
     sampling_k: int = L.SAMPLING_K,
+    min_events: int = MIN_EVENTS,
     available_at: datetime | None = None,
 ) -> ModeResult:
     """Score every model of ``nowcasts`` on the releases of ``mode`` (see the module notes for the rules).
 
     Inputs are rows of the tables: ``releases`` and ``events`` (``surprise_events``) of any months (filtered
-    here to the span), ``sigma`` (``surprise_scales``), ``nowcasts`` (valid rows with ``after_release =
-    false`` of any number of models), ``fits`` (fit name -> frozen fit, every name in ``mode.fits``).
-    ``n_draws``/``seed``: parametric bootstrap (Eq. 12) and paired event bootstrap (S.2); the same z draws
-    serve every model. ``sampling_k``: the K.3 sampling interval over the k latest pre-release nowcasts
-    (terminal horizon; 0 = off). ``available_at`` defaults to the latest ``available_at`` of the span's events.
+    here to the span), ``sigma`` (``surprise_scales``: the scale the stored events were standardized by),
+    ``nowcasts`` (valid rows with ``after_release = false`` of any number of models), ``fits`` (fit name ->
+    frozen fit, every name in ``mode.fits``), ``returns`` (``announcement_returns``; needed when the mode merges
+    overlapping announcement windows). ``n_draws``/``seed``: beta draws (Eq. 12), event resamples and the paired
+    event bootstrap (S.2); the same draws serve every model. ``sampling_k``: the K.3 sampling interval over the
+    forecast standing 0..k-1 hours before each release (terminal horizon; 0 = off). ``min_events``: fewest
+    events an event-resampling interval, a common event set or a paired interval is given for.
+    ``available_at`` defaults to the latest ``available_at`` of the span's events.
 
-    Per model x horizon x fit: the ``livemacro_scores`` rows of every scope (overall + 4 themes) and target,
-    with ``n_events_own``. At the terminal horizon and the headline fit: exact Shapley allocations per scope
-    and target (App. M), sizing discipline (S.4), aggregator shares (K.4; plus ``pooled`` over the
-    non-consensus models), mean absolute relative error (Table 16), paired event bootstraps of every model
-    pair on the events both nowcast themselves (S.2, overall scope). Relative-error curves (App. J) of every
-    model. Models without a single own nowcast in the span are skipped (``ModeResult.skipped``).
-    Raises :class:`ScoringError` for a missing fit, a fit that is not frozen before the span, or a span with
-    no event.
+    Per model x horizon x fit: the ``livemacro_scores`` rows of every scope (overall + 4 themes) and target on
+    the model's own events, with the common-events board's columns. At the terminal horizon and the headline
+    fit: exact Shapley allocations per scope and target on the own events (App. M), sizing discipline (S.4),
+    aggregator shares (K.4; plus ``pooled`` over the non-consensus models), mean absolute relative error (Table
+    16), paired event bootstraps of every model pair on the events both nowcast themselves (S.2, overall
+    scope). Relative-error curves (App. J) of every model. Models without a single own nowcast in the span are
+    skipped (``ModeResult.skipped``). Raises :class:`ScoringError` for a missing fit, a fit that is not frozen
+    before the span, or a span with no event.
     """
     missing = [f for f in mode.fits if f not in fits]
     if missing:
@@ -253,54 +289,95 @@ def evaluate_mode(
                 f"before the span's first event {first_t:%Y-%m-%d %H:%M} UTC; betas must be frozen before the scored releases"
             )
     at = available_at or ev["available_at"].max()
-    cov = event_coverage(rel, ev)
+    ret_span = returns.filter(mode.in_span()) if (returns is not None and "partition_key" in returns.columns) else returns
+    event_map, event_returns = scoring_events(ev, ret_span, merge=mode.merge_overlapping)
+    cov = event_coverage(rel, ev, event_returns.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g")))
     scorable = rel.filter(pl.col("consensus").is_not_null())
-    returns = ev.select("release_at", "r_g")
-    headline = fits[mode.fits[0]]
+    headline_name = mode.fits[0]
+    headline = fits[headline_name]
     first_rel = first_per_period(rel)
     scales = RE.release_scales(first_rel)
     nc_all = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
+    sigmas = {name: _fit_sigma(fits[name], sigma) for name in mode.fits}
+    sigma_key = {name: tuple(sigmas[name].sort("indicator_id")["sigma"].to_list()) for name in mode.fits}
 
-    def per_release(nc: pl.DataFrame, horizon: str) -> pl.DataFrame:
-        return _first_release_only(L.implied_surprises(scorable, sigma, nc, events=ev, horizon=horizon))
+    def design(pr: pl.DataFrame) -> L.LiveDesign:
+        return L.live_design(pr, event_returns, missing="consensus", event_map=event_map)
 
-    scores, decomps, relerrs = [], [], []
-    designs: dict[str, tuple[pl.DataFrame, L.LiveDesign]] = {}
-    pooled: list[pl.DataFrame] = []
+    def per_release(nc: pl.DataFrame, horizon: str, sig: pl.DataFrame) -> pl.DataFrame:
+        return _first_release_only(L.implied_surprises(scorable, sig, nc, events=ev, horizon=horizon, event_sigma=sigma))
+
+    # pass 1: every model's designs, per horizon and per distinct sigma among the fits
+    by_sigma = {sigma_key[name]: sigmas[name] for name in mode.fits}
+    designs: dict[tuple, tuple[pl.DataFrame, L.LiveDesign, list[L.LiveDesign]]] = {}
     models, skipped = [], {}
     for model in sorted(nc_all["model_id"].unique().to_list()):
         nc = nc_all.filter(pl.col("model_id") == model)
-        pr_t = per_release(nc, "terminal")
-        d_t = L.live_design(pr_t, returns, missing="consensus")
-        if own_events(pr_t, d_t, "overall") == 0:
+        built = {}
+        for sk, sig in by_sigma.items():
+            for horizon in mode.horizons:
+                # the consensus side of every horizon is the final consensus (module notes): the consensus model
+                # is its terminal self at every horizon, the zero line every board is read against
+                pr = per_release(nc, "terminal" if is_consensus(model) else horizon, sig)
+                samp = []
+                if horizon == "terminal" and sampling_k >= 2:
+                    samp = [design(_first_release_only(p)) for p in
+                            L.sampling_surprises(scorable, sig, nc, events=ev, k=sampling_k, event_sigma=sigma)]
+                built[(model, horizon, sk)] = (pr, design(pr), samp)
+        if not any(L.own_rows(d).any() for _, d, _ in built.values()):
             skipped[model] = "no valid pre-release nowcast for a scored release in the span"
             continue
         models.append(model)
-        designs[model] = (pr_t, d_t)
+        designs.update(built)
+
+    # pass 2: own-coverage scores, then the common-events board per horizon, fit, scope and target
+    rows: dict[tuple, object] = {}
+    for model in models:
         for horizon in mode.horizons:
-            pr, d = (pr_t, d_t) if horizon == "terminal" else (
-                (p := per_release(nc, horizon)), L.live_design(p, returns, missing="consensus"))
-            samp = []
-            if horizon == "terminal" and sampling_k >= 2:
-                samp = [L.live_design(_first_release_only(p), returns, missing="consensus")
-                        for p in L.sampling_surprises(scorable, sigma, nc, events=ev, k=sampling_k)]
-            own = {s: own_events(pr, d, s) for s in ALL_SCOPES}
             for name in mode.fits:
-                rows = score_model(d, fits[name], model_id=model, horizon=horizon, targets=mode.targets,
-                                   n_draws=n_draws, seed=seed, sampling_designs=samp)
-                scores.append(livemacro_scores_frame([replace(r, n_events_own=own[r.scope]) for r in rows],
-                                                     partition_key=mode.name, available_at=at))
+                _, d, samp = designs[(model, horizon, sigma_key[name])]
+                for r in score_model(d, fits[name], model_id=model, horizon=horizon, targets=mode.targets,
+                                     n_draws=n_draws, seed=seed, sampling_designs=samp, min_events=min_events,
+                                     fit_name=name):
+                    rows[(model, horizon, name, r.scope, r.target)] = r
+    for horizon in mode.horizons:
+        for name in mode.fits:
+            dm = {m: designs[(m, horizon, sigma_key[name])][1] for m in models}
+            for scope in ALL_SCOPES:
+                own_t = {m: d.release_at[L.own_rows(d, scope)] for m, d in dm.items()}
+                own_t = {m: t for m, t in own_t.items() if t.size}
+                chosen, common = L.common_event_set(
+                    own_t, min_events=min_events, models=[m for m in mode.compare if m in own_t] or None,
+                    always=[m for m in own_t if is_consensus(m)])
+                if not chosen or common.size == 0:
+                    continue
+                for target in mode.targets:
+                    res = common_scores({m: dm[m] for m in chosen}, fits[name], common, scope=scope, target=target,
+                                        n_draws=n_draws, seed=seed, min_events=min_events)
+                    for m, c in res.items():
+                        k = (m, horizon, name, scope, target)
+                        rows[k] = replace(rows[k], common=c)
+    scores = [livemacro_scores_frame(list(rows.values()), partition_key=mode.name, available_at=at)] if rows else []
+
+    decomps, relerrs, pooled = [], [], []
+    h0 = "terminal" if "terminal" in mode.horizons else mode.horizons[0]
+    tkey = (h0, sigma_key[headline_name])
+    for model in models:
+        pr_t, d_t, _ = designs[(model, *tkey)]
+        nc = nc_all.filter(pl.col("model_id") == model)
         kw = {"model_id": model, "horizon": "terminal", "partition_key": mode.name, "available_at": at}
         for scope in ALL_SCOPES:
+            od = L.own_subset(d_t, scope)
             for target in mode.targets:
-                ps = L.point_score(d_t, headline.beta, scope=scope, target=target)
+                ps = L.point_score(od, headline.beta, scope=scope, target=target)
                 if ps.n_events and ps.ss_cons > 0:
-                    decomps.append(shapley_frame(d_t, headline, scope=scope, target=target, **kw))
+                    decomps.append(shapley_frame(od, headline, scope=scope, target=target, fit_name=headline_name, **kw))
         fe = pr_t.filter(pl.col("s_hat").is_not_null())
         if fe.height >= 2:
             decomps.append(sizing_frame(L.sizing_discipline(fe), **kw))
         if fe.height:
-            decomps.append(aggregator_frame(RE.aggregator_shares(fe, scales, headline.beta), fit_id=headline.fit_id, **kw))
+            decomps.append(aggregator_frame(RE.aggregator_shares(fe, scales, headline.beta), fit_id=headline.fit_id,
+                                            fit_name=headline_name, **kw))
             decomps.append(_relerr_frame(RE.mean_abs_relative_error(fe, scales), fe.height, model_id=model,
                                          partition_key=mode.name, available_at=at))
             if not is_consensus(model):
@@ -312,21 +389,21 @@ def evaluate_mode(
     if pooled:
         decomps.append(aggregator_frame(RE.aggregator_shares(pl.concat(pooled), scales, headline.beta), model_id=POOLED,
                                         horizon="terminal", partition_key=mode.name, available_at=at,
-                                        fit_id=headline.fit_id))
+                                        fit_id=headline.fit_id, fit_name=headline_name))
     for a, b in combinations(models, 2):
-        (pa, da), (pb, db) = designs[a], designs[b]
-        shared = _own_mask(pa, da) & _own_mask(pb, db)  # both designs hold the same events in the same order
-        if not shared.any():
+        da = L.own_subset(designs[(a, *tkey)][1])
+        db = L.own_subset(designs[(b, *tkey)][1])
+        if not np.intersect1d(da.release_at, db.release_at).size:
             continue
         for target in mode.targets:
             try:
-                pb_ = L.paired_event_bootstrap(da.subset(shared), db.subset(shared), headline.beta, scope="overall",
-                                               target=target, n_draws=n_draws, seed=seed)
+                pb_ = L.paired_event_bootstrap(da, db, headline.beta, scope="overall", target=target, n_draws=n_draws,
+                                               seed=seed, min_events=min_events)
             except L.ScoringError:
                 continue
             decomps.append(paired_frame(pb_, model_id=a, comparator_model_id=b, fit_id=headline.fit_id,
-                                        horizon="terminal", scope="overall", target=target,
-                                        partition_key=mode.name, available_at=at))
+                                        fit_name=headline_name, horizon="terminal", scope="overall", target=target,
+                                        partition_key=mode.name, available_at=at, min_events=min_events))
     decomps.append(_coverage_frame(cov, partition_key=mode.name, available_at=at))
     return ModeResult(
         mode=mode,
@@ -340,17 +417,18 @@ def evaluate_mode(
 
 
 def themes_partition_releases(scores: pl.DataFrame) -> pl.DataFrame:
-    """Rows of ``livemacro_scores`` where the theme scopes do not partition the overall releases: per
-    (partition, model, fit, horizon, target) the theme ``n_releases`` must sum to the overall one (each
-    indicator belongs to one theme, and a theme scores only events releasing one of its fields) and no theme
-    may hold more events than the overall scope. Empty = the identity holds."""
+    """Rows of ``livemacro_scores`` where the theme scopes do not partition the overall scope: per (partition,
+    model, fit, horizon, target) the themes' ``n_releases_own`` must add up to the overall one (each indicator
+    belongs to one theme and each own release lies in an own event of its theme) and no theme may hold more
+    events or own events than the overall scope. Empty = the identities hold."""
     keys = ["partition_key", "model_id", "fit_id", "horizon", "target"]
     th = scores.filter(pl.col("scope").is_in(list(THEMES))).group_by(keys).agg(
-        pl.col("n_releases").sum().alias("theme_releases"), pl.col("n_events").max().alias("max_theme_events"))
-    ov = scores.filter(pl.col("scope") == "overall").select(*keys, "n_releases", "n_events")
+        pl.col("n_releases_own").sum().alias("theme_releases"), pl.col("n_events").max().alias("max_theme_events"),
+        pl.col("n_events_own").max().alias("max_theme_own"))
+    ov = scores.filter(pl.col("scope") == "overall").select(*keys, "n_releases_own", "n_events", "n_events_own")
     j = ov.join(th, on=keys, how="left")
-    return j.filter((pl.col("theme_releases") != pl.col("n_releases")) | (pl.col("max_theme_events") > pl.col("n_events")))
-
+    return j.filter((pl.col("theme_releases") != pl.col("n_releases_own")) | (pl.col("max_theme_events") > pl.col("n_events"))
+                    | (pl.col("max_theme_own") > pl.col("n_events_own")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,7 +442,7 @@ MARKET_VALUE_SCALE = {"nonfarm_payrolls": 1000.0}
 @dataclass
 class BettingResult:
     """``livebetting_scores`` and ``livebetting_bets`` frames (``partition_key`` = market_id), the markets
-    scored, and what was skipped with the reason (key ``market_id`` or ``market_id/model_id``)."""
+    scored, and what was skipped with the reason (key ``market_id``)."""
 
     scores: pl.DataFrame
     bets: pl.DataFrame
@@ -379,15 +457,57 @@ def month_segments(bet_at: pl.Series) -> list[tuple[str, datetime]]:
     return [(f"{m:%Y-%m}", m) for m in months.to_list()]
 
 
-def score_markets(prices: pl.DataFrame, releases: pl.DataFrame, nowcasts: pl.DataFrame) -> BettingResult:
+def consensus_known_at(release_at: pl.Expr) -> pl.Expr:
+    """When a stored consensus value counts as known for betting: 00:00 America/New_York on the release day.
+
+    The calendars keep only the final consensus (stamped one minute before the release in ``nowcasts``), not when
+    it was posted or last revised. Investing.com posts its forecasts days ahead, so the final value standing on
+    the calendar at the start of the release day is taken as known then: a conservative lower bound on how long
+    it was public (an earlier time would assume no revision in between)."""
+    return (release_at.dt.convert_time_zone(ET.key).dt.date().cast(pl.Datetime("us")).dt.replace_time_zone(ET.key)
+            .dt.convert_time_zone("UTC"))
+
+
+MIN_COMMON_HOURS = 24  # fewest common hours a common-hours board is drawn on
+
+
+def common_hours(bets: Mapping[str, pl.DataFrame], *, min_hours: int = MIN_COMMON_HOURS) -> tuple[list[str], pl.Series]:
+    """The models a common-hours board compares and their common bet hours. ``bets``: model -> its bet stream
+    (:func:`livebetting.hourly_bets`). Greedy, like ``livemacro.common_event_set``: models in order of most bets
+    (ties by model_id) join while the hours on which all of them bet stay at least ``min_hours``. Returns
+    ``(models, bet_at)``; ``([], empty)`` when no model bets on ``min_hours`` hours."""
+    placed = {m: set(b.filter(pl.col("status") == "bet")["bet_at"].to_list()) for m, b in bets.items()}
+    common, chosen = None, []
+    for m in sorted(placed, key=lambda m: (-len(placed[m]), m)):
+        cand = placed[m] if common is None else common & placed[m]
+        if len(cand) >= max(min_hours, 1):
+            common, chosen = cand, chosen + [m]
+    return chosen, pl.Series("bet_at", sorted(common or []), dtype=pl.Datetime("us", "UTC"))
+
+
+def score_markets(
+    prices: pl.DataFrame,
+    releases: pl.DataFrame,
+    nowcasts: pl.DataFrame,
+    windows: pl.DataFrame | None = None,
+    *,
+    min_common_hours: int = MIN_COMMON_HOURS,
+) -> BettingResult:
     """LiveBetting Score of every model on every stored market (App. L, Eq. 13; Table 13 by month).
 
     ``prices``: ``prediction_market_prices`` rows; ``releases``: ``releases`` rows (the market resolves on the
     first release of its indicator and reference period: release time and actual); ``nowcasts``: valid rows
-    with ``after_release = false``. Every model with a valid nowcast for the market's indicator and reference
-    period bets; hours before its first nowcast are counted as ``no_nowcast`` (the consensus, issued one
-    minute before the release, places no bet). Payroll nowcasts are scaled by :data:`MARKET_VALUE_SCALE`.
-    Markets whose release is not stored are skipped with the reason. ``available_at`` = the release time.
+    with ``after_release = false`` (``answered_at``, when present, is when each answer existed; default
+    ``issued_at``); ``windows``: ``nowcast_windows`` rows, whose ``opens_at`` starts the bets (None: every price
+    hour before the release, the old rule, kept for callers without windows).
+
+    Rules: a bet at price hour tau needs tau in [opens_at, release) and an answer known by tau
+    (``answered_at <= tau``: a recorded run's answer counts from its next scheduled run, an LLM answer from its
+    call's completion); the consensus (``consensus/*``) bets on its bucket from :func:`consensus_known_at`.
+    Every model with a valid nowcast for the market bets (``hours = 'window'`` rows); the models of
+    :func:`common_hours` are also scored on the hours they all bet (``hours = 'common'`` rows, ``common_hour``
+    in the bet stream). Payroll nowcasts are scaled by :data:`MARKET_VALUE_SCALE`. Markets whose release or
+    window is not stored are skipped with the reason. ``available_at`` = the release time.
     """
     from leaf_live.macro.scoring import livebetting as LB
     from leaf_live.macro.scoring.frames import livebetting_frames
@@ -401,22 +521,48 @@ def score_markets(prices: pl.DataFrame, releases: pl.DataFrame, nowcasts: pl.Dat
             skipped[market_id] = f"no release of {ind} for {ref} stored yet"
             continue
         release_at, actual = rel["release_at"][0], rel["actual"][0]
+        opens_at = None
+        if windows is not None:
+            w = windows.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
+            if w.height == 0:
+                skipped[market_id] = f"no nowcast window of {ind} for {ref} stored"
+                continue
+            opens_at = w["opens_at"][0]
         grid = LB.price_grid_from_long(g.select("ts", "bucket_label", "price"))
-        hours = grid.filter(pl.col("bet_at") < release_at)["bet_at"]
+        in_window = pl.col("bet_at") < release_at
+        if opens_at is not None:
+            in_window = in_window & (pl.col("bet_at") >= opens_at)
+        hours = grid.filter(in_window)["bet_at"]
         if hours.len() == 0:
-            skipped[market_id] = f"no price hour before the release at {release_at}"
+            skipped[market_id] = f"no price hour in the window {opens_at} .. {release_at}"
             continue
         segments = month_segments(hours)
         nc_m = nc_all.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
-        markets.append(market_id)
+        known = pl.col("answered_at") if "answered_at" in nc_m.columns else pl.col("issued_at")
+        cons_at = consensus_known_at(pl.lit(release_at))
+        streams = {}
         for model in sorted(nc_m["model_id"].unique().to_list()):
-            nc = nc_m.filter(pl.col("model_id") == model).select("issued_at", "value")
-            b = LB.hourly_bets(grid, nc, release_at=release_at, actual=actual,
-                               value_scale=MARKET_VALUE_SCALE.get(ind, 1.0), segments=segments)
-            s, stream = livebetting_frames(
-                b, LB.betting_summary(b), model_id=model, market_id=market_id, indicator_id=ind, reference_period=ref,
-                release_at=release_at, partition_key=market_id, available_at=release_at,
-            )
+            nc = nc_m.filter(pl.col("model_id") == model).select(
+                "issued_at", "value", known.fill_null(pl.col("issued_at")).alias("known_at"))
+            if is_consensus(model):
+                # the stored consensus row is the final value; it counts as known from the release day's start
+                nc = nc.with_columns(pl.min_horizontal(pl.col("issued_at"), cons_at).alias("issued_at"),
+                                     pl.min_horizontal(pl.col("known_at"), cons_at).alias("known_at"))
+            streams[model] = LB.hourly_bets(grid, nc, release_at=release_at, actual=actual, opens_at=opens_at,
+                                            value_scale=MARKET_VALUE_SCALE.get(ind, 1.0), segments=segments)
+        chosen, common = common_hours(streams, min_hours=min_common_hours)
+        markets.append(market_id)
+        for model, b in streams.items():
+            b = b.with_columns(pl.col("bet_at").is_in(common.implode()).alias("common_hour"))
+            meta = {"model_id": model, "market_id": market_id, "indicator_id": ind, "reference_period": ref,
+                    "release_at": release_at, "partition_key": market_id, "available_at": release_at,
+                    "window_opens_at": opens_at}
+            s, stream = livebetting_frames(b, LB.betting_summary(b), hours="window", **meta)
             scores.append(s)
             bets.append(stream)
+            if model in chosen:
+                bc = b.filter(pl.col("common_hour"))
+                s_c, _ = livebetting_frames(bc, LB.betting_summary(bc), hours="common", n_models_common=len(chosen),
+                                            **meta)
+                scores.append(s_c)
     return BettingResult(_concat(scores, "livebetting_scores"), _concat(bets, "livebetting_bets"), markets, skipped)

@@ -8,9 +8,9 @@ the frames to ``storage.replace_partition``. Tables: ``market_betas``, ``livemac
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -22,12 +22,16 @@ from leaf_live.macro.scoring.livemacro import (
     DEFAULT_BOOT_DRAWS,
     DEFAULT_SEED,
     BootstrapResult,
+    EventBootstrapResult,
     LiveDesign,
     PairedBootstrap,
     PointScore,
     ScoringError,
     SizingDiscipline,
     bootstrap_scores,
+    event_bootstrap_scores,
+    own_rows,
+    scope_indices,
     point_score,
     scoped_design,
     sampling_interval,
@@ -80,9 +84,12 @@ def market_betas_frame(fit: MarketBetaFit, *, available_at: datetime) -> pl.Data
         "window_end": [fit.window_end] * n,
         "covid_excluded": [fit.covid_excluded] * n,
         "n_covid_dropped": [fit.n_covid_dropped] * n,
+        "sigma": fit.sigma.tolist() if fit.sigma is not None else [None] * n,
+        "sigma_rule": [fit.sigma_rule] * n,
         "settings": [json.dumps(fit.settings, sort_keys=True)] * n,
         "available_at": [_utc(available_at)] * n,
-    }, schema_overrides={"cv_loss": pl.Utf8, "cv_grid": pl.List(pl.Float64), "cv_scores": pl.List(pl.Float64)})
+    }, schema_overrides={"cv_loss": pl.Utf8, "cv_grid": pl.List(pl.Float64), "cv_scores": pl.List(pl.Float64),
+                         "sigma": pl.Float64, "sigma_rule": pl.Utf8})
     return storage.conform("market_betas", frame)
 
 
@@ -113,6 +120,8 @@ def fit_from_market_betas(frame: pl.DataFrame, fit_id: str | None = None) -> Mar
         n_events=r0["n_events"], window_start=r0["window_start"], window_end=r0["window_end"],
         covid_excluded=r0["covid_excluded"], n_covid_dropped=r0["n_covid_dropped"],
         settings=json.loads(r0["settings"]), cv=None,
+        sigma=f["sigma"].to_numpy().copy() if "sigma" in f.columns and f["sigma"].null_count() == 0 else None,
+        sigma_rule=r0.get("sigma_rule"),
     )
 
 
@@ -120,10 +129,25 @@ def fit_from_market_betas(frame: pl.DataFrame, fit_id: str | None = None) -> Mar
 # livemacro_scores
 # ---------------------------------------------------------------------------------------------
 
+MIN_EVENTS = 10  # fewest events an event-resampling interval (event, combined, paired) is computed on
+
+
+@dataclass(frozen=True)
+class CommonScore:
+    """A model's result on a board's common event set (the events every compared model nowcasts itself)."""
+
+    n_events: int
+    n_models: int
+    score: float
+    lmd: float
+    ci90: tuple[float, float] | None  # combined (beta x events); None below the minimum event count
+    rank: int | None = None
+
 
 @dataclass(frozen=True)
 class ScoreRow:
-    """One model x fit x horizon x scope x target result (one ``livemacro_scores`` row)."""
+    """One model x fit x horizon x scope x target result (one ``livemacro_scores`` row), on the model's own
+    events of the scope."""
 
     model_id: str
     fit_id: str
@@ -137,7 +161,13 @@ class ScoreRow:
     window_start: datetime | None = None
     window_end: datetime | None = None
     boot_seed: int | None = None
-    n_events_own: int | None = None  # scope events where the model has its own nowcast (others: consensus)
+    n_events_own: int | None = None  # scope events with the model's own nowcast (the events scored)
+    n_events_scope: int | None = None  # scope events of the span (with a usable return)
+    n_releases_own: int | None = None  # releases with the model's own nowcast in the scored events
+    events: EventBootstrapResult | None = None  # event-bootstrap and combined intervals
+    min_events: int | None = None
+    fit_name: str | None = None
+    common: CommonScore | None = None
 
 
 def _t(x: np.datetime64) -> datetime:
@@ -155,58 +185,118 @@ def score_model(
     n_draws: int = DEFAULT_BOOT_DRAWS,
     seed: int = DEFAULT_SEED,
     sampling_designs: Sequence[LiveDesign] = (),
+    min_events: int = MIN_EVENTS,
+    fit_name: str | None = None,
 ) -> list[ScoreRow]:
-    """Every score of one model on one design: point score, kappa/phi, LMD, bootstrap (``n_draws`` > 0),
-    and the sampling interval when ``sampling_designs`` (the k replicate designs) are given.
+    """Every score of one model on its own events of each scope (:func:`livemacro.own_subset`): point score,
+    kappa/phi, LMD, the beta-only bootstrap (``n_draws`` > 0), the event-bootstrap and combined intervals (when
+    the own events number at least ``min_events``), and the K.3 sampling interval when ``sampling_designs``
+    (the k replicate designs, same events as ``design``) are given; replicates are scored on the same own
+    events.
 
-    The same z draws (``seed``) serve every scope, target and model, as in K.3. Scopes with no event or a
-    zero target get NULL scores and no interval.
+    The same z draws and event resamples (``seed``) serve every scope, target and model, as in K.3. Scopes
+    with no own event or a zero target get NULL scores and no interval.
     """
     if tuple(design.indicator_ids) != tuple(fit.indicator_ids):
         raise ScoringError(f"design indicators {design.indicator_ids} != fit indicators {fit.indicator_ids}")
     z = standard_normal_draws(n_draws, len(fit.indicator_ids), seed) if n_draws > 0 else None
-    dropped = int(design.counts.get("events_dropped_no_nowcast", 0) + design.counts.get("events_dropped_no_return", 0))
+    dropped = int(design.counts.get("events_dropped_no_return", 0))
     rows = []
     for scope in scopes:
+        rows_own = own_rows(design, scope)
+        od = design.subset(rows_own)
+        n_scope = int(scoped_design(design, fit.beta, scope)[0].n_events)
+        idx = scope_indices(scope, design.indicator_ids)
+        n_rel_own = int(od.own_fields[:, idx].sum())
+        reps = [d.subset(rows_own) for d in sampling_designs]
         for target in targets:
-            ps = point_score(design, fit.beta, scope=scope, target=target)
+            ps = point_score(od, fit.beta, scope=scope, target=target)
             ok = ps.n_events > 0 and ps.ss_cons > 0
-            boot = bootstrap_scores(design, fit.beta, fit.cov, scope=scope, target=target, z=z) if (ok and z is not None) else None
+            boot = bootstrap_scores(od, fit.beta, fit.cov, scope=scope, target=target, z=z) if (ok and z is not None) else None
+            ev = None
+            if ok and z is not None and ps.n_events >= min_events:
+                ev = event_bootstrap_scores(od, fit.beta, fit.cov, scope=scope, target=target, z=z,
+                                            n_draws=n_draws, seed=seed)
             samp = None
-            if sampling_designs and ok:
-                vals = [point_score(d, fit.beta, scope=scope, target=target).score for d in sampling_designs]
+            if reps and ok:
+                vals = [point_score(d, fit.beta, scope=scope, target=target).score for d in reps]
                 try:
                     samp = (len(vals), *sampling_interval(vals))
                 except ScoringError:
                     samp = None
-            sd, _ = scoped_design(design, fit.beta, scope)
             rows.append(ScoreRow(
                 model_id=model_id, fit_id=fit.fit_id, horizon=horizon, scope=scope, target=target, point=ps,
                 n_events_dropped=dropped, boot=boot, sampling=samp,
-                window_start=_t(sd.release_at.min()) if sd.n_events else None,
-                window_end=_t(sd.release_at.max()) if sd.n_events else None,
+                window_start=_t(od.release_at.min()) if od.n_events else None,
+                window_end=_t(od.release_at.max()) if od.n_events else None,
                 boot_seed=seed if boot is not None else None,
+                n_events_own=od.n_events, n_events_scope=n_scope, n_releases_own=n_rel_own, events=ev,
+                min_events=min_events, fit_name=fit_name,
             ))
     return rows
 
 
+def common_scores(
+    designs: Mapping[str, LiveDesign],
+    fit: MarketBetaFit,
+    times: np.ndarray,
+    *,
+    scope: str,
+    target: str,
+    n_draws: int = DEFAULT_BOOT_DRAWS,
+    seed: int = DEFAULT_SEED,
+    min_events: int = MIN_EVENTS,
+) -> dict[str, CommonScore]:
+    """The compared models (``designs``: model -> its design) scored on the common event set ``times``: score,
+    LMD, the combined 90% interval (beta draws x event resamples, when ``times`` holds at least ``min_events``
+    events) and the rank by score (1 = best, ties share the better rank). Every model sees the same events
+    and the same draws, so the board compares like with like."""
+    out = {}
+    z = standard_normal_draws(n_draws, len(fit.indicator_ids), seed) if n_draws > 0 else None
+    for m, d in designs.items():
+        cd = d.at_times(times)
+        ps = point_score(cd, fit.beta, scope=scope, target=target)
+        ci = None
+        if z is not None and cd.n_events >= min_events and ps.ss_cons > 0:
+            ci = event_bootstrap_scores(cd, fit.beta, fit.cov, scope=scope, target=target, z=z, n_draws=n_draws,
+                                        seed=seed).combined_ci90
+        out[m] = CommonScore(n_events=cd.n_events, n_models=len(designs), score=ps.score, lmd=ps.lmd, ci90=ci)
+    finite = sorted((s.score for s in out.values() if np.isfinite(s.score)), reverse=True)
+    return {m: replace(s, rank=(1 + sum(v > s.score for v in finite)) if np.isfinite(s.score) else None)
+            for m, s in out.items()}
+
+
 def livemacro_scores_frame(rows: Sequence[ScoreRow], *, partition_key: str, available_at: datetime) -> pl.DataFrame:
-    """``livemacro_scores`` rows from :func:`score_model` results."""
+    """``livemacro_scores`` rows from :func:`score_model` results (with their ``common`` results)."""
     recs = []
     for r in rows:
-        p, b, s = r.point, r.boot, r.sampling
+        p, b, s, e, c = r.point, r.boot, r.sampling, r.events, r.common
         recs.append({
-            "partition_key": partition_key, "model_id": r.model_id, "fit_id": r.fit_id, "horizon": r.horizon,
-            "scope": r.scope, "target": r.target, "n_events": p.n_events, "n_releases": p.n_releases,
-            "n_events_dropped": r.n_events_dropped, "n_events_own": r.n_events_own, "score": _none(p.score), "ss_model": _none(p.ss_model),
+            "partition_key": partition_key, "model_id": r.model_id, "fit_id": r.fit_id, "fit_name": r.fit_name,
+            "horizon": r.horizon, "scope": r.scope, "target": r.target,
+            "n_events": r.n_events_scope if r.n_events_scope is not None else p.n_events, "n_releases": p.n_releases,
+            "n_events_dropped": r.n_events_dropped, "n_events_own": r.n_events_own, "n_releases_own": r.n_releases_own,
+            "score": _none(p.score), "ss_model": _none(p.ss_model),
             "ss_cons": _none(p.ss_cons), "kappa": _none(p.kappa), "phi": _none(p.phi), "lmd": _none(p.lmd),
             "boot_draws": b.n_draws if b else None, "boot_seed": r.boot_seed,
             "boot_ci90_lo": _none(b.ci90[0]) if b else None, "boot_ci90_hi": _none(b.ci90[1]) if b else None,
             "boot_ci95_lo": _none(b.ci95[0]) if b else None, "boot_ci95_hi": _none(b.ci95[1]) if b else None,
             "p_le_zero": b.p_le_zero if b else None, "p_ge_zero": b.p_ge_zero if b else None,
             "lmd_ci90_lo": _none(b.lmd_ci90[0]) if b else None, "lmd_ci90_hi": _none(b.lmd_ci90[1]) if b else None,
+            "event_ci90_lo": _none(e.event_ci90[0]) if e else None, "event_ci90_hi": _none(e.event_ci90[1]) if e else None,
+            "event_ci95_lo": _none(e.event_ci95[0]) if e else None, "event_ci95_hi": _none(e.event_ci95[1]) if e else None,
+            "combined_ci90_lo": _none(e.combined_ci90[0]) if e else None,
+            "combined_ci90_hi": _none(e.combined_ci90[1]) if e else None,
+            "combined_ci95_lo": _none(e.combined_ci95[0]) if e else None,
+            "combined_ci95_hi": _none(e.combined_ci95[1]) if e else None,
+            "min_events": r.min_events,
             "sampling_k": s[0] if s else None, "sampling_mean": _none(s[1]) if s else None,
             "sampling_ci95_lo": _none(s[2]) if s else None, "sampling_ci95_hi": _none(s[3]) if s else None,
+            "n_events_common": c.n_events if c else None, "n_models_common": c.n_models if c else None,
+            "common_rank": c.rank if c else None, "common_score": _none(c.score) if c else None,
+            "common_lmd": _none(c.lmd) if c else None,
+            "common_ci90_lo": _none(c.ci90[0]) if (c and c.ci90) else None,
+            "common_ci90_hi": _none(c.ci90[1]) if (c and c.ci90) else None,
             "window_start": r.window_start, "window_end": r.window_end, "available_at": _utc(available_at),
         })
     schema = storage.polars_schema("livemacro_scores")
@@ -219,8 +309,8 @@ def livemacro_scores_frame(rows: Sequence[ScoreRow], *, partition_key: str, avai
 
 
 def _decomp(recs: list[dict], partition_key: str, available_at: datetime) -> pl.DataFrame:
-    base = {"partition_key": partition_key, "comparator_model_id": None, "fit_id": None, "target": None,
-            "indicator_id": None, "available_at": _utc(available_at)}
+    base = {"partition_key": partition_key, "comparator_model_id": None, "fit_id": None, "fit_name": None,
+            "target": None, "indicator_id": None, "available_at": _utc(available_at)}
     full = [{**base, **r} for r in recs]
     schema = storage.polars_schema("score_decompositions")
     return storage.conform("score_decompositions", pl.DataFrame(full, schema=schema) if full else storage.empty_frame("score_decompositions"))
@@ -228,11 +318,12 @@ def _decomp(recs: list[dict], partition_key: str, available_at: datetime) -> pl.
 
 def shapley_frame(
     design: LiveDesign, fit: MarketBetaFit, *, model_id: str, horizon: str, partition_key: str,
-    available_at: datetime, scope: str = "overall", target: str = "return",
+    available_at: datetime, scope: str = "overall", target: str = "return", fit_name: str | None = None,
 ) -> pl.DataFrame:
-    """Exact Shapley contributions per indicator (App. M) as ``score_decompositions`` rows."""
+    """Exact Shapley contributions per indicator (App. M) as ``score_decompositions`` rows (``design`` as
+    scored: pass the model's own events so the contributions add up to its own-coverage score)."""
     idx, phi = shapley_allocation(design, fit.beta, scope=scope, target=target)
-    recs = [{"model_id": model_id, "fit_id": fit.fit_id, "horizon": horizon, "scope": scope, "target": target,
+    recs = [{"model_id": model_id, "fit_id": fit.fit_id, "fit_name": fit_name, "horizon": horizon, "scope": scope, "target": target,
              "decomposition": "shapley", "indicator_id": design.indicator_ids[k], "metric": "contribution",
              "value": float(v)} for k, v in zip(idx, phi)]
     return _decomp(recs, partition_key, available_at)
@@ -251,10 +342,10 @@ def sizing_frame(
 
 def aggregator_frame(
     shares: pl.DataFrame, *, model_id: str, horizon: str, partition_key: str, available_at: datetime,
-    fit_id: str | None = None,
+    fit_id: str | None = None, fit_name: str | None = None,
 ) -> pl.DataFrame:
     """Table 11 shares (from ``relative_error.aggregator_shares``) as ``score_decompositions`` rows."""
-    recs = [{"model_id": model_id, "fit_id": fit_id, "horizon": horizon, "scope": "overall",
+    recs = [{"model_id": model_id, "fit_id": fit_id, "fit_name": fit_name, "horizon": horizon, "scope": "overall",
              "decomposition": "aggregator_share", "indicator_id": row["indicator_id"], "metric": m,
              "value": float(row[m])}
             for row in shares.iter_rows(named=True)
@@ -264,12 +355,18 @@ def aggregator_frame(
 
 def paired_frame(
     pb: PairedBootstrap, *, model_id: str, comparator_model_id: str, fit_id: str, horizon: str, scope: str,
-    target: str, partition_key: str, available_at: datetime,
+    target: str, partition_key: str, available_at: datetime, fit_name: str | None = None,
+    min_events: int | None = None,
 ) -> pl.DataFrame:
-    """A paired event bootstrap (S.2, Table 17) as ``score_decompositions`` rows (delta, ci95, n_events)."""
-    base = {"model_id": model_id, "comparator_model_id": comparator_model_id, "fit_id": fit_id,
+    """A paired event bootstrap (S.2, Table 17) as ``score_decompositions`` rows: delta, n_events, min_events
+    and, only when the pair shares at least ``min_events`` events, ci95_lo / ci95_hi."""
+    base = {"model_id": model_id, "comparator_model_id": comparator_model_id, "fit_id": fit_id, "fit_name": fit_name,
             "horizon": horizon, "scope": scope, "target": target, "decomposition": "paired_bootstrap"}
-    vals = {"delta": pb.delta, "ci95_lo": pb.ci95[0], "ci95_hi": pb.ci95[1], "n_events": float(pb.n_events)}
+    vals = {"delta": pb.delta, "n_events": float(pb.n_events)}
+    if min_events is not None:
+        vals["min_events"] = float(min_events)
+    if pb.ci95 is not None:
+        vals.update(ci95_lo=pb.ci95[0], ci95_hi=pb.ci95[1])
     return _decomp([{**base, "metric": k, "value": _none(v)} for k, v in vals.items()], partition_key, available_at)
 
 
@@ -302,12 +399,16 @@ def livebetting_frames(
     release_at: datetime,
     partition_key: str,
     available_at: datetime,
+    hours: str = "window",
+    window_opens_at: datetime | None = None,
+    n_models_common: int | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(``livebetting_scores``, ``livebetting_bets``) frames from ``livebetting.hourly_bets`` and
-    ``livebetting.betting_summary`` of one model on one market window."""
+    ``livebetting.betting_summary`` of one model on one market window; ``hours`` says which hours the summary
+    covers (``window`` | ``common``)."""
     win = bets["winning_bucket"][0] if bets.height else None
     if win is None:
-        raise ScoringError(f"market {market_id}: no price hour before the release; nothing to store")
+        raise ScoringError(f"market {market_id}: no price hour in the window; nothing to store")
     const = {
         "partition_key": partition_key, "model_id": model_id, "market_id": market_id,
         "available_at": _utc(available_at),
@@ -316,7 +417,12 @@ def livebetting_frames(
         *[pl.lit(v).alias(k) for k, v in const.items()],
         pl.lit(indicator_id).alias("indicator_id"), pl.lit(reference_period).alias("reference_period"),
         pl.lit(_utc(release_at)).alias("release_at"), pl.lit(win).alias("winning_bucket"),
+        pl.lit(hours).alias("hours"),
+        pl.lit(_utc(window_opens_at) if window_opens_at is not None else None, pl.Datetime("us", "UTC")).alias("window_opens_at"),
+        pl.lit(n_models_common, pl.Int32).alias("n_models_common"),
     ).select(storage.get_table("livebetting_scores").column_names)
+    if "common_hour" not in bets.columns:
+        bets = bets.with_columns(pl.lit(None, pl.Boolean).alias("common_hour"))
     stream = bets.with_columns(*[pl.lit(v).alias(k) for k, v in const.items()]).select(
         storage.get_table("livebetting_bets").column_names
     )

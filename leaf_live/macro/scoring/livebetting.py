@@ -1,9 +1,11 @@
 """The LiveBetting Score (LiveMacroEval §3.6, App. L Eq. 13, App. O Table 13).
 
 A Polymarket macro market is a set of numeric buckets, each its own binary contract paying $1 if the
-released value falls in it (so bucket prices need not sum to 1). At every hour tau strictly before the
-release, $1 is bet on the bucket containing the model's most recent valid nowcast (issued at or before
-tau), buying 1/p shares at that bucket's price p(tau). With N bets,
+released value falls in it (so bucket prices need not sum to 1). At every price hour tau inside the
+prediction window (from the window's opening to strictly before the release), $1 is bet on the bucket
+containing the model's most recent valid nowcast whose answer existed by tau (``known_at <= tau``: an LLM
+answer exists when its call completed, not when it was requested), buying 1/p shares at that bucket's price
+p(tau). With N bets,
 
     R = (1/N) sum_tau 1{bucket(tau) = winning bucket} / p(tau) - 1                      (Eq. 13)
 
@@ -235,23 +237,35 @@ def hourly_bets(
     market: Market | None = None,
     value_scale: float = 1.0,
     segments: Sequence[tuple[str, datetime]] = (),
+    opens_at: datetime | None = None,
 ) -> pl.DataFrame:
     """The $1-per-hour bet stream of one model on one market window (App. L).
 
     ``prices``: ``bet_at`` (tz-aware, one row per hour) plus one price column per bucket label (NULL =
     missing). ``nowcasts``: this model's rows for the market's indicator/reference period (``issued_at``,
-    ``value`` in the reporting unit, optional ``valid``). ``actual``: the released value (reporting unit);
-    ``value_scale`` converts reporting units to market units (1000 for payrolls in thousands vs ``100k``
-    labels). ``segments``: (label, start) pairs; an hour belongs to the last segment started at or before it
-    (default one segment ``"window"``). Only hours strictly before ``release_at`` are kept.
+    ``value`` in the reporting unit, optional ``valid``, optional ``known_at``: when the answer existed, default
+    ``issued_at``). ``actual``: the released value (reporting unit); ``value_scale`` converts reporting units to
+    market units (1000 for payrolls in thousands vs ``100k`` labels). ``segments``: (label, start) pairs; an
+    hour belongs to the last segment started at or before it (default one segment ``"window"``). Only hours in
+    ``[opens_at, release_at)`` are kept (the prediction window; ``opens_at`` None = every hour before the
+    release). A nowcast issued at or after the release never backs a bet; one backs the bet at ``bet_at`` only
+    when ``known_at <= bet_at``; answers tied at one (``known_at``, ``issued_at``) are averaged.
 
-    Returns one row per hour: ``bet_at``, ``segment``, ``nowcast``, ``nowcast_issued_at``, ``bucket``,
-    ``price``, ``status`` (one of :data:`STATUSES`), ``won``, ``payout`` (1/p if won else 0), ``profit``
-    (payout - 1 for bets, 0 otherwise), ``cum_bets``, ``cum_profit``, ``cum_return`` (cumulative Eq. 13).
-    Raises :class:`BettingError` for a price above 1, a naive timestamp, or an actual outside every bucket.
+    Returns one row per hour: ``bet_at``, ``segment``, ``nowcast``, ``nowcast_issued_at``,
+    ``nowcast_known_at``, ``bucket``, ``price``, ``status`` (one of :data:`STATUSES`), ``won``, ``payout`` (1/p
+    if won else 0), ``profit`` (payout - 1 for bets, 0 otherwise), ``cum_bets``, ``cum_profit``, ``cum_return``
+    (cumulative Eq. 13). Raises :class:`BettingError` for a price above 1, a naive timestamp, ``known_at``
+    before ``issued_at``, or an actual outside every bucket.
     """
     for name, frame, col in (("prices", prices, "bet_at"), ("nowcasts", nowcasts, "issued_at")):
         require_tz_aware(frame, col, name, BettingError)
+    if "known_at" in nowcasts.columns:
+        require_tz_aware(nowcasts, "known_at", "nowcasts", BettingError)
+        early = nowcasts.filter(pl.col("known_at") < pl.col("issued_at"))
+        if early.height:
+            raise BettingError(f"nowcast issued at {early['issued_at'][0]} has known_at {early['known_at'][0]} before it")
+    if opens_at is not None and (not isinstance(opens_at, datetime) or opens_at.tzinfo is None):
+        raise BettingError(f"opens_at must be a tz-aware datetime, got {opens_at!r}")
     labels = [c for c in prices.columns if c != "bet_at"]
     market = market or parse_market(labels)
     if market.labels != labels:
@@ -262,17 +276,26 @@ def hourly_bets(
     if not isinstance(release_at, datetime) or release_at.tzinfo is None:
         raise BettingError(f"release_at must be a tz-aware datetime, got {release_at!r}")
     rel = pl.Series([release_at]).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))[0]
+    in_window = pl.col("bet_at") < rel
+    if opens_at is not None:
+        in_window = in_window & (pl.col("bet_at") >= pl.lit(opens_at).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
     grid = prices.with_columns(pl.col("bet_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))).filter(
-        pl.col("bet_at") < rel
+        in_window
     ).sort("bet_at")
     nc = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
+    utc = pl.Datetime("us", "UTC")
+    known = pl.col("known_at") if "known_at" in nc.columns else pl.col("issued_at")
     nc = (
-        nc.select(pl.col("issued_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")), pl.col("value").cast(pl.Float64))
+        nc.select(pl.col("issued_at").dt.convert_time_zone("UTC").cast(utc),
+                  known.dt.convert_time_zone("UTC").cast(utc).alias("known_at"), pl.col("value").cast(pl.Float64))
         .filter(pl.col("value").is_not_null() & pl.col("value").is_finite() & (pl.col("issued_at") < rel))
-        .sort("issued_at")
+        # answers tied at one instant are one forecast, their mean (as the LiveMacro selection): two recorded runs
+        # of one model (e.g. the February and the March job both nowcasting Q1 GDP) give one bet per hour
+        .group_by("known_at", "issued_at").agg(pl.col("value").mean())
+        .sort("known_at", "issued_at")
     )
-    # the latest nowcast standing at each hour (ties at one instant: the last row, as everywhere in pit)
-    joined = as_of_join(grid, nc, left_time="bet_at", time_col="issued_at")
+    # the latest answer known at each hour
+    joined = as_of_join(grid, nc.rename({"issued_at": "nowcast_issued_at"}), left_time="bet_at", time_col="known_at")
     P = joined.select(labels).to_numpy().astype(float)
     x = joined["value"].to_numpy().astype(float)  # NaN where no nowcast yet
     H = joined.height
@@ -312,7 +335,8 @@ def hourly_bets(
         "bet_at": joined["bet_at"],
         "segment": seg.tolist(),
         "nowcast": pl.Series(x).fill_nan(None),
-        "nowcast_issued_at": joined["issued_at_asof"],
+        "nowcast_issued_at": joined["nowcast_issued_at"],
+        "nowcast_known_at": joined["known_at_asof"],
         "bucket": [labels[k] if k >= 0 else None for k in bidx],
         "price": pl.Series(price).fill_nan(None),
         "status": status.tolist(),

@@ -13,13 +13,23 @@ the model-implied ones ``S_hat`` (n, 16), structural zeros for fields not releas
   allocation over indicators (App. M); paired event bootstrap (S.2); sizing discipline (S.4).
 
 Nowcast selection (:func:`implied_surprises`) turns releases + ``nowcasts`` rows into per-release
-``S`` and ``S_hat`` at a horizon: ``terminal`` (latest valid nowcast strictly before the release, scored
-against the final consensus) or ``median_{k}d`` (median of the valid nowcasts issued on the calendar day
-k days before the release day, America/New_York, against the consensus standing at the end of that day).
+``S`` and ``S_hat`` at a horizon. A model's forecast is a step function of time: at any instant it is its
+latest valid nowcast issued before then, carried forward (:func:`leaf_live.core.pit.as_of_join`). ``terminal``
+= the forecast standing just before the release (latest valid nowcast strictly before it), scored against the
+final consensus; ``median_{k}d`` = the median of the forecast standing at the end of each hour of the
+calendar day k days before the release day (America/New_York), against the consensus standing at the end of
+that day. A forecaster that issues one nowcast per window is therefore horizon-invariant once that nowcast
+exists (K.3); the K.3 sampling replicates are the forecast standing 0, 1, ..., k-1 hours before the release.
+
+Coverage: every score is computed on a model's *own* events (:func:`own_subset`): the timestamp-group events
+where it has its own pre-release nowcast for at least one released field of the scope. Inside such an event a
+release it does not nowcast takes the consensus (``S_hat = 0``): ``r_g`` responds to every release of the
+event, so the model's predicted return is built from the fields it does forecast.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -105,7 +115,33 @@ def _valid_before_release(releases: pl.DataFrame, nowcasts: pl.DataFrame) -> pl.
         on=["indicator_id", "reference_period"], how="inner",
     )
     # strictly before the release: a nowcast issued at or after T is never scored (DESIGN principle 1)
-    return j.filter(pl.col("issued_at") < pl.col("release_at"))
+    j = j.filter(pl.col("issued_at") < pl.col("release_at"))
+    # rows tied at one instant are one forecast: their mean (e.g. two runs landing in the same second)
+    keys = ["indicator_id", "reference_period", "release_at", "issued_at"]
+    return j.group_by(keys).agg(pl.col("value").mean(), pl.len().cast(pl.Int32).alias("_n_tied")).sort(keys)
+
+
+_KEYS = ["indicator_id", "reference_period", "release_at"]
+
+
+def standing_forecast(pre: pl.DataFrame, at: pl.DataFrame, *, time_col: str = "_at") -> pl.DataFrame:
+    """The forecast standing at each row of ``at``: the latest row of ``pre`` (output of the selection above:
+    one row per release key and ``issued_at``) issued strictly before ``at[time_col]``, carried forward
+    (:func:`leaf_live.core.pit.as_of_join`, strict). Returns ``at`` with ``value`` and ``issued_at`` (NULL where
+    nothing was issued yet) and ``_n_tied``."""
+    out = as_of_join(at, pre.select(*_KEYS, "issued_at", "value", "_n_tied"), left_time=time_col, by=_KEYS,
+                     time_col="issued_at", strict=True)
+    return out.rename({"issued_at_asof": "issued_at"})
+
+
+def day_hour_ends(release_at: pl.Expr, days_before: int) -> pl.Expr:
+    """List of the ends of every hour (UTC instants) of the America/New_York calendar day ``days_before`` days
+    before the release day: 01:00, 02:00, ..., 24:00 local (23 or 25 hours on daylight-saving days)."""
+    start = ((release_at.dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=days_before))
+             .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC"))
+    end = ((release_at.dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=days_before - 1))
+           .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC"))
+    return pl.datetime_ranges(start + pl.duration(hours=1), end, "1h", time_unit="us", time_zone="UTC")
 
 
 def implied_surprises(
@@ -116,28 +152,34 @@ def implied_surprises(
     events: pl.DataFrame,
     horizon: str = "terminal",
     consensus_path: pl.DataFrame | None = None,
+    event_sigma: Mapping[str, float] | pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per-release realized and model-implied standardized surprises (App. K Eq. 3) at a horizon.
 
     ``releases``: one row per release with ``indicator_id``, ``reference_period`` (date), ``release_at``
     (UTC), ``actual`` and ``consensus`` (reporting unit). ``sigma``: sigma_i per indicator (reporting
-    unit; mapping or a ``surprise_scales`` frame), which scales the model's implied surprise. ``events``: the
+    unit; mapping or a ``surprise_scales`` frame) that standardizes both surprises. ``events``: the
     ``surprise_events`` rows holding these releases: the realized ``s`` is read from them
-    (:func:`realized_surprises`), never recomputed. ``nowcasts``: rows of ONE model from the ``nowcasts``
-    table (``indicator_id``, ``reference_period``, ``issued_at``, ``value``, optional ``valid``); invalid
-    rows and rows issued at or after the release are ignored.
+    (:func:`realized_surprises`), never recomputed from A and C; ``event_sigma`` is the sigma_i the stored
+    ``s`` were standardized by (default: ``sigma``): when it differs, ``s`` is rescaled by
+    ``event_sigma_i / sigma_i`` (a fit estimated with its own window's sigma, the point-in-time backtest).
+    ``nowcasts``: rows of ONE model from the ``nowcasts`` table (``indicator_id``, ``reference_period``,
+    ``issued_at``, ``value``, optional ``valid``); invalid rows and rows issued at or after the release are
+    ignored; rows tied at one instant are averaged.
 
-    ``horizon``: ``"terminal"`` = latest nowcast strictly before ``release_at`` (rows tied at that instant
-    are averaged), scored against the final consensus; ``"median_<k>d"`` = median of the nowcasts issued
-    on the America/New_York calendar day k days before the release day, scored against the consensus
-    standing at the end of that day: the latest ``consensus_path`` value (nowcast-shaped rows of the
-    consensus, issued by then) if given, else the final consensus.
+    The model's forecast is a step function (module notes). ``horizon``: ``"terminal"`` = the latest nowcast
+    strictly before ``release_at``, scored against the final consensus; ``"median_<k>d"`` = the median, over
+    the ends of the hours of the America/New_York calendar day k days before the release day
+    (:func:`day_hour_ends`), of the forecast standing at each (:func:`standing_forecast`: latest nowcast
+    issued strictly before the hour's end, carried forward), scored against the consensus standing at the end
+    of that day: the latest ``consensus_path`` value (nowcast-shaped rows of the consensus, issued by then) if
+    given, else the final consensus. Hours before the model's first nowcast carry nothing.
 
     Returns one row per release: the release columns plus ``sigma``, ``consensus_used``, ``nowcast``,
-    ``nowcast_issued_at`` (latest row used), ``n_nowcasts`` (rows aggregated), ``s = (A - C)/sigma`` and
-    ``s_hat = (nowcast - consensus_used)/sigma`` (NULL when the model has no nowcast at that horizon).
-    Raises :class:`ScoringError` for missing columns, missing sigma, NULL actual/consensus, duplicate
-    releases or a release with no stored event.
+    ``nowcast_issued_at`` (latest issue time used), ``n_nowcasts`` (terminal: rows tied at that instant;
+    median: hours with a standing forecast), ``s`` and ``s_hat = (nowcast - consensus_used)/sigma`` (NULL when
+    the model has no forecast at that horizon). Raises :class:`ScoringError` for missing columns, missing
+    sigma, NULL actual/consensus, duplicate releases or a release with no stored event.
     """
     require_columns(releases, ["indicator_id", "reference_period", "release_at", "actual", "consensus"], "releases", ScoringError)
     require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError)
@@ -160,23 +202,17 @@ def implied_surprises(
     if nos.height:
         raise ScoringError(f"no sigma for indicator_id={nos['indicator_id'][0]}")
     pre = _valid_before_release(rel, nowcasts)
-    keys = ["indicator_id", "reference_period", "release_at"]
+    keys = _KEYS
     if k is None:
-        last = pre.group_by(keys).agg(pl.col("issued_at").max().alias("nowcast_issued_at"))
-        agg = (
-            pre.join(last, on=keys)
-            .filter(pl.col("issued_at") == pl.col("nowcast_issued_at"))
-            .group_by(keys)
-            .agg(pl.col("value").mean().alias("nowcast"), pl.col("nowcast_issued_at").first(),
-                 pl.len().cast(pl.Int32).alias("n_nowcasts"))
-        )
-        rel = rel.join(agg, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
+        at = rel.select(*keys, pl.col("release_at").alias("_at"))
+        st = standing_forecast(pre, at).select(
+            *keys, pl.col("value").alias("nowcast"), pl.col("issued_at").alias("nowcast_issued_at"),
+            pl.col("_n_tied").alias("n_nowcasts"))
+        rel = rel.join(st, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
     else:
-        day = (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k))
-        pre = pre.with_columns(
-            day.alias("_day"), pl.col("issued_at").dt.convert_time_zone(ET.key).dt.date().alias("_iday")
-        ).filter(pl.col("_iday") == pl.col("_day"))
-        agg = pre.group_by(keys).agg(
+        grid = rel.select(*keys, day_hour_ends(pl.col("release_at"), k).alias("_at")).explode("_at")
+        st = standing_forecast(pre, grid).filter(pl.col("value").is_not_null())
+        agg = st.group_by(keys).agg(
             pl.col("value").median().alias("nowcast"), pl.col("issued_at").max().alias("nowcast_issued_at"),
             pl.len().cast(pl.Int32).alias("n_nowcasts"),
         )
@@ -189,9 +225,8 @@ def implied_surprises(
                 (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k - 1))
                 .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC")
             )
-            cp = _valid_before_release(rel.select(*keys), consensus_path).select(*keys, "issued_at", "value")
-            ends = rel.select(*keys, end.alias("_end"))
-            latest = as_of_join(ends, cp, left_time="_end", by=keys, time_col="issued_at", strict=True)
+            cp = _valid_before_release(rel.select(*keys), consensus_path)
+            latest = standing_forecast(cp, rel.select(*keys, end.alias("_at")))
             rel = rel.join(latest.select(*keys, pl.col("value").alias("_cons_h")), on=keys, how="left")
             cons = rel.select(pl.coalesce("_cons_h", "consensus").alias("consensus_used"))
             rel = rel.drop("_cons_h")
@@ -202,6 +237,14 @@ def implied_surprises(
     if nos.height:
         raise ScoringError(f"no stored surprise event for {nos['indicator_id'][0]} released at {nos['release_at'][0]}; "
                            "materialize surprise_events for that release month")
+    if event_sigma is not None:
+        ev_sig = _sigma_frame(event_sigma).rename({"sigma": "_ev_sigma"})
+        rel = rel.join(ev_sig, on="indicator_id", how="left")
+        nos = rel.filter(pl.col("_ev_sigma").is_null())
+        if nos.height:
+            raise ScoringError(f"event_sigma has no sigma for indicator_id={nos['indicator_id'][0]}")
+        # the stored S = (A - C)/event_sigma; restandardize by the fit's sigma
+        rel = rel.with_columns((pl.col("s") * pl.col("_ev_sigma") / pl.col("sigma")).alias("s")).drop("_ev_sigma")
     return rel.with_columns(
         ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
         pl.col("n_nowcasts").fill_null(0),
@@ -215,28 +258,32 @@ def sampling_surprises(
     *,
     events: pl.DataFrame,
     k: int = SAMPLING_K,
+    event_sigma: Mapping[str, float] | pl.DataFrame | None = None,
 ) -> list[pl.DataFrame]:
-    """The k sampling replicates of :func:`implied_surprises` (K.3 sampling CI).
+    """The k sampling replicates of :func:`implied_surprises` (K.3 sampling CI), as step functions.
 
-    Replicate j (0-based) uses, per release, the (j+1)-th most recent valid pre-release nowcast, scored
-    against the final consensus. A release with fewer than k nowcasts gets NULL ``s_hat`` in the missing
-    replicates. Returns a list of k per-release frames with the columns of :func:`implied_surprises`.
+    Replicate j (0-based) uses, per release, the forecast standing j hours before the release: the latest
+    valid nowcast issued strictly before ``release_at - j h``, carried forward, scored against the final
+    consensus. For an hourly forecaster this is its (j+1)-th most recent pre-release nowcast (the paper's
+    "nearest pre-release nowcasts"); a forecaster with one nowcast per window gives k identical replicates. A
+    release with no forecast standing at that time gets NULL ``s_hat`` in that replicate. Returns a list of k
+    per-release frames with the columns of :func:`implied_surprises`.
     """
     if k < 2:
         raise ScoringError(f"sampling CI needs k >= 2 nowcasts per release, got k={k}")
     require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError)
     _one_model(nowcasts, "nowcasts")
     nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
-    keys = ["indicator_id", "reference_period", "release_at"]
-    base = implied_surprises(releases, sigma, nowcasts.head(0), events=events, horizon="terminal")
-    pre = _valid_before_release(base.select(*keys), nowcasts).with_columns(
-        pl.col("issued_at").rank("ordinal", descending=True).over(keys).alias("_rank")
-    )
+    keys = _KEYS
+    base = implied_surprises(releases, sigma, nowcasts.head(0), events=events, horizon="terminal",
+                             event_sigma=event_sigma)
+    pre = _valid_before_release(base.select(*keys), nowcasts)
     out = []
-    for j in range(1, k + 1):
-        pick = pre.filter(pl.col("_rank") == j).select(
+    for j in range(k):
+        at = base.select(*keys, (pl.col("release_at") - pl.duration(hours=j)).alias("_at"))
+        pick = standing_forecast(pre, at).select(
             *keys, pl.col("value").alias("nowcast"), pl.col("issued_at").alias("nowcast_issued_at"),
-            pl.lit(1, pl.Int32).alias("n_nowcasts"),
+            pl.col("_n_tied").fill_null(0).alias("n_nowcasts"),
         )
         rep = base.drop("nowcast", "nowcast_issued_at", "n_nowcasts", "s_hat").join(pick, on=keys, how="left")
         out.append(rep.with_columns(
@@ -253,7 +300,10 @@ def sampling_surprises(
 
 @dataclass(frozen=True)
 class LiveDesign:
-    """Live timestamp-group events: ``r`` (n,), ``S``/``S_hat``/``released`` (n, p), ``release_at`` (n,)."""
+    """Live timestamp-group events: ``r`` (n,), ``S``/``S_hat``/``released``/``own`` (n, p), ``release_at`` (n,).
+
+    ``own[g, i]``: the model has its own pre-release nowcast for field i in event g (else its ``S_hat`` is the
+    consensus's 0); None = every released field is the model's own."""
 
     release_at: np.ndarray  # datetime64[us] UTC
     r: np.ndarray
@@ -262,15 +312,82 @@ class LiveDesign:
     released: np.ndarray  # bool: field i released in event g
     indicator_ids: tuple[str, ...] = INDICATOR_IDS
     counts: dict = field(default_factory=dict)  # events/releases dropped and why
+    own: np.ndarray | None = None
 
     @property
     def n_events(self) -> int:
         return int(self.r.shape[0])
 
+    @property
+    def own_fields(self) -> np.ndarray:
+        """(n, p) bool: fields released in the event with the model's own nowcast."""
+        return self.released if self.own is None else self.own & self.released
+
     def subset(self, rows: np.ndarray) -> "LiveDesign":
         """The design restricted to event rows ``rows`` (bool mask or indices)."""
         return LiveDesign(self.release_at[rows], self.r[rows], self.S[rows], self.S_hat[rows],
-                          self.released[rows], self.indicator_ids, dict(self.counts))
+                          self.released[rows], self.indicator_ids, dict(self.counts),
+                          None if self.own is None else self.own[rows])
+
+    def at_times(self, times: np.ndarray) -> "LiveDesign":
+        """The design restricted to the events at ``times`` (datetime64[us] UTC), in time order; raises
+        :class:`ScoringError` for a time that is not an event of the design."""
+        t = np.unique(np.asarray(times, dtype="datetime64[us]"))
+        keep = np.isin(self.release_at, t)
+        if int(keep.sum()) != t.size:
+            raise ScoringError(f"event times {np.setdiff1d(t, self.release_at)[:3]} are not events of this design")
+        return self.subset(keep)
+
+
+def own_rows(design: LiveDesign, scope: str = "overall") -> np.ndarray:
+    """(n,) bool: events where the model has its own nowcast for at least one released field of ``scope``."""
+    return design.own_fields[:, scope_indices(scope, design.indicator_ids)].any(axis=1)
+
+
+def own_subset(design: LiveDesign, scope: str = "overall") -> LiveDesign:
+    """The model's own events of ``scope`` (:func:`own_rows`): its own-coverage score is computed on these. Inside
+    an own event, a released field the model does not nowcast keeps ``S_hat = 0`` (the consensus)."""
+    return design.subset(own_rows(design, scope))
+
+
+def common_event_set(
+    own_times: Mapping[str, np.ndarray],
+    *,
+    min_events: int,
+    models: Sequence[str] | None = None,
+    always: Sequence[str] = (),
+) -> tuple[list[str], np.ndarray]:
+    """The models a common-events board ranks, and their common event set (the intersection of their own
+    events).
+
+    ``own_times``: model -> its own event times (datetime64[us]). ``models`` fixes the compared set (the
+    intersection of those models' own events, whatever its size); otherwise the set is built greedily: models
+    in order of most own events (ties by model_id) join when the intersection with them keeps at least
+    ``min_events`` events. ``always``: models compared whenever they cover the common set (the consensus covers
+    every event). Returns ``(models, times)``, ``([], empty)`` when no model reaches ``min_events``.
+    Raises :class:`ScoringError` for a named model without own events.
+    """
+    if models:
+        missing = [m for m in models if m not in own_times]
+        if missing:
+            raise ScoringError(f"common event set: model(s) {missing} have no own events to compare")
+        common = own_times[models[0]]
+        for m in models[1:]:
+            common = np.intersect1d(common, own_times[m])
+        chosen = list(models)
+    else:
+        order = sorted((m for m in own_times if m not in always), key=lambda m: (-own_times[m].size, m))
+        common, chosen = None, []
+        for m in order:
+            cand = own_times[m] if common is None else np.intersect1d(common, own_times[m])
+            if cand.size >= max(min_events, 1):
+                common, chosen = cand, chosen + [m]
+        if common is None:
+            return [], np.array([], dtype="datetime64[us]")
+    for m in always:
+        if m in own_times and m not in chosen and np.isin(common, own_times[m]).all():
+            chosen.append(m)
+    return chosen, np.asarray(common, dtype="datetime64[us]")
 
 
 def live_design(
@@ -279,15 +396,22 @@ def live_design(
     *,
     indicator_ids: Sequence[str] = INDICATOR_IDS,
     missing: MissingPolicy = "drop_event",
+    event_map: pl.DataFrame | None = None,
 ) -> LiveDesign:
     """Group per-release surprises into timestamp-group events with their announcement-window return.
 
     ``per_release``: output of :func:`implied_surprises` (``release_at``, ``indicator_id``, ``s``,
-    ``s_hat``). ``returns``: ``release_at``, ``r_g`` (NULL/NaN = unusable window: the event is dropped and
-    counted). A release whose model nowcast is missing (NULL ``s_hat``) is handled by ``missing``:
-    ``"drop_event"`` drops its whole event (counted), ``"consensus"`` sets ``s_hat = 0`` (counted),
-    ``"error"`` raises. Raises :class:`ScoringError` for unknown indicators, an event with no return row,
-    or duplicate fields within an event.
+    ``s_hat``). ``returns``: ``release_at`` (the event time), ``r_g`` (NULL/NaN = unusable window: the event
+    is dropped and counted). ``event_map`` (``release_at``, ``event_at``; from
+    :func:`leaf_live.macro.scoring.surprises.overlapping_event_groups`) puts releases whose announcement
+    windows overlap into one event at ``event_at`` (``returns`` is then keyed by ``event_at``); two releases of
+    one indicator in such an event add their surprises (r_g = sum beta_i S_i is linear in each), and the field
+    is the model's own when either release is. Without it, events are the release timestamps (App. K.1).
+
+    A release whose model nowcast is missing (NULL ``s_hat``) is handled by ``missing``: ``"drop_event"``
+    drops its whole event (counted), ``"consensus"`` sets ``s_hat = 0`` (counted; ``own`` marks the fields
+    the model does nowcast), ``"error"`` raises. Raises :class:`ScoringError` for unknown indicators, an event
+    with no return row, or duplicate fields within an event (without ``event_map``).
     """
     require_columns(per_release, ["release_at", "indicator_id", "s", "s_hat"], "per_release", ScoringError)
     require_columns(returns, ["release_at", "r_g"], "returns", ScoringError)
@@ -300,13 +424,29 @@ def live_design(
     unknown = per_release.filter(~pl.col("indicator_id").is_in(ids))
     if unknown.height:
         raise ScoringError(f"per_release has indicator_id={unknown['indicator_id'][0]!r} outside the scored set")
-    dup = per_release.filter(pl.struct("release_at", "indicator_id").is_duplicated())
-    if dup.height:
-        raise ScoringError(f"two releases of {dup['indicator_id'][0]} at {dup['release_at'][0]}")
     counts = {"releases_without_nowcast": 0, "events_dropped_no_nowcast": 0, "events_dropped_no_return": 0}
-    pr = per_release.select("release_at", "indicator_id", "s", "s_hat")
-    no_nc = pr.filter(pl.col("s_hat").is_null() | pl.col("s_hat").is_nan())
-    counts["releases_without_nowcast"] = no_nc.height
+    pr = per_release.select("release_at", "indicator_id", "s", pl.col("s_hat").fill_nan(None))
+    if event_map is not None:
+        require_columns(event_map, ["release_at", "event_at"], "event_map", ScoringError)
+        em = _utc_col(_utc_col(event_map, "event_map", "release_at"), "event_map", "event_at")
+        pr = pr.join(em.select("release_at", "event_at"), on="release_at", how="left")
+        nomap = pr.filter(pl.col("event_at").is_null())
+        if nomap.height:
+            raise ScoringError(f"event_map has no event for the release at {nomap['release_at'][0]}")
+        pr = pr.group_by(pl.col("event_at").alias("release_at"), "indicator_id").agg(
+            pl.col("s").sum(),
+            pl.when(pl.col("s_hat").is_not_null().any()).then(pl.col("s_hat").sum()).alias("s_hat"),
+            pl.col("s_hat").is_null().sum().alias("_n_missing"),
+        )
+        counts["releases_without_nowcast"] = int(pr["_n_missing"].sum())
+        pr = pr.drop("_n_missing")
+    else:
+        dup = pr.filter(pl.struct("release_at", "indicator_id").is_duplicated())
+        if dup.height:
+            raise ScoringError(f"two releases of {dup['indicator_id'][0]} at {dup['release_at'][0]}")
+        counts["releases_without_nowcast"] = pr.filter(pl.col("s_hat").is_null()).height
+    no_nc = pr.filter(pl.col("s_hat").is_null())
+    pr = pr.with_columns(pl.col("s_hat").is_not_null().alias("_own"))
     if no_nc.height:
         if missing == "error":
             raise ScoringError(f"no nowcast for {no_nc['indicator_id'][0]} released at {no_nc['release_at'][0]}")
@@ -315,7 +455,7 @@ def live_design(
             counts["events_dropped_no_nowcast"] = bad_t.len()
             pr = pr.filter(~pl.col("release_at").is_in(bad_t.implode()))
         else:
-            pr = pr.with_columns(pl.col("s_hat").fill_null(0.0).fill_nan(0.0))
+            pr = pr.with_columns(pl.col("s_hat").fill_null(0.0))
     ret = returns.select("release_at", pl.col("r_g").cast(pl.Float64))
     dup_r = ret.filter(pl.col("release_at").is_duplicated())
     if dup_r.height:
@@ -332,12 +472,13 @@ def live_design(
     S = np.zeros((n, p))
     S_hat = np.zeros((n, p))
     rel = np.zeros((n, p), dtype=bool)
+    own = np.zeros((n, p), dtype=bool)
     keep = pr.filter(pl.col("release_at").is_in(events["release_at"].implode()))
-    for t, i, s, sh in keep.iter_rows():
+    for t, i, s, sh, o in keep.select("release_at", "indicator_id", "s", "s_hat", "_own").iter_rows():
         g, k = row[t], pos[i]
-        S[g, k], S_hat[g, k], rel[g, k] = s, sh, True
+        S[g, k], S_hat[g, k], rel[g, k], own[g, k] = s, sh, True, o
     t_np = events["release_at"].dt.convert_time_zone("UTC").dt.replace_time_zone(None).cast(pl.Datetime("us"))
-    return LiveDesign(t_np.to_numpy(), events["r_g"].to_numpy().astype(float), S, S_hat, rel, tuple(ids), counts)
+    return LiveDesign(t_np.to_numpy(), events["r_g"].to_numpy().astype(float), S, S_hat, rel, tuple(ids), counts, own)
 
 
 def scope_indices(scope: str, indicator_ids: Sequence[str] = INDICATOR_IDS) -> np.ndarray:
@@ -398,15 +539,28 @@ def score_from_kappa_phi(kappa: float, phi: float) -> float:
     return (2 * kappa * phi - kappa**2) / (2 + kappa**2 - 2 * kappa * phi)
 
 
-def directional_score(r: np.ndarray, r_hat: np.ndarray) -> float:
-    """LiveMacro directional score (Eq. 14): |r|-weighted share of events with sgn(r_hat) = sgn(r).
+def sign_hits(y: np.ndarray, y_hat: np.ndarray) -> np.ndarray:
+    """Per-event credit of the directional score: 1 where sgn(y_hat) = sgn(y) != 0, 0 where the signs differ,
+    0.5 where ``y_hat`` is exactly 0 (no directional view: the coin flip's expected credit). Shape of ``y_hat``
+    (``y`` broadcasts)."""
+    sh = np.sign(y_hat)
+    return np.where(sh == 0, 0.5, (sh == np.sign(y)).astype(float))
 
-    A zero prediction has sign 0 and never hits. NaN when every ``r`` is 0.
+
+def directional_score(r: np.ndarray, r_hat: np.ndarray) -> float:
+    """LiveMacro directional score (Eq. 14): |r|-weighted share of events with sgn(r_hat) = sgn(r), on the
+    0.5 coin-flip scale.
+
+    A zero prediction (no directional view, e.g. the consensus, or a nowcast equal to the consensus on every
+    field of an event) counts as half a hit (:func:`sign_hits`), so a forecaster without a view scores exactly
+    0.5, the coin-flip reference of App. N; where no prediction is 0 this is Eq. 14 as printed. NaN when every
+    ``r`` is 0.
     """
     r = np.asarray(r, dtype=float)
     w = np.abs(r)
     tot = float(w.sum())
-    return float(w @ (np.sign(r_hat) == np.sign(r))) / tot if tot > 0 else float("nan")
+    # np.sum on both sides: halving is exact, so a forecaster with no view lands on 0.5 exactly
+    return float((w * sign_hits(r, np.asarray(r_hat, dtype=float))).sum()) / tot if tot > 0 else float("nan")
 
 
 def targets(design: LiveDesign, beta: np.ndarray, target: Target, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -543,13 +697,94 @@ def bootstrap_scores(
     den = ss_c + ss_m
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = np.where(den > 0, (ss_c - ss_m) / den, np.nan)
-        hits = (np.sign(Sh @ Bm.T) == y_sign)
+        q_sign = np.sign(Sh @ Bm.T)
+        hits = np.where(q_sign == 0, 0.5, q_sign == y_sign)  # sign_hits, vectorized over draws
         lmd = (w * hits).sum(axis=0) / w.sum(axis=0)
     return BootstrapResult(
         scores=scores, lmd=np.asarray(lmd, dtype=float),
         ci90=_pct(scores, 5, 95), ci95=_pct(scores, 2.5, 97.5),
         p_le_zero=float(np.mean(scores <= 0)), p_ge_zero=float(np.mean(scores >= 0)),
         lmd_ci90=_pct(lmd, 5, 95), n_draws=int(Bm.shape[0]),
+    )
+
+
+def event_resamples(n_events: int, n_draws: int = DEFAULT_BOOT_DRAWS, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """(B, n) multinomial event counts of B bootstrap resamples of n events (each row sums to n); the same
+    ``seed`` gives the same resamples to every model and to the paired bootstrap (S.2). Read-only (cached)."""
+    if n_events < 1:
+        raise ScoringError("event bootstrap needs at least one event")
+    return _event_resamples(int(n_events), int(n_draws), int(seed))
+
+
+@functools.lru_cache(maxsize=32)
+def _event_resamples(n: int, n_draws: int, seed: int) -> np.ndarray:
+    K = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_draws).astype(float)
+    K.setflags(write=False)  # shared by every model and scope of a run
+    return K
+
+
+@dataclass(frozen=True)
+class EventBootstrapResult:
+    """Percentile intervals that carry the sampling of events (``event``: beta fixed at beta_hat) and both
+    sources at once (``combined``: draw b uses beta^(b) of Eq. 12 and event resample b)."""
+
+    event_scores: np.ndarray  # (B,)
+    combined_scores: np.ndarray  # (B,)
+    event_ci90: tuple[float, float]
+    event_ci95: tuple[float, float]
+    combined_ci90: tuple[float, float]
+    combined_ci95: tuple[float, float]
+    n_events: int
+    n_draws: int
+
+
+def event_bootstrap_scores(
+    design: LiveDesign,
+    beta: np.ndarray,
+    cov: np.ndarray,
+    *,
+    scope: str = "overall",
+    target: Target = "return",
+    z: np.ndarray | None = None,
+    n_draws: int = DEFAULT_BOOT_DRAWS,
+    seed: int = DEFAULT_SEED,
+    chunk: int = 1000,
+) -> EventBootstrapResult:
+    """Event-bootstrap and combined intervals of the score (K.3 carries beta uncertainty only).
+
+    Event bootstrap: the scope's events are resampled with replacement (:func:`event_resamples`, ``seed``) and
+    the score recomputed at beta_hat on each resample, so the interval carries the sampling of events (which
+    releases happened to fall in the window). Combined: draw b uses the parametric beta draw b of Eq. 12 (``z``
+    row b, as :func:`bootstrap_scores`) on event resample b, so it carries both. Percentile intervals; draws
+    whose resample has a zero target (SS_cons = SS_model = 0) are NaN and ignored. Vectorized in chunks of
+    ``chunk`` draws: each draw's sums are a count-weighted sum over events. Raises :class:`ScoringError` when
+    the scope has no event.
+    """
+    d, idx = scoped_design(design, beta, scope)
+    n = d.n_events
+    K = event_resamples(n, n_draws, seed)
+    if z is None:
+        z = standard_normal_draws(n_draws, len(design.indicator_ids), seed)
+    if z.shape[0] != K.shape[0]:
+        raise ScoringError(f"z has {z.shape[0]} draws, the event resamples {K.shape[0]}")
+    y, q = targets(d, beta, target, idx)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c, m = K @ (y * y), K @ ((y - q) ** 2)
+        ev = np.where(c + m > 0, (c - m) / (c + m), np.nan)
+    Sh, S, r = d.S_hat[:, idx], d.S[:, idx], d.r
+    comb = np.empty(K.shape[0])
+    for a in range(0, K.shape[0], chunk):
+        Bm = beta_draws(beta, cov, idx, z[a:a + chunk])  # (b, q)
+        Kc = K[a:a + chunk]
+        Qh = Sh @ Bm.T  # (n, b)
+        Y = np.broadcast_to(r[:, None], Qh.shape) if target == "return" else S @ Bm.T
+        c = np.einsum("bn,nb->b", Kc, Y * Y, optimize=True)
+        m = np.einsum("bn,nb->b", Kc, (Y - Qh) ** 2, optimize=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            comb[a:a + chunk] = np.where(c + m > 0, (c - m) / (c + m), np.nan)
+    return EventBootstrapResult(
+        event_scores=ev, combined_scores=comb, event_ci90=_pct(ev, 5, 95), event_ci95=_pct(ev, 2.5, 97.5),
+        combined_ci90=_pct(comb, 5, 95), combined_ci95=_pct(comb, 2.5, 97.5), n_events=n, n_draws=int(K.shape[0]),
     )
 
 
@@ -619,9 +854,13 @@ def shapley_allocation(
 @dataclass(frozen=True)
 class PairedBootstrap:
     delta: float  # score(model a) - score(model b) on the shared events
-    ci95: tuple[float, float]
-    draws: np.ndarray  # (B,)
+    ci95: tuple[float, float] | None  # None: fewer shared events than the minimum, no interval
+    draws: np.ndarray  # (B,), empty without an interval
     n_events: int
+
+    @property
+    def has_interval(self) -> bool:
+        return self.ci95 is not None
 
 
 def paired_event_bootstrap(
@@ -634,13 +873,15 @@ def paired_event_bootstrap(
     n_draws: int = DEFAULT_BOOT_DRAWS,
     seed: int = DEFAULT_SEED,
     level: float = 0.95,
+    min_events: int = 1,
 ) -> PairedBootstrap:
     """Paired event bootstrap of a score difference (S.2, Table 17).
 
     Keeps the events both designs score (same ``release_at``), resamples those event indices with
-    replacement ``n_draws`` times and recomputes both scores on each identical resample (event counts
-    from one multinomial draw, so each resample's sums are one matrix product). Percentile interval.
-    Raises :class:`ScoringError` when the designs share no event.
+    replacement ``n_draws`` times (:func:`event_resamples`) and recomputes both scores on each identical
+    resample. Percentile interval. With fewer than ``min_events`` shared events there is no interval
+    (``ci95`` None, no draws): a resample of a handful of events cannot say how the difference varies (one
+    event gives a zero-width interval). Raises :class:`ScoringError` when the designs share no event.
     """
     da, ia = scoped_design(design_a, beta, scope)
     db, _ = scoped_design(design_b, beta, scope)
@@ -653,13 +894,15 @@ def paired_event_bootstrap(
     if target == "return" and not np.array_equal(ya, yb):
         raise ScoringError("paired bootstrap: the two designs disagree on r_g for a shared event")
     n = common.size
-    K = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_draws).astype(float)
+    delta = skill_score(ya, qa) - skill_score(yb, qb)
+    if n < min_events:
+        return PairedBootstrap(delta=delta, ci95=None, draws=np.empty(0), n_events=n)
+    K = event_resamples(n, n_draws, seed)
     c = K @ (ya * ya)
     ma = K @ ((ya - qa) ** 2)
     mb = K @ ((yb - qb) ** 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = (c - ma) / (c + ma) - ((K @ (yb * yb)) - mb) / ((K @ (yb * yb)) + mb)
-    delta = skill_score(ya, qa) - skill_score(yb, qb)
     a = (1 - level) / 2 * 100
     return PairedBootstrap(delta=delta, ci95=_pct(draws, a, 100 - a), draws=draws, n_events=n)
 

@@ -13,6 +13,10 @@ Pipeline (each step a pure function over polars frames in the ``storage`` table 
 4. :func:`timestamp_group_events` — ``releases`` x ``announcement_returns`` x ``surprise_scales`` ->
    ``surprise_events``: releases sharing a timestamp form one event g with the 16-vector
    ``S_i,g = (A - C) / sigma_i`` (Eq. 3) and structural zeros for fields not released in g (App. K.1).
+   This is the replication of the released panel (2,163 events, Table 9's design) and stays so.
+5. :func:`overlapping_event_groups` — the scoring rule on top: release timestamps whose announcement windows
+   overlap are one scoring event (catch-up releases stamped a minute apart move one market window);
+   :func:`restandardize_events` — the same events standardized by another sigma (point-in-time backtest).
 
 Units: A, C and sigma_i in the indicator's reporting unit (catalog); S is unit-free; r_g in log points.
 Times: ``release_at`` UTC; ``partition_key`` = release month in America/New_York.
@@ -31,6 +35,7 @@ from leaf_live.core import storage
 from leaf_live.core.pit import ET, et_month_expr, require_columns
 from leaf_live.macro.catalog import INDICATOR_IDS
 
+WINDOW_BEFORE = timedelta(minutes=5)  # T - 5 min opens the announcement window (App. K Eq. 4)
 WINDOW_AFTER = timedelta(minutes=30)  # T + 30 min closes the announcement window (App. K Eq. 4)
 
 #: Calendar sources in consensus/actual priority order: Investing.com (LiveMacroEval files) first.
@@ -330,3 +335,80 @@ def timestamp_group_events(releases: pl.DataFrame, returns: pl.DataFrame, scales
         pl.max_horizontal(close, pl.col("_sigma_at")).alias("available_at"),
     ).sort("release_at")
     return storage.conform("surprise_events", out)
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. scoring events: releases whose announcement windows overlap
+# ------------------------------------------------------------------------------------------------
+
+
+def overlapping_event_groups(
+    returns: pl.DataFrame, *, before: timedelta = WINDOW_BEFORE, after: timedelta = WINDOW_AFTER
+) -> pl.DataFrame:
+    """Scoring events: release timestamps whose announcement windows [T - 5 min, T + 30 min] overlap form one
+    event (the rule for scoring; the historical panel of :func:`timestamp_group_events` and the beta fit keep
+    one event per timestamp, as the paper's replication).
+
+    Why: two releases stamped a minute apart (the 2026-01-09 catch-up releases, housing at 08:29 ET and
+    payrolls at 08:30 ET) share one market move; scored as two events, the same return would be counted twice,
+    each time against only part of the news. Rule: timestamps sorted; a timestamp joins the previous one's
+    group when it comes less than ``before + after`` (35 min) after it, i.e. its window opens before the previous
+    window closes (chains join). The group's time ``event_at`` is its first timestamp; its return is
+    ``log P(T_last + 30 min) - log P(T_first - 5 min)`` (the union window, from the first timestamp's
+    ``price_before`` and the last one's ``price_after``), NULL when either is missing; a single timestamp keeps
+    its stored ``r_g``.
+
+    ``returns``: ``announcement_returns`` rows (every release timestamp, with or without a consensus, so a
+    catch-up release without a consensus still widens the window of the event it overlaps). Returns one row
+    per timestamp: ``release_at``, ``event_at``, ``n_timestamps`` (of its group), ``event_r_g``,
+    ``event_window_status`` (usable | no_prices). Raises :class:`SurpriseError` for a missing column or a
+    duplicate timestamp.
+    """
+    require_columns(returns, ["release_at", "price_before", "price_after", "r_g"], "returns", SurpriseError)
+    ret = returns.select(pl.col("release_at").dt.convert_time_zone("UTC"), "price_before", "price_after", "r_g").sort("release_at")
+    dup = ret.filter(pl.col("release_at").is_duplicated())
+    if dup.height:
+        raise SurpriseError(f"returns: two rows for release_at {dup['release_at'][0]}")
+    gap = pl.col("release_at") - pl.col("release_at").shift(1)
+    ret = ret.with_columns((gap.is_null() | (gap >= (before + after))).cum_sum().alias("_g"))
+    g = ret.group_by("_g").agg(
+        pl.col("release_at").min().alias("event_at"), pl.len().cast(pl.Int32).alias("n_timestamps"),
+        pl.col("price_before").sort_by("release_at").first().alias("_pb"),
+        pl.col("price_after").sort_by("release_at").last().alias("_pa"),
+        pl.col("r_g").first().alias("_r1"),
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        merged = np.log(g["_pa"].to_numpy().astype(float)) - np.log(g["_pb"].to_numpy().astype(float))
+    g = g.with_columns(pl.Series("_rm", merged, dtype=pl.Float64).fill_nan(None)).with_columns(
+        pl.when(pl.col("n_timestamps") == 1).then(pl.col("_r1")).otherwise(pl.col("_rm")).alias("event_r_g"))
+    out = ret.join(g.select("_g", "event_at", "n_timestamps", "event_r_g"), on="_g").select(
+        "release_at", "event_at", "n_timestamps", "event_r_g",
+        pl.when(pl.col("event_r_g").is_not_null()).then(pl.lit("usable")).otherwise(pl.lit("no_prices"))
+        .alias("event_window_status"),
+    )
+    return out.sort("release_at")
+
+
+def restandardize_events(events: pl.DataFrame, stored: pl.DataFrame, target: pl.DataFrame) -> pl.DataFrame:
+    """``surprise_events`` rows re-standardized by other scales: ``s_i * sigma_stored_i / sigma_target_i`` (the
+    stored ``s_i = (A - C)/sigma_stored_i``, so the result is ``(A - C)/sigma_target_i``; structural zeros stay 0).
+
+    ``stored`` / ``target``: ``indicator_id``, ``sigma`` frames (``surprise_scales`` rows). Used by the
+    point-in-time backtest fit, whose sigma is estimated on its own fit window. Raises :class:`SurpriseError`
+    when an indicator with a nonzero surprise has no scale in either frame.
+    """
+    require_columns(stored, ["indicator_id", "sigma"], "stored scales", SurpriseError)
+    require_columns(target, ["indicator_id", "sigma"], "target scales", SurpriseError)
+    a = dict(zip(stored["indicator_id"], stored["sigma"]))
+    b = dict(zip(target["indicator_id"], target["sigma"]))
+    cols = []
+    for i in INDICATOR_IDS:
+        c = f"s_{i}"
+        if c not in events.columns:
+            continue
+        if i in a and i in b:
+            cols.append((pl.col(c) * (a[i] / b[i])).alias(c))
+        elif events.filter(pl.col(c) != 0).height:
+            raise SurpriseError(f"restandardize_events: no {'stored' if i not in a else 'target'} sigma for {i}, "
+                                "which has nonzero surprises")
+    return events.with_columns(cols)

@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,14 @@ from leaf_live.macro.nowcasts import build_nowcasts
 from leaf_live.macro.windows import mark_after_release
 
 RECORDED_TZ = ET  # established above: the runner's wall clock is America/New_York
+
+# When a recorded answer existed. The runner stamps each row with its run's *scheduled* start and records no
+# completion time, so the answer of the run scheduled at h may have arrived any time after h. Conservative rule:
+# it counts as existing from the next scheduled run (h + the job's interval, 3,600 s for every job of
+# LiveMacro/config/jobs.json); a run still in flight after that overlaps the next one on the other server,
+# which the alternating serverA/serverB schedule allows but the files cannot show. LiveBetting bets on a
+# recorded answer only from ``answered_at`` (nowcasts.answered_at).
+RECORDED_ANSWER_LAG = timedelta(hours=1)
 
 # Where the released outlier-cleaned GPT-5 tables live under the snapshot directory.
 LIVEMACROEVAL_GPT5_DIR = (
@@ -186,6 +194,7 @@ def read_recorded_csv(
     * ``issued_at`` = ``timestamp_local`` read as America/New_York, in UTC (``available_at`` = ``issued_at``);
       a fall-back (ambiguous) hour takes the earlier instant for its first occurrence of a variable and the
       later one otherwise (the later one when it occurs once: conservative);
+    * ``answered_at`` = ``issued_at`` + :data:`RECORDED_ANSWER_LAG` (the run's completion is not recorded);
     * ``raw_response_id`` = ``job_id``; ``rationale``/``citations`` from ``raw_model_output``/``citations``
       when the file has them;
     * invalid rows (kept, ``value`` NULL, with ``invalid_reason``): ``parsed_ok`` false (reason = the
@@ -299,7 +308,8 @@ def read_recorded_csv(
     if pk is None:
         ids = frame.get_column("model_id").unique().to_list()
         pk = f"{ids[0]}/{path.stem}" if len(ids) == 1 else path.stem
-    frame = frame.with_columns(pl.lit(pk).alias("partition_key"), pl.col("invalid_reason").is_null().alias("valid"))
+    frame = frame.with_columns(pl.lit(pk).alias("partition_key"), pl.col("invalid_reason").is_null().alias("valid"),
+                               (pl.col("issued_at") + RECORDED_ANSWER_LAG).alias("answered_at"))
     out = build_nowcasts(frame.drop("_row", "_local", "_raw_value"))
     if windows is not None:
         out = mark_after_release(out, windows)

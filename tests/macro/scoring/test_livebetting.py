@@ -214,3 +214,79 @@ def test_constant_nowcast_on_the_recorded_cpi_market(tmp_path):
         assert storage.replace_partition(con, "livebetting_bets", stream, {"partition_key": "cpi-mar"}) == 1330
     finally:
         con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# inside the window, on answers that existed, on common hours
+# ---------------------------------------------------------------------------------------------
+
+
+def test_no_bet_before_the_window_opens_or_before_the_answer_existed():
+    prices = pl.DataFrame({"bet_at": [T0 + timedelta(hours=h) for h in range(8)],
+                           "≤2.0%": [0.5] * 8, "2.1%": [0.25] * 8, "≥2.2%": [0.25] * 8})
+    # issued at hour 1 but answered at hour 2.5 (a run that took 90 minutes); a second answer issued at
+    # hour 4, answered at hour 6
+    nc = pl.DataFrame({"issued_at": [T0 + timedelta(hours=1), T0 + timedelta(hours=4)],
+                       "known_at": [T0 + timedelta(hours=2, minutes=30), T0 + timedelta(hours=6)],
+                       "value": [2.1, 2.3]})
+    opens = T0 + timedelta(hours=2)
+    bets = LB.hourly_bets(prices, nc, release_at=T0 + timedelta(hours=7, minutes=30), actual=2.1, opens_at=opens)
+    # hours 0-1 lie before the window: not in the stream at all; hour 2: the window is open but the answer issued
+    # at hour 1 did not exist yet; hours 3-5 bet on 2.1% (the hour-4 answer is unknown until hour 6); 6-7 on >=2.2%
+    assert bets["bet_at"].to_list() == [T0 + timedelta(hours=h) for h in range(2, 8)]
+    assert bets["status"].to_list() == ["no_nowcast"] + ["bet"] * 5
+    assert bets["bucket"].to_list() == [None, "2.1%", "2.1%", "2.1%", "≥2.2%", "≥2.2%"]
+    placed = bets.filter(pl.col("status") == "bet")
+    assert (placed["bet_at"] >= opens).all() and (placed["nowcast_known_at"] <= placed["bet_at"]).all()
+    assert placed["nowcast_issued_at"].to_list()[:3] == [T0 + timedelta(hours=1)] * 3
+    assert LB.livebetting_return(bets) == pytest.approx((3 * 4.0) / 5 - 1)  # three wins at 0.25, two losses
+    # the same answers without the completion time (known at issue) would have bet from the window's first hour
+    naive = LB.hourly_bets(prices, nc.drop("known_at"), release_at=T0 + timedelta(hours=7, minutes=30), actual=2.1,
+                           opens_at=opens)
+    assert naive["status"][0] == "bet" and naive["bucket"].to_list()[2:4] == ["≥2.2%", "≥2.2%"]
+    with pytest.raises(LB.BettingError, match="known_at .* before it"):
+        LB.hourly_bets(prices, nc.with_columns(pl.col("issued_at") + timedelta(days=1)), release_at=T0 + timedelta(days=2),
+                       actual=2.1)
+    # answers tied at one instant (two recorded runs of one model) are one forecast: their mean
+    tied = pl.DataFrame({"issued_at": [T0 + timedelta(hours=3)] * 2, "value": [2.0, 2.2]})
+    t = LB.hourly_bets(prices, tied, release_at=T0 + timedelta(hours=5), actual=2.1)
+    assert t.filter(pl.col("status") == "bet")["nowcast"].to_list() == [pytest.approx(2.1)] * 2
+
+
+def test_common_hours_and_the_consensus_known_from_the_release_day():
+    from leaf_live.macro.scoring.evaluation import common_hours, consensus_known_at, score_markets
+
+    release = datetime(2026, 4, 10, 12, 30, tzinfo=UTC)  # 08:30 EDT
+    assert pl.select(consensus_known_at(pl.lit(release))).item() == datetime(2026, 4, 10, 4, 0, tzinfo=UTC)
+    hours = [datetime(2026, 4, 8, 0, tzinfo=UTC) + timedelta(hours=h) for h in range(60)]
+    labels = {"≤2.0%": 0.2, "2.1%": 0.5, "≥2.2%": 0.3}
+    prices = pl.DataFrame([{"market_id": "m", "indicator_id": "cpi", "reference_period": date(2026, 3, 1), "ts": t,
+                            "bucket_label": k, "price": v} for t in hours for k, v in labels.items()])
+    releases = pl.DataFrame({"indicator_id": ["cpi"], "reference_period": [date(2026, 3, 1)], "release_at": [release],
+                             "actual": [2.1]})
+    windows = pl.DataFrame({"indicator_id": ["cpi"], "reference_period": [date(2026, 3, 1)],
+                            "opens_at": [datetime(2026, 4, 8, 6, tzinfo=UTC)]})
+    nc = pl.DataFrame({
+        "model_id": ["a", "b", "consensus/investing"],
+        "issued_at": [datetime(2026, 4, 8, 9, tzinfo=UTC), datetime(2026, 4, 9, 0, tzinfo=UTC), release - timedelta(minutes=1)],
+        "value": [2.1, 2.3, 2.1], "indicator_id": ["cpi"] * 3, "reference_period": [date(2026, 3, 1)] * 3,
+    })
+    res = score_markets(prices, releases, nc, windows, min_common_hours=10)
+    tot = res.scores.filter(pl.col("segment") == "total")
+    win = {m: r for m, r in zip(tot.filter(pl.col("hours") == "window")["model_id"],
+                                 tot.filter(pl.col("hours") == "window").iter_rows(named=True))}
+    # prices end 11:00 Apr 10; window 06:00 Apr 8 .. 11:00 Apr 10 = 18 + 24 + 12 = 54 price hours; a bets from 09:00
+    # Apr 8 (51 hours), b from 00:00 Apr 9 (36), the consensus from 04:00 UTC Apr 10 (00:00 EDT): 04:00 .. 11:00
+    assert {m: (r["n_hours"], r["n_bets"]) for m, r in win.items()} == {
+        "a": (54, 51), "b": (54, 36), "consensus/investing": (54, 8)}
+    assert win["consensus/investing"]["final_return"] == pytest.approx(1 / 0.5 - 1)
+    common = tot.filter(pl.col("hours") == "common")
+    # a and b share 36 hours; the consensus's 8 would shrink them below 10: not compared
+    assert sorted(common["model_id"].to_list()) == ["a", "b"] and (common["n_bets"] == 36).all()
+    assert (common["n_models_common"] == 2).all()
+    assert common.filter(pl.col("model_id") == "a")["final_return"][0] == pytest.approx(1.0)  # 2.1% at 0.5: x2
+    assert common.filter(pl.col("model_id") == "b")["final_return"][0] == -1.0
+    assert res.bets.filter(pl.col("common_hour"))["bet_at"].n_unique() == 36
+    assert res.bets["bet_at"].min() == datetime(2026, 4, 8, 6, tzinfo=UTC)
+    chosen, hrs = common_hours({"x": res.bets.filter(pl.col("model_id") == "consensus/investing")}, min_hours=10)
+    assert chosen == [] and hrs.len() == 0

@@ -63,8 +63,11 @@ def test_skill_score_by_hand():
 
 def test_directional_score_by_hand():
     r = np.array([1.0, -2.0, 3.0, -4.0]) * 1e-3
-    r_hat = np.array([0.5, 1.0, 0.0, -1.0]) * 1e-3  # hit, miss, zero (never a hit), hit
-    assert L.directional_score(r, r_hat) == pytest.approx((1 + 4) / 10)
+    r_hat = np.array([0.5, 1.0, 0.0, -1.0]) * 1e-3  # hit, miss, zero (no view: half a hit), hit
+    assert L.directional_score(r, r_hat) == pytest.approx((1 + 0.5 * 3 + 4) / 10)
+    # no view anywhere (the consensus) is the coin flip; Eq. 14 as printed where no prediction is 0
+    assert L.directional_score(r, np.zeros(4)) == 0.5
+    assert L.directional_score(r, np.array([1.0, 1.0, 1.0, 1.0])) == pytest.approx((1 + 3) / 10)
 
 
 def test_kappa_phi_by_hand_and_eq19_identity():
@@ -162,11 +165,14 @@ def test_terminal_nowcast_is_latest_valid_strictly_before_release():
     assert L.implied_surprises(RELEASES, SIGMA, tie, events=EVENTS)["nowcast"][0] == pytest.approx(2.5)
 
 
-def test_median_horizon_uses_the_new_york_calendar_day_and_the_consensus_then():
+def test_median_horizon_is_the_median_of_the_standing_forecast_over_the_new_york_day():
     pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d")
-    # 2026-03-10 ET holds the 15:00 and 16:00 UTC rows (2.6, 2.2); 03:00 UTC is 2026-03-09 23:00 EDT
-    assert pr["nowcast"][0] == pytest.approx(2.4) and pr["n_nowcasts"][0] == 2
-    assert pr["s_hat"][0] == pytest.approx(-1.0)
+    # 2026-03-10 in New York (EDT): hour ends 01:00 .. 24:00 = 05:00 UTC .. 04:00 UTC next day. Standing strictly
+    # before each: 01:00-11:00 EDT the 5.0 issued 2026-03-09 23:00 EDT (03:00 UTC, carried forward, 11 hours);
+    # 12:00 EDT the 2.6 issued 15:00 UTC (1 hour); 13:00-24:00 EDT the 2.2 issued 16:00 UTC (12 hours)
+    want = float(np.median([5.0] * 11 + [2.6] + [2.2] * 12))
+    assert pr["n_nowcasts"][0] == 24 and pr["nowcast_issued_at"][0] == _t("2026-03-10 16:00")
+    assert pr["nowcast"][0] == pytest.approx(want) and pr["s_hat"][0] == pytest.approx((want - 2.5) / 0.1)
     path = pl.DataFrame({
         "indicator_id": ["cpi"] * 3, "reference_period": [date(2026, 2, 1)] * 3,
         "issued_at": [_t("2026-03-10 12:00"), _t("2026-03-11 01:00"), _t("2026-03-11 05:00")],
@@ -174,18 +180,44 @@ def test_median_horizon_uses_the_new_york_calendar_day_and_the_consensus_then():
     })
     pr2 = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d", consensus_path=path)
     assert pr2["consensus_used"][0] == 2.55  # 01:00 UTC = 21:00 EDT on the 10th; 05:00 UTC is the 11th
-    assert pr2["s_hat"][0] == pytest.approx(-1.5) and pr2["s"][0] == pytest.approx(-1.0)
-    seven = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_7d")
-    assert seven["n_nowcasts"][0] == 0 and seven["s_hat"][0] is None
-    # 2026-03-01 00:00 UTC is 2026-02-28 19:00 EST: 11 New York days before the release, not 10
-    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_10d")["nowcast"][0] is None
-    assert L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_11d")["nowcast"][0] == 2.0
+    assert pr2["s_hat"][0] == pytest.approx((want - 2.55) / 0.1) and pr2["s"][0] == pytest.approx(-1.0)
+    # a forecast issued once and never revised stands at every later hour (carried forward):
+    # 2026-03-01 00:00 UTC is 2026-02-28 19:00 EST, so it stands through every hour of 2026-03-01 .. 03-04
+    for k in (7, 10):
+        got = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon=f"median_{k}d")
+        assert (got["nowcast"][0], got["n_nowcasts"][0]) == (2.0, 24)
+    # on 2026-02-28 it stands from the end of the 20:00 hour (EST) on: the hours ending 20:00 .. 24:00
+    eleven = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_11d")
+    assert (eleven["nowcast"][0], eleven["n_nowcasts"][0]) == (2.0, 5)
+    twelve = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_12d")
+    assert twelve["nowcast"][0] is None and twelve["n_nowcasts"][0] == 0 and twelve["s_hat"][0] is None
+    # the spring-forward day (2026-03-08 in New York) has 23 hours
+    three = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_3d")
+    assert (three["nowcast"][0], three["n_nowcasts"][0]) == (2.0, 23)
 
 
-def test_sampling_replicates_take_the_k_most_recent_nowcasts():
+def test_single_shot_forecaster_is_horizon_invariant():
+    one = NOWCASTS.filter(pl.col("issued_at") == _t("2026-03-01 00:00"))
+    terminal = L.implied_surprises(RELEASES, SIGMA, one, events=EVENTS)
+    assert terminal["s_hat"][0] == pytest.approx((2.0 - 2.5) / 0.1)
+    for h in ("median_1d", "median_3d", "median_7d"):
+        assert L.implied_surprises(RELEASES, SIGMA, one, events=EVENTS, horizon=h)["s_hat"][0] == terminal["s_hat"][0]
+    reps = L.sampling_surprises(RELEASES, SIGMA, one, events=EVENTS, k=5)
+    assert [r["s_hat"][0] for r in reps] == [terminal["s_hat"][0]] * 5
+
+
+def test_sampling_replicates_are_the_forecast_standing_0_to_4_hours_before_the_release():
     reps = L.sampling_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, k=5)
-    assert [r["nowcast"][0] for r in reps] == [2.45, 2.3, 2.2, 2.6, 5.0]
+    # release 12:30 UTC; standing strictly before 12:30, 11:30, 10:30, 09:30, 08:30: the 12:00 row is invalid,
+    # so the 11:00 nowcast stands at 12:30 and 11:30; before 09:30 the latest is 2026-03-10 16:00 (2.2)
+    assert [r["nowcast"][0] for r in reps] == [2.45, 2.45, 2.3, 2.2, 2.2]
+    assert [r["nowcast_issued_at"][0] for r in reps][:3] == [_t("2026-03-11 11:00")] * 2 + [_t("2026-03-11 10:00")]
     assert all(r["consensus_used"][0] == 2.5 for r in reps)
+    # an hourly forecaster without gaps: replicate j is its (j+1)-th most recent nowcast (K.3)
+    hourly = pl.DataFrame({"indicator_id": ["cpi"] * 4, "reference_period": [date(2026, 2, 1)] * 4,
+                           "issued_at": [_t(f"2026-03-11 {h:02d}:00") for h in (9, 10, 11, 12)],
+                           "value": [2.1, 2.2, 2.3, 2.4]})
+    assert [r["nowcast"][0] for r in L.sampling_surprises(RELEASES, SIGMA, hourly, events=EVENTS, k=4)] == [2.4, 2.3, 2.2, 2.1]
 
 
 def test_realized_surprise_is_read_from_the_stored_events():
@@ -248,7 +280,7 @@ def test_consensus_scores_exactly_zero():
             ps = L.point_score(d, BETA, scope=scope, target=target)
             if ps.n_events == 0:
                 continue
-            assert ps.score == 0.0 and ps.kappa == 0.0 and ps.lmd == 0.0
+            assert ps.score == 0.0 and ps.kappa == 0.0 and ps.lmd == 0.5  # no view: the coin flip
             boot = L.bootstrap_scores(d, BETA, fit_cov, scope=scope, target=target, n_draws=500)
             assert np.all(boot.scores == 0.0)
     _, phi = L.shapley_allocation(d, BETA)
@@ -432,3 +464,108 @@ def test_score_model_rows_conform_to_livemacro_scores(tmp_path):
         assert n == 16 + 5 + 4
     finally:
         con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# own coverage, common event sets, event/combined intervals, merged events
+# ---------------------------------------------------------------------------------------------
+
+
+def test_own_subset_keeps_events_with_an_own_nowcast_and_fills_the_rest_with_the_consensus():
+    rel, ret, sig = _panel(n_events=6, seed=2)
+    rel = rel.with_columns(pl.col("release_at").dt.date().alias("reference_period"))  # one period per release
+    first = rel.sort("release_at", "indicator_id").row(0, named=True)
+    # the model nowcasts only the first event's first field; everything else is the consensus's
+    nc = pl.DataFrame({"indicator_id": [first["indicator_id"]], "reference_period": [first["reference_period"]],
+                       "issued_at": [first["release_at"] - timedelta(hours=1)], "value": [first["consensus"] + 2.0]})
+    pr = L.implied_surprises(rel, sig, nc, events=_events(rel, sig, ret))
+    d = L.live_design(pr, ret, missing="consensus")
+    assert d.n_events == 6 and d.own.sum() == 1
+    own = L.own_subset(d)
+    assert own.n_events == 1 and own.release_at[0] == d.release_at[0]
+    k = POS[first["indicator_id"]]
+    assert own.S_hat[0, k] == pytest.approx(2.0 / sig[first["indicator_id"]])
+    # a second field released in that event without the model's nowcast stays at the consensus's 0
+    others = np.flatnonzero(own.released[0] & ~own.own[0])
+    assert all(own.S_hat[0, j] == 0.0 for j in others)
+    theme = get_indicator(first["indicator_id"]).theme
+    assert L.own_subset(d, theme).n_events == 1
+    assert all(L.own_subset(d, t).n_events == 0 for t in THEMES if t != theme)
+    # score on own events = Eq. 8 over that one event
+    y, q = d.r[:1], d.S_hat[:1] @ BETA
+    assert L.point_score(own, BETA).score == pytest.approx(L.skill_score(y, q), abs=1e-15)
+
+
+def test_common_event_set_is_the_greedy_intersection_with_a_minimum():
+    t = np.arange(np.datetime64("2026-01-01T13:30", "us"), np.datetime64("2026-01-21T13:30", "us"),
+                  np.timedelta64(1, "D"))
+    own = {"a": t[:16], "b": t[10:], "c": t[:3], "consensus/x": t}
+    models, common = L.common_event_set(own, min_events=5, always=("consensus/x",))
+    # a (16 events) first; b shares 6 of them (>= 5): joins; c would leave 0: not compared
+    assert models == ["a", "b", "consensus/x"] and common.tolist() == t[10:16].tolist()
+    models, common = L.common_event_set(own, min_events=7, always=("consensus/x",))
+    assert models == ["a", "consensus/x"] and common.size == 16
+    assert L.common_event_set({"c": t[:3]}, min_events=5) == ([], pytest.approx(np.array([], dtype="datetime64[us]")))
+    named, common = L.common_event_set(own, min_events=5, models=["a", "c"])
+    assert named == ["a", "c"] and common.tolist() == t[:3].tolist()  # a named set is taken whatever its size
+    with pytest.raises(L.ScoringError, match="no own events"):
+        L.common_event_set(own, min_events=5, models=["zzz"])
+
+
+@pytest.mark.parametrize("scope,target", [("overall", "return"), ("overall", "shock"), ("demand_inflation", "return")])
+def test_event_and_combined_bootstrap_equal_draw_by_draw(scope, target):
+    d = random_design(seed=31, n=25)
+    V = cov_matrix()
+    z = L.standard_normal_draws(300, P, seed=99)
+    res = L.event_bootstrap_scores(d, BETA, V, scope=scope, target=target, z=z, n_draws=300, seed=99, chunk=70)
+    sd, idx = L.scoped_design(d, BETA, scope)
+    K = np.random.default_rng(99).multinomial(sd.n_events, np.full(sd.n_events, 1 / sd.n_events), size=300)
+    Lc = np.linalg.cholesky(V[np.ix_(idx, idx)])
+    ev, comb = [], []
+    for b, k in enumerate(K):
+        rows = np.repeat(np.arange(sd.n_events), k)
+        y, q = L.targets(sd.subset(rows), BETA, target, idx)
+        ev.append(L.skill_score(y, q))
+        beta_b = BETA.copy()
+        beta_b[idx] = BETA[idx] + Lc @ z[b, idx]
+        y, q = L.targets(sd.subset(rows), beta_b, target, idx)
+        comb.append(L.skill_score(y, q))
+    np.testing.assert_allclose(res.event_scores, ev, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.combined_scores, comb, rtol=1e-9, atol=1e-12)
+    assert res.event_ci90 == pytest.approx(tuple(np.percentile(ev, [5, 95])))
+    assert res.combined_ci95 == pytest.approx(tuple(np.percentile(comb, [2.5, 97.5])))
+    assert res.n_events == sd.n_events
+    # the combined interval carries both sources: wider than either alone on this design
+    par = L.bootstrap_scores(d, BETA, V, scope=scope, target=target, z=z)
+    width = lambda ci: ci[1] - ci[0]  # noqa: E731
+    assert width(res.combined_ci90) >= max(width(res.event_ci90), width(par.ci90)) * 0.9
+
+
+def test_paired_bootstrap_gives_no_interval_below_the_minimum_shared_events():
+    d = random_design(seed=4, n=30)
+    other = L.LiveDesign(d.release_at, d.r, d.S, d.S_hat * 0.5, d.released)
+    pb = L.paired_event_bootstrap(d, other.subset(np.arange(30) < 3), BETA, n_draws=200, min_events=10)
+    assert pb.n_events == 3 and pb.ci95 is None and not pb.has_interval and pb.draws.size == 0
+    assert pb.delta == pytest.approx(L.point_score(d.subset(np.arange(30) < 3), BETA).score
+                                     - L.point_score(other.subset(np.arange(30) < 3), BETA).score)
+    assert L.paired_event_bootstrap(d, other, BETA, n_draws=200, min_events=10).has_interval
+
+
+def test_live_design_merges_overlapping_releases_and_adds_same_field_surprises():
+    t1, t2 = _t("2026-01-09 13:29"), _t("2026-01-09 13:30")
+    pr = pl.DataFrame({
+        "release_at": [t1, t1, t2, t2],
+        "indicator_id": ["building_permits", "housing_starts", "building_permits", "nonfarm_payrolls"],
+        "s": [0.5, -1.0, 0.25, 2.0], "s_hat": [0.1, None, 0.3, None],
+    })
+    em = pl.DataFrame({"release_at": [t1, t2], "event_at": [t1, t1]})
+    d = L.live_design(pr, pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}), missing="consensus", event_map=em)
+    assert d.n_events == 1 and d.counts["releases_without_nowcast"] == 2
+    bp, hs, nfp = POS["building_permits"], POS["housing_starts"], POS["nonfarm_payrolls"]
+    assert d.S[0, bp] == pytest.approx(0.75) and d.S_hat[0, bp] == pytest.approx(0.4) and d.own[0, bp]
+    assert d.S[0, hs] == -1.0 and d.S_hat[0, hs] == 0.0 and not d.own[0, hs] and d.released[0, hs]
+    assert d.S[0, nfp] == 2.0 and not d.own[0, nfp]
+    with pytest.raises(L.ScoringError, match="two releases of building_permits"):
+        L.live_design(pr.with_columns(pl.lit(t1).alias("release_at")), pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}))
+    with pytest.raises(L.ScoringError, match="event_map has no event"):
+        L.live_design(pr, pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}), event_map=em.head(1))

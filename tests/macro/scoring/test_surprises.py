@@ -230,3 +230,61 @@ def test_consensus_priority_and_fill(tmp_path):
     # without ForexFactory the payrolls release keeps no consensus and so no surprise
     no_ff = S.first_releases(cal.filter(pl.col("source") != "forexfactory"))
     assert no_ff["consensus"].to_list() == [None, 3.1] and no_ff["surprise"].to_list()[0] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring events: overlapping announcement windows; re-standardized events
+# ---------------------------------------------------------------------------------------------
+
+
+def test_overlapping_windows_merge_by_hand():
+    t = lambda s: datetime.fromisoformat(s).replace(tzinfo=UTC)  # noqa: E731
+    ret = pl.DataFrame({
+        "release_at": [t("2026-01-09 13:29"), t("2026-01-09 13:30"), t("2026-01-09 14:04"), t("2026-01-09 15:00"),
+                       t("2026-01-12 15:00")],
+        "price_before": [100.0, 101.0, 102.0, 103.0, 104.0],
+        "price_after": [110.0, 111.0, 112.0, 113.0, None],
+        "r_g": [math.log(110 / 100), math.log(111 / 101), math.log(112 / 102), math.log(113 / 103), None],
+    })
+    g = S.overlapping_event_groups(ret)
+    # 13:30 is 1 min after 13:29 and 14:04 is 34 min after 13:30 (< 35: its window [13:59, 14:34] opens before
+    # 13:30's closes at 14:00): one chain; 15:00 is 56 min later: its own event
+    assert g["event_at"].to_list() == [t("2026-01-09 13:29")] * 3 + [t("2026-01-09 15:00"), t("2026-01-12 15:00")]
+    assert g["n_timestamps"].to_list() == [3, 3, 3, 1, 1]
+    # the union window: price_before of the first, price_after of the last
+    assert g["event_r_g"][0] == pytest.approx(math.log(112 / 100), rel=1e-15)
+    assert g["event_r_g"][3] == ret["r_g"][3]  # a single timestamp keeps its stored r_g
+    assert g["event_r_g"][4] is None and g["event_window_status"].to_list()[3:] == ["usable", "no_prices"]
+    # exactly 35 minutes apart: the windows only touch, two events
+    touch = ret.head(2).with_columns(pl.Series("release_at", [t("2026-01-09 13:00"), t("2026-01-09 13:35")]))
+    assert S.overlapping_event_groups(touch)["n_timestamps"].to_list() == [1, 1]
+    with pytest.raises(S.SurpriseError, match="two rows"):
+        S.overlapping_event_groups(pl.concat([ret, ret.head(1)]))
+
+
+def test_restandardize_events_by_hand():
+    ev = pl.DataFrame({"release_at": [datetime(2017, 1, 6, 13, 30, tzinfo=UTC)], "s_cpi": [2.0], "s_ppi": [0.0]})
+    stored = pl.DataFrame({"indicator_id": ["cpi", "ppi"], "sigma": [0.1, 0.3]})
+    target = pl.DataFrame({"indicator_id": ["cpi", "ppi"], "sigma": [0.25, 0.2]})
+    out = S.restandardize_events(ev, stored, target)
+    assert out["s_cpi"][0] == pytest.approx(2.0 * 0.1 / 0.25) and out["s_ppi"][0] == 0.0  # (A - C) = 0.2 -> 0.8
+    with pytest.raises(S.SurpriseError, match="no target sigma for cpi"):
+        S.restandardize_events(ev, stored, target.filter(pl.col("indicator_id") == "ppi"))
+
+
+def test_live_catch_up_releases_merge_into_one_scoring_event(panel):
+    live_ret = panel["ret"].filter(pl.col("release_at") >= datetime(2025, 11, 1, tzinfo=UTC))
+    g = S.overlapping_event_groups(live_ret)
+    jan9 = g.filter(pl.col("release_at").dt.date() == date(2026, 1, 9))
+    # 08:29 ET housing starts / permits (catch-up) and 08:30 ET payrolls / unemployment / permits: one event
+    assert jan9["release_at"].to_list() == [datetime(2026, 1, 9, 13, 29, tzinfo=UTC), datetime(2026, 1, 9, 13, 30, tzinfo=UTC)]
+    assert jan9["event_at"].unique().to_list() == [datetime(2026, 1, 9, 13, 29, tzinfo=UTC)]
+    r = live_ret.filter(pl.col("release_at").dt.date() == date(2026, 1, 9)).sort("release_at")
+    assert jan9["event_r_g"][0] == pytest.approx(math.log(r["price_after"][1]) - math.log(r["price_before"][0]), rel=1e-15)
+    # ten overlapping pairs in the live window, each merged; the historical panel has none (Table 9 unaffected)
+    assert g.filter(pl.col("n_timestamps") > 1)["event_at"].n_unique() == 10
+    # (the rule applied to 2010-01 .. 2025-10 would leave the 2,163 Table 9 events as they are; the fit keeps the
+    # replication design regardless)
+    hist = S.overlapping_event_groups(panel["ret"].filter(pl.col("release_at") < datetime(2025, 11, 1, tzinfo=UTC)))
+    assert hist.height == panel["ret"].filter(pl.col("release_at") < datetime(2025, 11, 1, tzinfo=UTC)).height
+    assert (hist["n_timestamps"] == 1).all()
