@@ -42,7 +42,12 @@ _TASK_COLS = ["task_id", "domain", "task_kind", "horizon", "horizon_steps", "fre
               "bundle_hash"]
 
 
+# columns the writing stage sets (the producer slice it owns), as for the macro nowcasts
+WRITER_COLUMNS = ("producer",)
+
+
 def _rows_frame(rows: list[dict]) -> pl.DataFrame:
+    """``leaf_forecasts`` rows with ``producer`` NULL: the writing stage stamps it (science never names a stage)."""
     if not rows:
         return empty_frame("leaf_forecasts")
     f = pl.DataFrame(rows, schema={"model_id": pl.Utf8, "task_id": pl.Utf8, "bundle_hash": pl.Utf8,
@@ -52,7 +57,30 @@ def _rows_frame(rows: list[dict]) -> pl.DataFrame:
     f = f.with_columns(pl.col("model_id").alias("partition_key"), pl.col("issued_at").alias("available_at"))
     schema = empty_frame("leaf_forecasts").schema
     f = f.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in schema if c not in f.columns)  # LLM-only columns
-    return conform("leaf_forecasts", f.select(list(schema)))
+    return conform("leaf_forecasts", f.select(list(schema)), deferred=WRITER_COLUMNS)
+
+
+def path_forecasts(model_id: str, tasks: pl.DataFrame, paths: dict[str, np.ndarray],
+                   quantiles: dict[str, dict[str, np.ndarray]] | None = None) -> pl.DataFrame:
+    """``leaf_forecasts`` rows of a series model for the series and trend tasks of ``tasks``, from one point path
+    per bundle hash (at least the task's ``horizon_steps`` long) and optional quantile paths
+    (``{"0.025": path, "0.1": ..., "0.9": ..., "0.975": ...}``); trend tasks get the implied App. C.1 class.
+    Tasks whose bundle has no path are left out. The shared tail of every series forecaster here and of the
+    foundation models (:mod:`leaf_live.event.tsfm`)."""
+    return _rows_frame(_path_rows(model_id, _series_tasks(tasks), paths, quantiles))
+
+
+def series_inputs(tasks: pl.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, str]]:
+    """The distinct bundle series of the series and trend tasks: (bundle hash -> values, bundle hash -> the
+    most horizon steps any of its tasks asks, bundle hash -> frequency ``session`` | ``hour``)."""
+    ts = _series_tasks(tasks)
+    values: dict[str, np.ndarray] = {}
+    freq: dict[str, str] = {}
+    for t in ts:
+        if t["bundle_hash"] not in values:
+            values[t["bundle_hash"]] = bundle_values(t["bundle"])
+            freq[t["bundle_hash"]] = t["frequency"]
+    return values, _max_steps(ts), freq
 
 
 def _row(model_id: str, task: dict, **kw: object) -> dict:

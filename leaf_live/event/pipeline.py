@@ -98,6 +98,7 @@ def build_tasks(t: EventTables, spans: Spans = Spans()) -> tasks.TaskSet:
 # AutoARIMA is opt-in: on the snapshot's ~1,700 task series it costs about 5 minutes on 2 shared cores (daily
 # 15-close fits ~0.1 s each, hourly season-24 fits ~0.5 s), ETS + Theta together under a minute.
 DEFAULT_STATISTICAL = ("AutoETS", "AutoTheta")
+BASELINE_PRODUCER = "leaf_forecasts"  # the stage that writes the baselines' slices of leaf_forecasts
 ALL_STATISTICAL = ("AutoETS", "AutoTheta", "AutoARIMA")
 
 
@@ -105,7 +106,7 @@ def run_baselines(t: EventTables, *, statistical: Sequence[str] = DEFAULT_STATIS
     """``leaf_forecasts`` rows of every default baseline for ``t.forecast_tasks``."""
     res = baselines.resolutions_frame(t.prediction_markets, t.market_price_path)
     return run_forecasters(baselines.default_forecasters(res, statistical=statistical, n_jobs=n_jobs),
-                           t.forecast_tasks, "leaf_forecasts")
+                           t.forecast_tasks, "leaf_forecasts", columns={"producer": BASELINE_PRODUCER})
 
 
 def run_snapshot(snapshot_dir: str | Path, spans: Spans = Spans(), *,

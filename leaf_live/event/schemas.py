@@ -3,7 +3,9 @@
 
 Partition conventions (the macro schemas' ``partition_key``): source tables by day (``YYYY-MM-DD``: the
 session date of a daily bar, the UTC date of an hour's start), prediction markets by question id,
-forecast tasks by cutoff day, forecasts and scores by ``model_id``. Every fact row carries ``available_at``
+forecast tasks by cutoff day (series and trend tasks) or by question id (event tasks: their cutoffs are
+fractions of the time to resolution, known once the question resolves), forecasts by ``(producer, model_id)``
+like the macro ``nowcasts``, scores by ``model_id``. Every fact row carries ``available_at``
 (UTC), the instant it became knowable; a task built at cutoff ``c`` reads only rows with
 ``available_at <= c``.
 """
@@ -148,7 +150,7 @@ FORECAST_TASKS = register(Table(
     "bundle (exactly the rows with available_at <= cutoff the task may see) and its SHA-256.",
     grain="one row per task_id",
     columns=(
-        PARTITION_KEY,  # cutoff day YYYY-MM-DD (UTC)
+        PARTITION_KEY,  # cutoff day YYYY-MM-DD (UTC); question_id for event tasks
         _c("task_id", "VARCHAR", "domain/target/kind/horizon/cutoff", False),
         _c("domain", "VARCHAR", "large_cap | mid_cap | commodity | weather | electricity | event", False),
         _c("target_id", "VARCHAR", "catalog target_id or question_id", False),
@@ -174,7 +176,7 @@ TASK_OUTCOMES = register(Table(
     "target path, the trend change and class (App. C.1), the event outcome.",
     grain="one row per task_id",
     columns=(
-        PARTITION_KEY,  # cutoff day (same as the task)
+        PARTITION_KEY,  # same as the task
         _c("task_id", "VARCHAR", "forecast_tasks.task_id", False),
         _c("actual", "DOUBLE[]", "realised values at target_times (series) or the compared values (trend)"),
         _c("reference", "DOUBLE", "trend reference: x_T, previous-day min temperature or peak load"),
@@ -192,6 +194,8 @@ LEAF_FORECASTS = register(Table(
     doc="Forecasts of every model (baselines, statistical and foundation models, LLMs) for forecast tasks.",
     grain="one row per (model_id, task_id)",
     columns=(
+        _c("producer", "VARCHAR", "asset that wrote the row (leaf_forecasts = the baselines; the LLM forecasters "
+           "their own)", False),
         PARTITION_KEY,  # model_id (baselines); llm:<cutoff day> (LLM rows, so a one-day backfill replaces one day)
         _c("model_id", "VARCHAR", "baseline/last-value, baseline/auto-ets, market/polymarket, provider/model@design:<context> ...", False),
         _c("task_id", "VARCHAR", "forecast_tasks.task_id", False),
@@ -212,7 +216,7 @@ LEAF_FORECASTS = register(Table(
         _c("n_valid_trials", "INTEGER", "LLM rows: trials that parsed; the row averages them"),
         AVAILABLE_AT,  # = issued_at
     ),
-    partition_by=("partition_key",),
+    partition_by=("producer", "partition_key"),
     primary_key=("model_id", "task_id"),
 ))
 

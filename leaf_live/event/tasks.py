@@ -24,8 +24,10 @@ has ``lookback`` steps of the span before it and ``h`` steps of the span after i
   empty in the Open-Meteo archive; windows with longer gaps give no task. Trend: weather dT = min over the horizon hours - min over the last 24 h (the
   previous day's minimum); electricity dL = max over the horizon - max over the last 24 h (daily peaks).
 * Events: cutoffs at 100%, 80%, ..., 10% of the time to resolution left: t_f = resolve - f (resolve - open)
-  (§4.1); the bundle holds the question and the YES-price path known by t_f (the last price of each UTC day,
-  plus the latest), ``last_value`` the latest market price (NULL when the data has none yet).
+  (§4.1), so they exist only once the question has resolved: an event task's ``partition_key`` is its
+  question id (series and trend tasks: the UTC cutoff day); the bundle holds the question and the YES-price
+  path known by t_f (the last price of each UTC day, plus the latest), ``last_value`` the latest market price
+  (NULL when the data has none yet).
 """
 
 from __future__ import annotations
@@ -125,9 +127,9 @@ class _Builder:
 
     def add(self, *, domain: str, target: str, kind: str, horizon: str, steps: int, frequency: str, cutoff: datetime,
             target_times: list[datetime], last_value: float | None, bundle: tuple[str, str], max_avail: datetime | None,
-            outcome: dict) -> None:
+            outcome: dict, partition: str | None = None) -> None:
         tid = _task_id(domain, target, kind, horizon, cutoff)
-        day = cutoff.astimezone(UTC).strftime("%Y-%m-%d")
+        day = partition or cutoff.astimezone(UTC).strftime("%Y-%m-%d")  # the cutoff day unless given
         self.tasks.append({"partition_key": day, "task_id": tid, "domain": domain, "target_id": target,
                            "task_kind": kind, "horizon": horizon, "horizon_steps": steps, "frequency": frequency,
                            "cutoff": cutoff, "target_times": target_times, "last_value": last_value,
@@ -429,7 +431,7 @@ def event_tasks(
             oc = outcome[qid]
             b.add(domain="event", target=qid, kind="event", horizon=f"{round(f * 100)}%", steps=1, frequency="event",
                   cutoff=cutoff, target_times=[r], last_value=last, bundle=bundle,
-                  max_avail=seen["available_at"].max() if seen.height else None,
+                  max_avail=seen["available_at"].max() if seen.height else None, partition=qid,
                   outcome={"outcome": float(oc["price"]), "actual": [float(oc["price"])], "available_at": oc["available_at"]})
     return b.result()
 

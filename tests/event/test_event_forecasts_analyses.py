@@ -268,7 +268,7 @@ def test_living_data_and_fact_check_ablations_by_hand():
                     "metric": "brier"},
                    {"model_id": "m@single:events_unfiltered", "task_id": "t0", "target_id": "Q", "value": 0.0064,
                     "task_kind": "event", "metric": "brier"}])
-    fc = conform("leaf_forecasts", pl.DataFrame([{"partition_key": "llm:x", "model_id": "m@single:events_unfiltered",
+    fc = conform("leaf_forecasts", pl.DataFrame([{"producer": "llm_forecasts", "partition_key": "llm:x", "model_id": "m@single:events_unfiltered",
                  "task_id": "t0", "bundle_hash": "h", "issued_at": T0, "valid": True,
                  "context": json.dumps({"events": [{"event_id": "leak"}, {"event_id": "ok"}]}), "available_at": T0}],
                  schema=empty_frame("leaf_forecasts").schema))

@@ -14,6 +14,7 @@ import pytest
 from scipy import integrate, stats
 
 from leaf_live.core.forecaster import Forecaster, run_forecasters
+from leaf_live.core.storage import StorageError
 from leaf_live.event import baselines as B
 from leaf_live.event import pipeline, scoring, tasks
 from leaf_live.event.tasks import freeze_bundle
@@ -95,8 +96,11 @@ def test_market_price_base_rate_and_constant():
     assert br.rate("tech_ai", T0) == pytest.approx(0.5)  # d resolves AT the cutoff: not yet known (strict)
     assert B.BaseRate(res).forecast(tk)["probability"].to_list() == [0.5, 0.5]
     assert B.Constant(0.5).forecast(tk)["probability"].to_list() == [0.5, 0.5]
-    out = run_forecasters([B.MarketPrice(), B.Constant()], tk, "leaf_forecasts")
+    with pytest.raises(StorageError, match="producer: NULL"):  # the writing stage must stamp its slice
+        run_forecasters([B.MarketPrice()], tk, "leaf_forecasts")
+    out = run_forecasters([B.MarketPrice(), B.Constant()], tk, "leaf_forecasts", columns={"producer": "leaf_forecasts"})
     assert sorted(out["partition_key"].unique().to_list()) == ["baseline/always-0.5", "market/polymarket"]
+    assert out["producer"].unique().to_list() == ["leaf_forecasts"]
 
 
 # ------------------------------------------------------------------------------------------------ metrics

@@ -195,8 +195,9 @@ class LLMForecaster:
         out = await asyncio.gather(*(self._task(t, run_id) for t in tasks.select(_TASK_COLS).to_dicts()))
         rows = [r for r, _ in out]
         trials = [t for _, ts in out for t in ts]
-        f = conform("leaf_forecasts", pl.DataFrame(rows, schema=empty_frame("leaf_forecasts").schema)) if rows \
-            else empty_frame("leaf_forecasts")
+        # producer stays NULL: the writing stage stamps its slice (as for the baselines)
+        f = conform("leaf_forecasts", pl.DataFrame(rows, schema=empty_frame("leaf_forecasts").schema),
+                    deferred=("producer",)) if rows else empty_frame("leaf_forecasts")
         tr = conform("leaf_forecast_trials", pl.DataFrame(trials, schema=empty_frame("leaf_forecast_trials").schema)) \
             if trials else empty_frame("leaf_forecast_trials")
         self.last_trials = tr
