@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -36,10 +36,95 @@ from leaf_live.event.sources.weather import SnapshotWeather
 
 @dataclass(frozen=True)
 class Spans:
+    """Task spans (module doc): cutoff days of large caps and commodities (``markets``), weather and
+    electricity, and the month span of mid caps (first days of months). Every bound is inclusive."""
+
     markets: tuple[date, date] = (date(2025, 10, 1), date(2026, 1, 31))
     mid_cap_months: tuple[date, date] = (date(2024, 10, 1), date(2026, 3, 1))
     weather: tuple[date, date] = (date(2025, 10, 1), date(2026, 1, 31))
     electricity: tuple[date, date] = (date(2018, 12, 1), date(2019, 3, 31))
+
+    def __post_init__(self) -> None:
+        for name in ("markets", "mid_cap_months", "weather", "electricity"):
+            lo, hi = getattr(self, name)
+            if not (isinstance(lo, date) and isinstance(hi, date)):
+                raise ValueError(f"span {name}={getattr(self, name)!r}: expected two dates")
+            if hi < lo:
+                raise ValueError(f"span {name}: end {hi} is before start {lo}")
+        lo, hi = self.mid_cap_months
+        if lo.day != 1 or hi.day != 1:
+            raise ValueError(f"span mid_cap_months=({lo}, {hi}): give the first day of each month")
+        if _month_index(hi) - _month_index(lo) < catalog.MID_CAP_LOOKBACK_MONTHS + min(catalog.MID_CAP_HORIZONS_MONTHS):
+            raise ValueError(f"span mid_cap_months=({lo}, {hi}): needs {catalog.MID_CAP_LOOKBACK_MONTHS} months of "
+                             f"history and {min(catalog.MID_CAP_HORIZONS_MONTHS)} of horizon")
+        for name in ("markets", "weather", "electricity"):
+            lo, hi = getattr(self, name)
+            if (hi - lo).days < catalog.LOOKBACK_DAYS + min(catalog.SERIES_HORIZONS_DAYS):
+                raise ValueError(f"span {name}=({lo}, {hi}): shorter than the {catalog.LOOKBACK_DAYS}-day look-back "
+                                 f"plus the {min(catalog.SERIES_HORIZONS_DAYS)}-day horizon")
+
+
+def _month_index(d: date) -> int:
+    return d.year * 12 + d.month - 1
+
+
+SOURCE_MARGIN = timedelta(days=7)  # UTC vs local days at the span edges (tasks never look outside the span)
+MID_CAP_TAIL = timedelta(days=62)  # a month counts once the series reaches the next one (tasks.midcap_tasks)
+
+
+def source_days(spans: Spans = Spans()) -> dict[str, tuple[date, date]]:
+    """Days (UTC partition days) each source table must hold for the task spans: ``market_prices`` (markets and
+    mid caps), ``weather_hourly``, ``electricity_load``."""
+    m = SOURCE_MARGIN
+    return {
+        "market_prices": (min(spans.markets[0], spans.mid_cap_months[0]) - m,
+                          max(spans.markets[1], spans.mid_cap_months[1] + MID_CAP_TAIL) + m),
+        "weather_hourly": (spans.weather[0] - m, spans.weather[1] + m),
+        "electricity_load": (spans.electricity[0] - m, spans.electricity[1] + m),
+    }
+
+
+def cutoff_days(spans: Spans = Spans()) -> dict[str, tuple[date, date]]:
+    """The UTC days on which series and trend tasks of each family can have their cutoff: ``markets`` (large
+    caps and commodities, 16:00 / 17:00 New York), ``mid_cap`` (month-end closes), ``weather`` and
+    ``electricity`` (local midnight ending a day of the span, so up to the next UTC day)."""
+    last_mid = spans.mid_cap_months[1]
+    mid_end = date(last_mid.year + last_mid.month // 12, last_mid.month % 12 + 1, 1) - timedelta(days=1)
+    one = timedelta(days=1)
+    return {"markets": spans.markets, "mid_cap": (spans.mid_cap_months[0], mid_end),
+            "weather": (spans.weather[0], spans.weather[1] + one),
+            "electricity": (spans.electricity[0], spans.electricity[1] + one)}
+
+
+def series_tasks(prices: pl.DataFrame, weather: pl.DataFrame, load: pl.DataFrame, spans: Spans = Spans(),
+                 days: Sequence[str] | None = None) -> tasks.TaskSet:
+    """Series and trend tasks of every market, weather and load family over the spans, from ``market_prices``,
+    ``weather_hourly`` and ``electricity_load`` rows; with ``days`` (``YYYY-MM-DD``), only the families whose
+    cutoff days (:func:`cutoff_days`) meet them are built and only tasks with those cutoff days kept."""
+    fams = cutoff_days(spans)
+    want = set(days) if days is not None else None
+
+    def wanted(family: str) -> bool:
+        lo, hi = fams[family]
+        return want is None or any(lo.isoformat() <= d <= hi.isoformat() for d in want)
+
+    sets = []
+    if wanted("markets"):
+        sets += [tasks.market_tasks(prices, "large_cap", [x.symbol for x in catalog.LARGE_CAPS], *spans.markets),
+                 tasks.market_tasks(prices, "commodity", [x.symbol for x in catalog.COMMODITIES], *spans.markets)]
+    if wanted("mid_cap"):
+        sets.append(tasks.midcap_tasks(prices, [x.symbol for x in catalog.MID_CAPS], *spans.mid_cap_months))
+    if wanted("weather"):
+        sets.append(tasks.hourly_tasks(weather, "weather", catalog.CITIES, *spans.weather, target_col="city",
+                                       time_col="ts", value_col="temperature_c"))
+    if wanted("electricity"):
+        sets.append(tasks.hourly_tasks(load, "electricity", catalog.ELECTRICITY_AREAS, *spans.electricity,
+                                       target_col="area", time_col="interval_start", value_col="load_mw"))
+    ts = tasks.TaskSet.concat(sets)
+    if want is None:
+        return ts
+    return tasks.TaskSet(ts.tasks.filter(pl.col("partition_key").is_in(list(want))),
+                         ts.outcomes.filter(pl.col("partition_key").is_in(list(want))))
 
 
 @dataclass
@@ -65,34 +150,20 @@ def targets_frame() -> pl.DataFrame:
 
 
 def load_snapshot(snapshot_dir: str | Path, spans: Spans = Spans()) -> EventTables:
-    """Read every event source from the snapshot for the spans (with 40 days of margin for look-backs)."""
-    from datetime import timedelta
-
-    margin = timedelta(days=40)
+    """Read every event source from the snapshot for the spans (the days of :func:`source_days`)."""
+    days = source_days(spans)
     syms = [t.symbol for t in (*catalog.LARGE_CAPS, *catalog.COMMODITIES, *catalog.MID_CAPS)]
-    first = min(spans.markets[0], spans.mid_cap_months[0]) - margin
-    last = max(spans.markets[1], spans.mid_cap_months[1] + timedelta(days=62)) + margin
-    prices = to_market_prices(SnapshotDailyPrices(snapshot_dir).daily_bars(syms, first, last))
-    weather = SnapshotWeather(snapshot_dir).hourly(catalog.CITIES, spans.weather[0] - margin, spans.weather[1] + margin)
-    load = SnapshotLoad(snapshot_dir).hourly_load(catalog.ELECTRICITY_AREAS, spans.electricity[0] - margin,
-                                                  spans.electricity[1] + margin)
+    prices = to_market_prices(SnapshotDailyPrices(snapshot_dir).daily_bars(syms, *days["market_prices"]))
+    weather = SnapshotWeather(snapshot_dir).hourly(catalog.CITIES, *days["weather_hourly"])
+    load = SnapshotLoad(snapshot_dir).hourly_load(catalog.ELECTRICITY_AREAS, *days["electricity_load"])
     pm = SnapshotPredictionMarkets(snapshot_dir).load()
     return EventTables(targets_frame(), prices, weather, load, pm.questions, pm.path)
 
 
 def build_tasks(t: EventTables, spans: Spans = Spans()) -> tasks.TaskSet:
     """Every task family over the spans (module doc)."""
-    sets = [
-        tasks.market_tasks(t.market_prices, "large_cap", [x.symbol for x in catalog.LARGE_CAPS], *spans.markets),
-        tasks.market_tasks(t.market_prices, "commodity", [x.symbol for x in catalog.COMMODITIES], *spans.markets),
-        tasks.midcap_tasks(t.market_prices, [x.symbol for x in catalog.MID_CAPS], *spans.mid_cap_months),
-        tasks.hourly_tasks(t.weather_hourly, "weather", catalog.CITIES, *spans.weather, target_col="city", time_col="ts",
-                           value_col="temperature_c"),
-        tasks.hourly_tasks(t.electricity_load, "electricity", catalog.ELECTRICITY_AREAS, *spans.electricity,
-                           target_col="area", time_col="interval_start", value_col="load_mw"),
-        tasks.event_tasks(t.prediction_markets, t.market_price_path),
-    ]
-    return tasks.TaskSet.concat(sets)
+    return tasks.TaskSet.concat([series_tasks(t.market_prices, t.weather_hourly, t.electricity_load, spans),
+                                 tasks.event_tasks(t.prediction_markets, t.market_price_path)])
 
 
 # AutoARIMA is opt-in: on the snapshot's ~1,700 task series it costs about 5 minutes on 2 shared cores (daily

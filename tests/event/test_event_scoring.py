@@ -162,7 +162,7 @@ def test_two_way_fixed_effects_match_ols_with_dummies():
     q = np.array([r[0] for r in rows])
     m = np.array([r[1] for r in rows])
     y = 0.1 * m + rng.random(30)[q] * 0.5 + rng.normal(0, 0.05, len(rows))
-    a, b = scoring.two_way_fixed_effects(y, q, m, tol=1e-14)
+    a, b = scoring.two_way_fixed_effects(y, q, m)
     X = np.column_stack([np.eye(30)[q], np.eye(4)[m][:, 1:]])  # question dummies + model dummies (model 0 = reference)
     fit = sm.OLS(y, X).fit()
     np.testing.assert_allclose(b, fit.params[:30], atol=1e-9)
@@ -204,6 +204,11 @@ def test_bootstrap_and_reliability():
     m, lo, hi = scoring.bootstrap_mean(v, np.array(["a", "a", "b", "b"]), n_draws=500)
     assert m == 2.0 and 1.0 <= lo <= 2.0 <= hi <= 3.0
     assert scoring.bootstrap_mean(np.ones(5), np.arange(5))[1:] == (1.0, 1.0)
+    # one value per group: the percentile interval of the mean approaches mean +/- 1.96 sd / sqrt(n)
+    x = np.random.default_rng(1).normal(2.0, 3.0, 900)
+    m, lo, hi = scoring.bootstrap_mean(x, np.arange(900), n_draws=4000)
+    half = 1.959964 * x.std() / math.sqrt(900)
+    assert (m - lo) == pytest.approx(half, rel=0.1) and (hi - m) == pytest.approx(half, rel=0.1)
     f = pl.DataFrame({"model_id": ["m"] * 4, "probability": [0.05, 0.15, 0.12, 1.0], "outcome": [0.0, 1.0, 0.0, 1.0]})
     r = scoring.reliability_table(f)
     assert r["bin"].to_list() == [0, 1, 9] and r["n"].to_list() == [1, 2, 1]
