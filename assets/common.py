@@ -156,25 +156,26 @@ def write_partitions(
     keys: Sequence[str],
     extra_where: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
-    """Replace each partition in ``keys`` with its rows of ``frame`` (empty slices delete stale rows).
+    """Replace the partitions in ``keys`` with their rows of ``frame`` (empty slices delete stale rows), all in
+    one transaction (``storage.replace_partition`` with the list of keys): a run's range is written whole or,
+    on an error, not at all.
 
     Rows of ``frame`` outside ``keys`` raise :class:`leaf_live.core.storage.StorageError` before any write.
     Returns rows written per key. Inside a partitioned asset's run, each key's count is recorded on that
     partition's materialization (``dagster/row_count`` and ``rows``), so a single-run backfill shows every
     month's own count, not the run's total.
     """
+    keys = list(dict.fromkeys(keys))
     keyset = set(keys)
-    stray = frame.filter(~pl.col("partition_key").is_in(list(keyset))) if frame.height else frame
+    stray = frame.filter(~pl.col("partition_key").is_in(keys)) if frame.height else frame
     if stray.height:
         raise storage.StorageError(
             f"table {table}: row with partition_key={stray.get_column('partition_key')[0]!r} outside this run's "
             f"partitions {min(keyset)}..{max(keyset)}"
         )
-    by_key = {k[0]: g for k, g in frame.group_by("partition_key")} if frame.height else {}
-    written = {}
-    for k in keys:
-        part = by_key.get(k, frame.clear())
-        written[k] = storage.replace_partition(con, table, part, {"partition_key": k, **(extra_where or {})})
+    counts = dict(frame.group_by("partition_key").len().iter_rows()) if frame.height else {}
+    storage.replace_partition(con, table, frame, {"partition_key": keys, **(extra_where or {})})
+    written = {k: counts.get(k, 0) for k in keys}
     record_partition_rows(written)
     return written
 
@@ -198,12 +199,9 @@ def replace_producer(
     con: duckdb.DuckDBPyConnection, table: str, producer: str, frame: pl.DataFrame
 ) -> dict[str, int]:
     """Replace every slice ``(producer, partition_key)`` of ``table`` that ``frame`` holds or the table
-    held before (a slice the producer no longer emits is emptied). For unpartitioned assets that own
-    several partition keys of a shared table (e.g. recorded runs, one key per file)."""
+    held before (a slice the producer no longer emits is emptied), in one transaction. For unpartitioned assets
+    that own several partition keys of a shared table (e.g. recorded runs, one key per file; the event
+    baselines, one key per model)."""
     old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}" WHERE producer = ?', [producer]).fetchall()}
     new = set(frame["partition_key"].unique().to_list()) if frame.height else set()
-    by_key = {k[0]: g for k, g in frame.group_by("partition_key")} if frame.height else {}
-    return {
-        k: storage.replace_partition(con, table, by_key.get(k, frame.clear()), {"producer": producer, "partition_key": k})
-        for k in sorted(old | new)
-    }
+    return write_partitions(con, table, frame, sorted(old | new), extra_where={"producer": producer})

@@ -3,7 +3,7 @@ returns -> surprise scales -> timestamp-group surprise events (LiveMacroEval §3
 
 Wiring only: the science is in ``leaf_live.macro.sources`` and ``leaf_live.macro.scoring.surprises``.
 Monthly assets use the single-run backfill policy: one run materializes any range of release months,
-each month replaced in its own transaction.
+their rows replaced month by month in one transaction.
 """
 
 

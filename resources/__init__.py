@@ -11,18 +11,23 @@ from typing import Iterator
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-import leaf_live.macro  # noqa: F401  (registers the macro tables)
+import leaf_live.macro  # noqa: F401  (registers the macro tables first: the registry's order is the README's)
+import leaf_live.event  # noqa: F401  (registers the event tables)
 from leaf_live.core import storage
 from leaf_live.core.settings import Settings, get_settings
 from resources.llm import LLMResource, llm_resource
 from resources.sources import (
+    DailyPricesResource,
+    EventMarketsResource,
     FedNowcastsResource,
     FredMdResource,
     FredResource,
+    GridLoadResource,
     PredictionMarketsResource,
     RecordedNowcastsResource,
     ReleaseCalendarResource,
     SourceResource,
+    WeatherResource,
     WindowPricesResource,
     source_resources,
 )
@@ -62,6 +67,7 @@ def default_resources(
 
 
 __all__ = [
+    "DailyPricesResource", "EventMarketsResource", "GridLoadResource", "WeatherResource",
     "FedNowcastsResource", "FredMdResource", "FredResource", "LLMResource", "LeafLiveDB", "PredictionMarketsResource",
     "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",
     "default_resources", "source_resources",

@@ -8,9 +8,10 @@ constructs the client; :data:`SOURCES` maps the resource key to ``(snapshot, liv
 :class:`~leaf_live.core.settings.Settings`. An asset declares the key with the interface's resource base
 class and calls ``.client()``; it never sees a transport name.
 
-Adding a source (e.g. the event track's daily prices): write ``DailyPricesSnapshot`` / ``DailyPricesLive`` in
-``leaf_live/event/sources/``, add ``class DailyPricesResource(SourceResource)`` with two subclasses here (fields =
-constructor arguments; ``build`` returns the client), and one entry in :data:`SOURCES`.
+Adding a source: write its snapshot and live clients next to its parser (e.g. the event track's
+``SnapshotDailyPrices`` / ``LiveDailyPrices`` in ``leaf_live/event/sources/markets.py``), add ``class
+<Source>Resource(SourceResource)`` with two subclasses here (fields = constructor arguments; ``build`` returns the
+client), and one entry in :data:`SOURCES`. The event track's sources are the last four entries.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from pydantic import Field, PrivateAttr
 
 from leaf_live.core.settings import Settings
 from leaf_live.macro.sources import fed_nowcasts, fred, fred_md, futures, polymarket, recorded_nowcasts, releases
+
+# after the macro sources: importing a track registers its tables, macro first (the README's order)
+from leaf_live.event.sources import electricity as event_load  # noqa: E402
+from leaf_live.event.sources import markets as event_prices  # noqa: E402
+from leaf_live.event.sources import prediction_markets as event_markets  # noqa: E402
+from leaf_live.event.sources import weather as event_weather  # noqa: E402
 
 
 class SourceResource(ConfigurableResource):
@@ -214,6 +221,97 @@ class RecordedNowcastsResource(SourceResource):
         return recorded_nowcasts.RecordedNowcastsSnapshot(_path(self.snapshot_dir))
 
 
+# --- event track: daily prices (stocks, commodity futures) ---------------------------------------
+
+
+class DailyPricesResource(SourceResource):
+    """Daily OHLCV client (:class:`leaf_live.event.sources.markets.DailyPriceSource`)."""
+
+
+class DailyPricesSnapshotResource(DailyPricesResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> event_prices.SnapshotDailyPrices:
+        return event_prices.SnapshotDailyPrices(_path(self.snapshot_dir))
+
+
+class DailyPricesLiveResource(DailyPricesResource):
+    """yfinance (auto-adjusted daily bars)."""
+
+    def build(self) -> event_prices.LiveDailyPrices:
+        return event_prices.LiveDailyPrices()
+
+
+# --- event track: hourly weather ------------------------------------------------------------------
+
+
+class WeatherResource(SourceResource):
+    """Hourly weather client (:class:`leaf_live.event.sources.weather.WeatherSource`)."""
+
+
+class WeatherSnapshotResource(WeatherResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> event_weather.SnapshotWeather:
+        return event_weather.SnapshotWeather(_path(self.snapshot_dir))
+
+
+class WeatherLiveResource(WeatherResource):
+    open_meteo_url: str = Field(default=event_weather.OPEN_METEO_ARCHIVE_URL,
+                                description="Open-Meteo archive base URL (LEAF_LIVE_OPEN_METEO_URL)")
+    use_meteostat: bool = Field(default=True, description="ask Meteostat first, Open-Meteo for the hours it lacks")
+
+    def build(self) -> event_weather.LiveWeather:
+        return event_weather.LiveWeather(self.open_meteo_url, use_meteostat=self.use_meteostat)
+
+
+# --- event track: electricity load ----------------------------------------------------------------
+
+
+class GridLoadResource(SourceResource):
+    """Hourly electricity load client (:class:`leaf_live.event.sources.electricity.LoadSource`)."""
+
+
+class GridLoadSnapshotResource(GridLoadResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> event_load.SnapshotLoad:
+        return event_load.SnapshotLoad(_path(self.snapshot_dir))
+
+
+class GridLoadLiveResource(GridLoadResource):
+    """gridstatus 5-minute zonal load, averaged to hourly means."""
+
+    def build(self) -> event_load.LiveLoad:
+        return event_load.LiveLoad()
+
+
+# --- event track: prediction-market questions -----------------------------------------------------
+
+
+class EventMarketsResource(SourceResource):
+    """Prediction-market questions, price paths and resolutions
+    (:class:`leaf_live.event.sources.prediction_markets.PredictionMarketSource`)."""
+
+
+class EventMarketsSnapshotResource(EventMarketsResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> event_markets.SnapshotPredictionMarkets:
+        return event_markets.SnapshotPredictionMarkets(_path(self.snapshot_dir))
+
+
+class EventMarketsLiveResource(EventMarketsResource):
+    slugs: list[str] = Field(default=[], description="Polymarket market slugs to follow (Gamma /markets?slug=)")
+    gamma_url: str = Field(default=event_markets.GAMMA_URL, description="Gamma API base URL")
+    clob_url: str = Field(default=event_markets.CLOB_URL, description="CLOB API base URL")
+    fidelity_min: int = Field(default=60, description="CLOB price-history resolution, minutes")
+
+    def build(self) -> event_markets.LivePolymarket:
+        return event_markets.LivePolymarket(self.slugs, gamma_url=self.gamma_url, clob_url=self.clob_url,
+                                            fidelity_min=self.fidelity_min)
+
+
 # --- the one choice ---------------------------------------------------------------------------------
 
 Builder = Callable[[Settings], SourceResource]
@@ -244,6 +342,16 @@ SOURCES: dict[str, tuple[Builder, Builder]] = {
                            lambda s: PolymarketLiveResource()),
     "recorded_nowcasts": (lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s)),
                           lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s))),
+    # event track (LEAF)
+    "daily_prices": (lambda s: DailyPricesSnapshotResource(snapshot_dir=_snap(s)),
+                     lambda s: DailyPricesLiveResource()),
+    "weather": (lambda s: WeatherSnapshotResource(snapshot_dir=_snap(s)),
+                lambda s: WeatherLiveResource(open_meteo_url=s.urls.get("LEAF_LIVE_OPEN_METEO_URL",
+                                                                        event_weather.OPEN_METEO_ARCHIVE_URL))),
+    "grid_load": (lambda s: GridLoadSnapshotResource(snapshot_dir=_snap(s)),
+                  lambda s: GridLoadLiveResource()),
+    "event_markets": (lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s)),
+                      lambda s: EventMarketsLiveResource()),
 }
 
 
