@@ -1,7 +1,8 @@
 """Shared wiring for assets: partitions definitions, the Dagster metadata an asset shows for the tables it
-writes (column schemas from the one schema registry, ``leaf_live.core.storage``), and writing a run's
-partitions through the one partition-replace helper (``leaf_live.core.storage.replace_partition``), and the
-DuckDB concurrency pool every step that opens the database runs in (:func:`in_duckdb_pool`)."""
+writes (column schemas from the one schema registry, ``leaf_live.core.storage``), writing a run's
+partitions through the one partition-replace helper (``leaf_live.core.storage.replace_partition``), the
+DuckDB concurrency pool every step that opens the database runs in (:func:`in_duckdb_pool`), and the
+blocking SQL checks of both tracks (:func:`sql_check`, :func:`unique_key_check`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 import duckdb
 import polars as pl
 from dagster import (
+    AssetCheckResult,
+    AssetChecksDefinition,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
@@ -26,9 +29,11 @@ from dagster import (
     TableColumnConstraints,
     TableConstraints,
     TableSchema,
+    asset_check,
 )
 
 from leaf_live.core import storage
+from resources import LeafLiveDB
 
 # backfill_policy is marked beta in Dagster 1.13; the single-run policy is what lets one run backfill
 # 197 months without 197 process start-ups.
@@ -205,3 +210,41 @@ def replace_producer(
     old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}" WHERE producer = ?', [producer]).fetchall()}
     new = set(frame["partition_key"].unique().to_list()) if frame.height else set()
     return write_partitions(con, table, frame, sorted(old | new), extra_where={"producer": producer})
+
+
+# ---------------------------------------------------------------------------------------------
+# blocking SQL checks (both tracks)
+# ---------------------------------------------------------------------------------------------
+
+SAMPLE = 3  # offending keys shown in a check's metadata
+
+
+def sql_check(asset, name: str, description: str, violations_sql: str, params: Sequence = (),
+              **extra: str) -> AssetChecksDefinition:
+    """Blocking check ``name`` on ``asset``: passes when ``violations_sql`` (one row per violation, offending key
+    columns first; ``params`` bound to its ``?``) returns no row. Metadata: the violation count, the first
+    offending rows and ``extra``."""
+
+    @asset_check(asset=asset, name=name, blocking=True, description=description)
+    def _check(db: LeafLiveDB) -> AssetCheckResult:
+        with db.get_connection() as con:
+            rows = con.execute(violations_sql, list(params)).fetchall()
+        return AssetCheckResult(passed=not rows, metadata={
+            "violations": len(rows), "first": MetadataValue.text(str(rows[:SAMPLE])),
+            **{k: MetadataValue.text(v) for k, v in extra.items()}})
+
+    return _check
+
+
+def unique_key_check(asset, table: str, key: Sequence[str], *, producer: str | None = None, where: str | None = None,
+                     name: str | None = None) -> AssetChecksDefinition:
+    """At most one row of ``table`` per ``key``, restricted to ``producer``'s slice of a shared table and to the
+    SQL condition ``where``; named ``<producer or table>_unique_key`` unless ``name`` is given."""
+    cols = ", ".join(f'"{c}"' for c in key)
+    conds = (["producer = ?"] if producer else []) + ([f"({where})"] if where else [])
+    scope = (f" (rows of {producer})" if producer else "") + (f" where {where}" if where else "")
+    return sql_check(
+        asset, name or f"{producer or table}_unique_key", f"One row per ({', '.join(key)}) in {table}{scope}.",
+        f'SELECT {cols}, count(*) AS n FROM "{table}" ' + (f"WHERE {' AND '.join(conds)} " if conds else "")
+        + "GROUP BY ALL HAVING n > 1",
+        [producer] if producer else [], key=", ".join(key))

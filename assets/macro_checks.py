@@ -13,51 +13,19 @@ Each check is ``blocking=True``: when it fails, nothing downstream of its asset 
 * the fit a score uses exists: every named fit and every score's ``fit_id`` has its 16 rows in
   ``market_betas``.
 
-Wiring only: each check is one SQL query over the DuckDB tables (:func:`sql_check`).
+Wiring only: each check is one SQL query over the DuckDB tables (``assets.common.sql_check``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dagster import AssetChecksDefinition, AssetKey
 
-from dagster import AssetCheckResult, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
-
+from assets.common import sql_check, unique_key_check
 from assets.macro_nowcasts import arima_nowcasts, comparator_nowcasts, llm_nowcasts, nowcast_windows, recorded_nowcasts
 from assets.macro_releases import announcement_returns, indicator_catalog, releases, surprise_events, surprise_scales
 from assets.macro_scoring import market_betas, prediction_market_prices
 from leaf_live.core import storage
 from leaf_live.macro.catalog import INDICATOR_IDS
-from resources import LeafLiveDB
-
-SAMPLE = 3  # offending keys shown in the check's metadata
-
-
-def sql_check(asset, name: str, description: str, violations_sql: str, params: Sequence = (),
-              **extra: str) -> AssetChecksDefinition:
-    """Blocking check ``name`` on ``asset``: passes when ``violations_sql`` (one row per violation, offending key
-    columns first; ``params`` bound to its ``?``) returns no row. Metadata: the violation count, the first
-    offending rows and ``extra``."""
-
-    @asset_check(asset=asset, name=name, blocking=True, description=description)
-    def _check(db: LeafLiveDB) -> AssetCheckResult:
-        with db.get_connection() as con:
-            rows = con.execute(violations_sql, list(params)).fetchall()
-        return AssetCheckResult(passed=not rows, metadata={
-            "violations": len(rows), "first": MetadataValue.text(str(rows[:SAMPLE])),
-            **{k: MetadataValue.text(v) for k, v in extra.items()}})
-
-    return _check
-
-
-def unique_key_check(asset, table: str, key: Sequence[str], *, producer: str | None = None) -> AssetChecksDefinition:
-    """At most one row of ``table`` per ``key`` (restricted to ``producer``'s slice of a shared table)."""
-    cols = ", ".join(f'"{c}"' for c in key)
-    return sql_check(
-        asset, f"{producer or table}_unique_key",
-        f"One row per ({', '.join(key)}) in {table}" + (f" (rows of {producer})." if producer else "."),
-        f'SELECT {cols}, count(*) AS n FROM "{table}" {"WHERE producer = ?" if producer else ""} '
-        "GROUP BY ALL HAVING n > 1",
-        [producer] if producer else [], key=", ".join(key))
 
 
 def nowcast_checks(asset, producer: str) -> list[AssetChecksDefinition]:

@@ -22,8 +22,10 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -81,6 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SystemExit(f"leaf-live run: --end {args.end} is before --start {args.start}")
     if args.boot_draws is not None and args.boot_draws < 1:
         raise SystemExit(f"leaf-live run: --boot-draws {args.boot_draws}: expected a positive integer")
+    event_plan = check_event_args(args)  # event-track flags, checked before anything runs
     resources = default_resources(db=args.db, snapshot=args.snapshot)
     first, last = _snapshot_month_range(resources)
     start, end = args.start or max(first, "2010-01"), args.end or last
@@ -131,13 +134,276 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("leaf-live run: FAILED", file=sys.stderr)
         return 1
     print(f"finished in {time.monotonic() - t0:.1f} s")
+    if not run_event_track(event_plan, resources):
+        return 1
     print(summary(db))
     print(f"asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed")
     print()
     print(leaderboards(db))
+    print()
+    print(event_boards(db, event_plan.boot_draws))
     out = write_analysis_report(db)
     print(f"\nPaper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures: {out}")
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# event track (LEAF): flags, the runs of its three jobs, its boards
+# ---------------------------------------------------------------------------------------------
+
+EVENT_TABLES = ("leaf_targets", "market_prices", "weather_hourly", "electricity_load", "prediction_markets",
+                "market_price_path", "forecast_tasks", "task_outcomes", "leaf_forecasts", "leaf_scores")
+# the metrics the printed board shows (leaf_scores holds every metric)
+EVENT_BOARD_METRICS = ("accuracy", "mape", "mae_z", "mse_z", "brier", "crps")
+EVENT_DAB_DRAWS = 500  # the difficulty adjustment refits the fixed effects on every draw
+
+
+@dataclass(frozen=True)
+class EventPlan:
+    """What the event part of ``leaf-live run`` does: the task spans, the statsforecast models and workers, the
+    foundation models, the board's bootstrap draws."""
+
+    spans: object  # leaf_live.event.pipeline.Spans
+    statistical: tuple[str, ...]
+    n_jobs: int
+    tsfm: tuple[str, ...]
+    boot_draws: int
+
+    def span_config(self) -> dict:
+        s = self.spans
+        return {"markets_start": s.markets[0].isoformat(), "markets_end": s.markets[1].isoformat(),
+                "mid_cap_start": s.mid_cap_months[0].isoformat(), "mid_cap_end": s.mid_cap_months[1].isoformat(),
+                "weather_start": s.weather[0].isoformat(), "weather_end": s.weather[1].isoformat(),
+                "electricity_start": s.electricity[0].isoformat(), "electricity_end": s.electricity[1].isoformat()}
+
+
+def add_event_arguments(r: argparse.ArgumentParser) -> None:
+    """The event-track flags of ``leaf-live run`` (defaults: the spans of ``leaf_live.event.pipeline.Spans``)."""
+    r.add_argument("--event-from", help="first cutoff-span day YYYY-MM-DD of the large caps, commodities and weather "
+                   "(default 2025-10-01)")
+    r.add_argument("--event-to", help="last span day YYYY-MM-DD of the large caps, commodities and weather "
+                   "(default 2026-01-31)")
+    r.add_argument("--midcap-from", help="first month YYYY-MM of the mid caps' span (default 2024-10)")
+    r.add_argument("--midcap-to", help="last month YYYY-MM of the mid caps' span (default 2026-03)")
+    r.add_argument("--load-from", help="first span day YYYY-MM-DD of the electricity load (default 2018-12-01: the "
+                   "EIA-930 files end 2020-09)")
+    r.add_argument("--load-to", help="last span day YYYY-MM-DD of the electricity load (default 2019-03-31)")
+    r.add_argument("--event-arima", action="store_true", help="add statsforecast AutoARIMA to the event baselines "
+                   "(about 5 minutes more on 2 cores)")
+    r.add_argument("--event-jobs", type=int, help="statsforecast worker processes for the event baselines (default 1)")
+    r.add_argument("--tsfm", action="append", default=[], metavar="KIND:MODEL",
+                   help="add a time-series foundation model, chronos:<path or hub name> or timesfm:<path or hub "
+                   "name> (pip install -e '.[tsfm]'; repeatable)")
+    r.add_argument("--event-boot-draws", type=int, help="bootstrap draws of the event board's intervals (default 2000)")
+
+
+def _flag_date(args: argparse.Namespace, flag: str, month: bool = False):
+    """The date of a day (or month) flag, None when not given; a malformed value ends the command in one line."""
+    from datetime import date
+
+    value = getattr(args, flag)
+    if value is None:
+        return None
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}" if month else r"\d{4}-\d{2}-\d{2}", value):
+            raise ValueError(value)
+        return date.fromisoformat(f"{value}-01" if month else value)
+    except ValueError:
+        kind = "a month YYYY-MM" if month else "a day YYYY-MM-DD"
+        raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value!r}: expected {kind}") from None
+
+
+def check_event_args(args: argparse.Namespace) -> EventPlan:
+    """Validate the event flags up front; a bad value ends the command with one line naming the flag."""
+    from datetime import date
+
+    from assets.event_data import EVENT_DAYS
+    from leaf_live.event.pipeline import DEFAULT_STATISTICAL, Spans, source_days
+
+    default = Spans()
+    spans = {}
+    for name, lo, hi, month in (("markets", "event_from", "event_to", False), ("weather", "event_from", "event_to", False),
+                                ("mid_cap_months", "midcap_from", "midcap_to", True),
+                                ("electricity", "load_from", "load_to", False)):
+        a = _flag_date(args, lo, month) or getattr(default, name)[0]
+        b = _flag_date(args, hi, month) or getattr(default, name)[1]
+        if b < a:
+            raise SystemExit(f"leaf-live run: --{hi.replace('_', '-')} {getattr(args, hi) or b} is before "
+                             f"--{lo.replace('_', '-')} {getattr(args, lo) or a}")
+        spans[name] = (a, b)
+    try:
+        plan_spans = Spans(**spans)
+    except ValueError as exc:
+        raise SystemExit(f"leaf-live run: event spans: {exc}") from None
+    first = date.fromisoformat(EVENT_DAYS.start.strftime("%Y-%m-%d"))
+    today = date.today()
+    for table, (a, b) in source_days(plan_spans).items():
+        if a < first or b > today:
+            raise SystemExit(f"leaf-live run: event spans need {table} for {a} .. {b}, outside the daily partitions "
+                             f"{first} .. {today}")
+    for flag in ("event_jobs", "event_boot_draws"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value}: expected a positive integer")
+    for spec in args.tsfm:
+        kind, _, model = spec.partition(":")
+        if kind not in ("chronos", "timesfm") or not model:
+            raise SystemExit(f"leaf-live run: --tsfm {spec!r}: expected chronos:<path or hub name> or "
+                             "timesfm:<path or hub name>")
+    statistical = (*DEFAULT_STATISTICAL, "AutoARIMA") if args.event_arima else DEFAULT_STATISTICAL
+    return EventPlan(plan_spans, tuple(statistical), args.event_jobs or 1, tuple(args.tsfm),
+                     args.event_boot_draws or 2000)
+
+
+def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
+    """The daily runs of the event track: each source table's days and each task family's cutoff days
+    (``leaf_live.event.pipeline``) merged where they overlap or touch, so disjoint spans (the 2018-19 load
+    winter, the 2024-26 markets) are separate ranges instead of one range of every day between them. Returns
+    ((first, last) day keys, asset names) per run."""
+    from datetime import timedelta
+
+    from leaf_live.event.pipeline import cutoff_days, source_days
+
+    spans_by = [(a, b, t) for t, (a, b) in source_days(spans).items()]
+    spans_by += [(a, b, "forecast_tasks") for a, b in cutoff_days(spans).values()]
+    runs: list[list] = []
+    for a, b, name in sorted(spans_by):
+        if runs and a <= runs[-1][1] + timedelta(days=1):
+            runs[-1][1] = max(runs[-1][1], b)
+            runs[-1][2].add(name)
+        else:
+            runs.append([a, b, {name}])
+    order = ("market_prices", "weather_hourly", "electricity_load", "forecast_tasks")
+    return [((a.isoformat(), b.isoformat()), [n for n in order if n in names]) for a, b, names in runs]
+
+
+def _run_failed(result) -> bool:
+    """Print a failed run's step errors (the asset's own exception) and failed checks; True if it failed."""
+    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    for e in failed:
+        meta = {k: getattr(v, "value", v) for k, v in e.metadata.items()}
+        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name} {meta}", file=sys.stderr)
+    if result.success:
+        return False
+    for ev in result.all_events:
+        if ev.is_step_failure and ev.step_failure_data.error:
+            err = ev.step_failure_data.error
+            if err.cls_name == "DagsterAssetCheckFailedError":
+                continue  # a blocking check, named above
+            while err.cause is not None:  # Dagster wraps the asset's own exception
+                err = err.cause
+            print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
+    return True
+
+
+def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
+    """Materialize the event track from the configured sources: the question partitions (registered from the
+    source's question list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind
+    the blocking task checks. Prints progress and the check tally; False (after printing why) if a run fails."""
+    from dagster import AssetSelection, materialize
+
+    from assets.event_data import register_questions
+    from assets.event_scoring import leaf_forecasts, leaf_scores
+    from assets.event_tasks import TASK_GATE_CHECKS
+    from leaf_live.definitions import ALL_ASSETS, ALL_CHECKS
+
+    t0 = time.monotonic()
+    instance = instance or _instance()
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    s = plan.spans
+    print(f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
+          f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
+          f"{s.electricity[1]}, resolved questions of every date", flush=True)
+    questions = register_questions(instance, resources["event_markets"])
+    runs: list[tuple[str, dict, list]] = []
+    q_sel = ["leaf_targets"] + (["prediction_markets", "event_tasks"] if questions else [])
+    runs.append((f"{len(questions)} questions", {"dagster/asset_partition_range_start": questions[0],
+                                                 "dagster/asset_partition_range_end": questions[-1]} if questions else {},
+                 q_sel))
+    for (a, b), names in event_day_runs(s):
+        runs.append((f"days {a} .. {b}", {"dagster/asset_partition_range_start": a,
+                                          "dagster/asset_partition_range_end": b}, names))
+    fc_config = {"statistical": list(plan.statistical), "n_jobs": plan.n_jobs, "tsfm": list(plan.tsfm)}
+    run_config = {**quiet, "ops": {"forecast_tasks": {"config": plan.span_config()},
+                                   "leaf_forecasts": {"config": fc_config}}}
+    n_checks = n_failed = 0
+    for label, tags, names in [*runs, ("forecasts and scores", {}, None)]:
+        t1 = time.monotonic()
+        if names is None:
+            selection = AssetSelection.assets(leaf_forecasts, leaf_scores) | AssetSelection.checks(*TASK_GATE_CHECKS)
+            ops = {k: v for k, v in run_config["ops"].items() if k == "leaf_forecasts"}
+        else:
+            selection = names
+            ops = {k: v for k, v in run_config["ops"].items() if k in names}
+        result = materialize([*ALL_ASSETS, *ALL_CHECKS], selection=selection, resources=resources, instance=instance,
+                             run_config={**quiet, "ops": ops}, tags=tags, raise_on_error=False)
+        evals = result.get_asset_check_evaluations()
+        n_checks += len(evals)
+        n_failed += sum(not e.passed for e in evals)
+        if _run_failed(result):
+            print(f"leaf-live run: event track FAILED in the run of {label}", file=sys.stderr)
+            return False
+        print(f"  event run {label}: {', '.join(names or ['leaf_forecasts', 'leaf_scores'])} "
+              f"({time.monotonic() - t1:.1f} s)", flush=True)
+    print(f"event track finished in {time.monotonic() - t0:.1f} s; event asset checks: {n_checks - n_failed} passed, "
+          f"{n_failed} failed")
+    return True
+
+
+def event_boards(db: str | Path, n_draws: int = 2000) -> str:
+    """The event-track boards from the stored scores (read-only): task counts beside LEAF §4.1's, the
+    leaderboard (model x domain x task kind x horizon, models compared on the tasks they all forecast, 95%
+    bootstrap intervals, n) and, for the prediction-market questions, the Brier score per §4.1 cutoff with the
+    ForecastBench difficulty-adjusted Brier and Brier Index."""
+    from leaf_live.event import catalog, scoring
+
+    con = storage.connect_read_only(db)
+    try:
+        scores = storage.read_table(con, "leaf_scores")
+        counts = con.execute("SELECT domain, horizon, count(*) FROM forecast_tasks WHERE task_kind = 'series' OR "
+                             "(domain = 'large_cap' AND horizon IN ('1d', '2d') AND task_kind = 'trend5') OR "
+                             "(domain = 'mid_cap' AND task_kind = 'trend5') GROUP BY ALL ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+    if scores.height == 0:
+        return "Event track (LEAF): no scores yet"
+    lines = ["Event track (LEAF) tasks per domain and horizon (series tasks; mid caps and the large caps' 1/2-day "
+             "horizons: trend tasks), LEAF §4.1 in brackets:"]
+    lines.append("  " + "   ".join(f"{d} {h} {n}" + (f" [{catalog.PAPER_SAMPLE_COUNTS[(d, h)]}]"
+                                                    if (d, h) in catalog.PAPER_SAMPLE_COUNTS else "")
+                                   for d, h, n in counts))
+    board = scoring.leaderboard(scores.filter(pl.col("metric").is_in(list(EVENT_BOARD_METRICS))), n_draws=n_draws)
+    lines += ["", "Event track (LEAF) leaderboard: domain / task / horizon / metric; models ranked on the tasks they "
+              "all forecast; mean, 95% bootstrap interval (tasks resampled; events: questions), n tasks",
+              scoring.format_leaderboard(board)]
+    if scores.filter(pl.col("metric") == "brier").height:
+        lines += ["", format_event_brier(scores, n_draws)]
+    return "\n".join(lines)
+
+
+def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
+    """Brier of every event model per §4.1 cutoff (question-bootstrap interval, n questions) beside the
+    difficulty-adjusted Brier and Brier Index (ForecastBench two-way fixed effects, always-0.5 = 0.25 / 50)."""
+    from leaf_live.event import catalog, scoring
+
+    raw = scoring.brier_by_cutoff(scores, n_draws=n_draws)
+    adj = scoring.difficulty_adjusted_brier(scores, n_draws=EVENT_DAB_DRAWS)
+    adj_by = {(r["model_id"], r["cutoff"]): r for r in adj.iter_rows(named=True)}
+    order = [f"{round(f * 100)}%" for f in catalog.EVENT_CUTOFF_FRACTIONS] + ["avg"]
+    lines = ["Event questions: Brier per cutoff (share of the time to resolution left, LEAF §4.1); 95% intervals "
+             "resample questions; 'avg' = mean over questions of their mean over cutoffs, its adjusted columns pool "
+             f"every (question, cutoff); adjusted = ForecastBench difficulty adjustment ({EVENT_DAB_DRAWS} draws)",
+             f"  {'cutoff':6} {'model':22} {'brier':>7} {'95% interval':>18} {'n':>5}   {'adj. brier':>10} "
+             f"{'95% interval':>18}   {'index':>6} {'95% interval':>14}"]
+    for cut in order:
+        g = raw.filter(pl.col("cutoff") == cut).sort("brier")
+        for r in g.iter_rows(named=True):
+            a = adj_by.get((r["model_id"], "all" if cut == "avg" else cut))
+            adj_txt = (f"{a['adj_brier']:10.4f} [{a['adj_ci_lo']:.4f}, {a['adj_ci_hi']:.4f}]   {a['brier_index']:6.1f} "
+                       f"[{a['index_ci_lo']:.1f}, {a['index_ci_hi']:.1f}]") if a else ""
+            lines.append(f"  {cut:6} {r['model_id']:22} {r['brier']:7.4f} [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}] "
+                         f"{r['n']:5d}   {adj_txt}")
+    return "\n".join(lines)
 
 
 ANALYSIS_TABLES = ("post_release_recovery", "post_release_paths", "copying_convergence", "copying_gap_bins",
@@ -212,7 +478,8 @@ def summary(db: str | Path) -> str:
         for name, n in storage.table_summary(con):
             cols = storage.get_table(name).column_names
             span = ""
-            for col in ("release_at", "issued_at", "reference_period"):
+            for col in ("release_at", "issued_at", "reference_period", "session_date", "ts", "interval_start", "cutoff",
+                        "observed_at"):
                 if col in cols and n:
                     lo, hi = con.execute(f'SELECT min("{col}"), max("{col}") FROM "{name}"').fetchone()
                     span = f"{col} {lo:%Y-%m-%d} .. {hi:%Y-%m-%d}"
@@ -264,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--arima-from", help="first release month that gets auto-ARIMA nowcasts (default: the backtest "
                    "start; each distinct history costs a 52-order AIC grid)")
     r.add_argument("--arima-to", help="last release month that gets auto-ARIMA nowcasts (default: no bound)")
+    add_event_arguments(r)
     r.set_defaults(func=cmd_run)
     rp = sub.add_parser("report", help="write the App. E/F/G/Q/R analyses report from the stored tables")
     rp.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")

@@ -22,6 +22,9 @@ from dagster import AssetSelection, Definitions, ExecutorDefinition, define_asse
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
 from assets.common import in_duckdb_pool
 from assets.dbt_marts import DBT_ASSETS
+from assets.event_data import EVENT_DATA_ASSETS, EVENT_DATA_CHECKS
+from assets.event_scoring import EVENT_SCORING_ASSETS, EVENT_SCORING_CHECKS
+from assets.event_tasks import EVENT_TASK_ASSETS, EVENT_TASK_CHECKS
 from assets.macro_analyses import MACRO_ANALYSIS_ASSETS, MACRO_ANALYSIS_CHECKS
 from assets.macro_checks import MACRO_CHECKS
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, nowcast_windows
@@ -30,17 +33,23 @@ from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
 from leaf_live.core.settings import Settings, SettingsError, get_settings
 from resources import default_resources
 from resources.dbt import dbt_resource
-from sensors import JOBS, SCHEDULES
+from sensors import JOBS, SCHEDULES, SENSORS
 
 # in_duckdb_pool: every asset and check that opens the DuckDB file (db or dbt resource) runs in the pool of 1.
-ALL_ASSETS = in_duckdb_pool(
+MACRO_ASSETS = in_duckdb_pool(
     [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS, *DBT_ASSETS])
+EVENT_ASSETS = in_duckdb_pool([*EVENT_DATA_ASSETS, *EVENT_TASK_ASSETS, *EVENT_SCORING_ASSETS])
+EVENT_CHECKS = in_duckdb_pool([*EVENT_DATA_CHECKS, *EVENT_TASK_CHECKS, *EVENT_SCORING_CHECKS])
+ALL_ASSETS = [*MACRO_ASSETS, *EVENT_ASSETS]
 # Every check is blocking: a failure stops what is downstream of its asset in the same run.
-ALL_CHECKS = in_duckdb_pool(
-    [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS, *MACRO_ANALYSIS_CHECKS, *MACRO_CHECKS])
-# Assets the main job materializes: everything that runs from recorded or public data, ending with the dbt
-# marts (LLM calls run on their own hourly schedule).
-MAIN_ASSETS = [a for a in ALL_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys
+ALL_CHECKS = [*in_duckdb_pool(
+    [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS, *MACRO_ANALYSIS_CHECKS, *MACRO_CHECKS]),
+    *EVENT_CHECKS]
+# Assets the main job materializes: the macro track from recorded or public data, ending with the dbt marts
+# (LLM calls run on their own hourly schedule). The event track's assets have daily and per-question
+# partitions, which one run cannot mix with release months: `leaf-live run` executes its three jobs
+# (sensors/event.py) after this one.
+MAIN_ASSETS = [a for a in MACRO_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys
 
 MAIN_JOB = "leaf_live_main"
 main_job = define_asset_job(
@@ -98,6 +107,7 @@ def build_definitions(resources: dict | None = None, settings: Settings | None =
         asset_checks=ALL_CHECKS,
         jobs=[main_job, release_months_job, *JOBS],
         schedules=SCHEDULES,
+        sensors=SENSORS,
         resources=resources,
         executor=run_executor(settings),
     )

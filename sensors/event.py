@@ -1,0 +1,54 @@
+"""Event-track jobs and the question sensor (wiring only).
+
+The event assets have three partitionings, so three jobs: the daily sources and series/trend tasks
+(:data:`event_days_job`, UTC days), the prediction-market questions and their event tasks
+(:data:`event_questions_job`, one dynamic partition per question), and the unpartitioned forecasts and
+scores (:data:`event_scores_job`, gated by the blocking task checks re-evaluated over the whole store).
+``leaf-live run`` executes them in that order from the snapshot. :func:`event_questions_sensor` adds a
+partition for every new question of the configured source and requests its run.
+"""
+
+from dagster import (
+    AssetSelection,
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    define_asset_job,
+    sensor,
+)
+
+from assets.event_data import EVENT_DAYS, EVENT_QUESTIONS, electricity_load, leaf_targets, market_prices, \
+    prediction_markets, question_keys, weather_hourly
+from assets.event_scoring import leaf_forecasts, leaf_scores
+from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
+from resources import EventMarketsResource
+
+event_days_job = define_asset_job(
+    "leaf_live_event_days", selection=[market_prices, weather_hourly, electricity_load, forecast_tasks],
+    partitions_def=EVENT_DAYS, description="Event track: daily sources and the series/trend tasks of a range of days.")
+event_questions_job = define_asset_job(
+    "leaf_live_event_questions", selection=[prediction_markets, event_tasks], partitions_def=EVENT_QUESTIONS,
+    description="Event track: prediction-market questions (price paths, resolutions) and their event tasks.")
+event_scores_job = define_asset_job(
+    "leaf_live_event_scores",
+    selection=AssetSelection.assets(leaf_targets, leaf_forecasts, leaf_scores) | AssetSelection.checks(*TASK_GATE_CHECKS),
+    description="Event track: baseline forecasts of every stored task and the scores of every model, after the "
+    "blocking point-in-time checks on the stored tasks.")
+
+
+@sensor(job=event_questions_job, minimum_interval_seconds=6 * 3600, default_status=DefaultSensorStatus.STOPPED,
+        description="Adds a question partition for every new question of the event_markets source in the LEAF "
+        "categories and requests its run.")
+def event_questions_sensor(context: SensorEvaluationContext, event_markets: EventMarketsResource) -> SensorResult:
+    keys = question_keys(event_markets.client().load().questions)
+    have = set(context.instance.get_dynamic_partitions(EVENT_QUESTIONS.name))
+    new = [k for k in keys if k not in have]
+    return SensorResult(
+        dynamic_partitions_requests=[EVENT_QUESTIONS.build_add_request(new)] if new else [],
+        run_requests=[RunRequest(partition_key=k) for k in new],
+    )
+
+
+EVENT_JOBS = [event_days_job, event_questions_job, event_scores_job]
+EVENT_SENSORS = [event_questions_sensor]
