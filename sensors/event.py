@@ -18,17 +18,24 @@ from dagster import (
     sensor,
 )
 
-from assets.event_data import EVENT_DAYS, EVENT_QUESTIONS, electricity_load, leaf_targets, market_prices, \
-    prediction_markets, question_keys, weather_hourly
+from assets.event_data import (
+    EVENT_QUESTIONS,
+    electricity_load,
+    leaf_targets,
+    market_prices,
+    prediction_markets,
+    question_keys,
+    weather_hourly,
+)
 from assets.event_scoring import leaf_forecasts, leaf_scores
 from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
 from resources import EventMarketsResource
 
 event_days_job = define_asset_job(
     "leaf_live_event_days", selection=[market_prices, weather_hourly, electricity_load, forecast_tasks],
-    partitions_def=EVENT_DAYS, description="Event track: daily sources and the series/trend tasks of a range of days.")
+    description="Event track: daily sources and the series/trend tasks of a range of days.")
 event_questions_job = define_asset_job(
-    "leaf_live_event_questions", selection=[prediction_markets, event_tasks], partitions_def=EVENT_QUESTIONS,
+    "leaf_live_event_questions", selection=[prediction_markets, event_tasks],
     description="Event track: prediction-market questions (price paths, resolutions) and their event tasks.")
 event_scores_job = define_asset_job(
     "leaf_live_event_scores",

@@ -51,22 +51,26 @@ def _same_but_provenance(snap: pl.DataFrame, live: pl.DataFrame, col: str, base:
 
 def test_one_place_chooses_snapshot_or_live_for_every_source(tmp_path):
     s = Settings(db_path=tmp_path / "x.duckdb", snapshot_dir=tmp_path, transport="snapshot",
-                 urls={"LEAF_LIVE_FRED_MD_BASE_URL": "http://127.0.0.1:9/md", "LEAF_LIVE_NYFED_NOWCAST_URL": "http://ny"},
+                 urls={"LEAF_LIVE_FRED_MD_BASE_URL": "http://127.0.0.1:9/md", "LEAF_LIVE_NYFED_NOWCAST_URL": "http://ny",
+                       "LEAF_LIVE_OPEN_METEO_URL": "http://127.0.0.1:9/om"},
                  secrets_set=frozenset({"FRED_API_KEY"}))
     snap = source_resources(s)
     live = source_resources(replace(s, transport="live"))
     assert set(snap) == set(live) == set(SOURCES)
     assert [type(r).__name__ for r in snap.values()] == [
         "ReleaseCalendarSnapshotResource", "WindowPricesSnapshotResource", "FredSnapshotResource",
-        "FredMdSnapshotResource", "FedNowcastsSnapshotResource", "PolymarketSnapshotResource", "RecordedNowcastsResource"]
+        "FredMdSnapshotResource", "FedNowcastsSnapshotResource", "PolymarketSnapshotResource", "RecordedNowcastsResource",
+        "DailyPricesSnapshotResource", "WeatherSnapshotResource", "GridLoadSnapshotResource", "EventMarketsSnapshotResource"]
     assert [type(r).__name__ for r in live.values()] == [
         "ReleaseCalendarLiveResource", "WindowPricesLiveResource", "FredLiveResource", "FredMdLiveResource",
-        "FedNowcastsLiveResource", "PolymarketLiveResource", "RecordedNowcastsResource"]
+        "FedNowcastsLiveResource", "PolymarketLiveResource", "RecordedNowcastsResource",
+        "DailyPricesLiveResource", "WeatherLiveResource", "GridLoadLiveResource", "EventMarketsLiveResource"]
     # settings reach the live clients; the secret travels as an EnvVar, never as its value
     assert live["fred_md"].client().base_url == "http://127.0.0.1:9/md"
     assert live["fed_nowcasts"].urls == {fed_nowcasts.NYFED: "http://ny"}
     assert live["fed_nowcasts"].client().urls[fed_nowcasts.NYFED] == "http://ny"
     assert isinstance(live["fred"].api_key, EnvVar) and live["fred"].api_key.env_var_name == "FRED_API_KEY"
+    assert live["weather"].client().base == "http://127.0.0.1:9/om"
     assert snap["calendar"].client() is snap["calendar"].client()  # built once per resource (one per run)
     with pytest.raises(ValueError, match="transport='ftp'"):
         source_resources(s, "ftp")
