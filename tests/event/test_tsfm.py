@@ -94,3 +94,14 @@ def test_missing_or_foreign_models_name_the_model(tmp_path, tsfm_extra):
         tsfm.load_forecaster("prophet:x")
     assert tsfm.model_id_for("chronos", "amazon/chronos-bolt-small") == "tsfm/chronos-bolt-small"
     assert tsfm.model_id_for("timesfm", "google/timesfm-2.5-200m-pytorch") == "tsfm/timesfm-2.5-200m-pytorch"
+
+
+def test_leaf_forecasts_config_adds_the_model(tiny_chronos):
+    from assets.event_scoring import LeafForecastsConfig, event_forecasters
+
+    empty = pl.DataFrame({"question_id": [], "category": [], "outcome": [], "available_at": []},
+                         schema={"question_id": pl.Utf8, "category": pl.Utf8, "outcome": pl.Float64,
+                                 "available_at": pl.Datetime("us", "UTC")})
+    fs = event_forecasters(LeafForecastsConfig(statistical=[], tsfm=[f"chronos:{tiny_chronos}"]), empty)
+    assert [f.model_id for f in fs] == ["baseline/last-value", "baseline/hist-mean", "market/polymarket",
+                                        "baseline/base-rate", "baseline/always-0.5", "tsfm/chronos-tiny-t5"]
