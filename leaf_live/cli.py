@@ -256,25 +256,28 @@ def check_event_args(args: argparse.Namespace) -> EventPlan:
 
 
 def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
-    """The daily runs of the event track: each source table's days and each task family's cutoff days
-    (``leaf_live.event.pipeline``) merged where they overlap or touch, so disjoint spans (the 2018-19 load
-    winter, the 2024-26 markets) are separate ranges instead of one range of every day between them. Returns
+    """The daily runs of the event track: each source table over its own days and ``forecast_tasks`` over the
+    cutoff days of its task families (``leaf_live.event.pipeline``), an asset's ranges merged where they
+    overlap or touch, assets sharing a range run together, sources before tasks. Disjoint spans (the 2018-19
+    load winter, the 2025-26 markets) are separate ranges, and no asset is materialized for days it does not
+    need: each partition of a range is one materialization recorded in the Dagster instance. Returns
     ((first, last) day keys, asset names) per run."""
     from datetime import timedelta
 
     from leaf_live.event.pipeline import cutoff_days, source_days
 
-    spans_by = [(a, b, t) for t, (a, b) in source_days(spans).items()]
-    spans_by += [(a, b, "forecast_tasks") for a, b in cutoff_days(spans).values()]
-    runs: list[list] = []
-    for a, b, name in sorted(spans_by):
-        if runs and a <= runs[-1][1] + timedelta(days=1):
-            runs[-1][1] = max(runs[-1][1], b)
-            runs[-1][2].add(name)
+    wanted = [(t, a, b) for t, (a, b) in source_days(spans).items()]
+    wanted += [("forecast_tasks", a, b) for a, b in cutoff_days(spans).values()]
+    merged: list[list] = []  # [name, first, last]
+    for name, a, b in sorted(wanted):
+        if merged and merged[-1][0] == name and a <= merged[-1][2] + timedelta(days=1):
+            merged[-1][2] = max(merged[-1][2], b)
         else:
-            runs.append([a, b, {name}])
-    order = ("market_prices", "weather_hourly", "electricity_load", "forecast_tasks")
-    return [((a.isoformat(), b.isoformat()), [n for n in order if n in names]) for a, b, names in runs]
+            merged.append([name, a, b])
+    runs: dict[tuple, list[str]] = {}
+    for name, a, b in merged:
+        runs.setdefault((name == "forecast_tasks", a, b), []).append(name)
+    return [((a.isoformat(), b.isoformat()), sorted(names)) for (_, a, b), names in sorted(runs.items())]
 
 
 def _run_failed(result) -> bool:
@@ -297,54 +300,54 @@ def _run_failed(result) -> bool:
 
 
 def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
-    """Materialize the event track from the configured sources: the question partitions (registered from the
-    source's question list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind
-    the blocking task checks. Prints progress and the check tally; False (after printing why) if a run fails."""
-    from dagster import AssetSelection, materialize
+    """Materialize the event track from the configured sources with its three jobs (``sensors/event.py``), in
+    the same Dagster instance as the macro run: the question partitions (registered from the source's question
+    list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind the blocking task
+    checks. Prints progress and the check tally; False (after printing why) if a run fails."""
+    from dagster import AssetKey
 
     from assets.event_data import register_questions
-    from assets.event_scoring import leaf_forecasts, leaf_scores
-    from assets.event_tasks import TASK_GATE_CHECKS
-    from leaf_live.definitions import ALL_ASSETS, ALL_CHECKS
+    from leaf_live.definitions import build_definitions
+    from sensors.event import event_days_job, event_questions_job, event_scores_job
 
     t0 = time.monotonic()
     instance = instance or _instance()
+    defs = build_definitions(resources)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     s = plan.spans
     print(f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
           f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
           f"{s.electricity[1]}, resolved questions of every date", flush=True)
     questions = register_questions(instance, resources["event_markets"])
-    runs: list[tuple[str, dict, list]] = []
-    q_sel = ["leaf_targets"] + (["prediction_markets", "event_tasks"] if questions else [])
-    runs.append((f"{len(questions)} questions", {"dagster/asset_partition_range_start": questions[0],
-                                                 "dagster/asset_partition_range_end": questions[-1]} if questions else {},
-                 q_sel))
+    runs: list[tuple[str, str, dict, list[str] | None]] = []
+    if questions:
+        runs.append((f"{len(questions)} questions", event_questions_job.name,
+                     {"dagster/asset_partition_range_start": questions[0],
+                      "dagster/asset_partition_range_end": questions[-1]}, None))
     for (a, b), names in event_day_runs(s):
-        runs.append((f"days {a} .. {b}", {"dagster/asset_partition_range_start": a,
-                                          "dagster/asset_partition_range_end": b}, names))
-    fc_config = {"statistical": list(plan.statistical), "n_jobs": plan.n_jobs, "tsfm": list(plan.tsfm)}
-    run_config = {**quiet, "ops": {"forecast_tasks": {"config": plan.span_config()},
-                                   "leaf_forecasts": {"config": fc_config}}}
+        runs.append((f"days {a} .. {b}", event_days_job.name,
+                     {"dagster/asset_partition_range_start": a, "dagster/asset_partition_range_end": b}, names))
+    runs.append(("forecasts and scores", event_scores_job.name, {}, None))
+    ops = {"forecast_tasks": {"config": plan.span_config()},
+           "leaf_forecasts": {"config": {"statistical": list(plan.statistical), "n_jobs": plan.n_jobs,
+                                         "tsfm": list(plan.tsfm)}}}
     n_checks = n_failed = 0
-    for label, tags, names in [*runs, ("forecasts and scores", {}, None)]:
+    for label, job_name, tags, names in runs:
         t1 = time.monotonic()
-        if names is None:
-            selection = AssetSelection.assets(leaf_forecasts, leaf_scores) | AssetSelection.checks(*TASK_GATE_CHECKS)
-            ops = {k: v for k, v in run_config["ops"].items() if k == "leaf_forecasts"}
-        else:
-            selection = names
-            ops = {k: v for k, v in run_config["ops"].items() if k in names}
-        result = materialize([*ALL_ASSETS, *ALL_CHECKS], selection=selection, resources=resources, instance=instance,
-                             run_config={**quiet, "ops": ops}, tags=tags, raise_on_error=False)
+        job = defs.resolve_job_def(job_name)
+        keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+        selected = set(names) if names is not None else keys
+        result = job.execute_in_process(
+            run_config={**quiet, "ops": {k: v for k, v in ops.items() if k in selected}}, instance=instance,
+            tags=tags, raise_on_error=False,
+            asset_selection=[AssetKey(n) for n in names] if names is not None else None)
         evals = result.get_asset_check_evaluations()
         n_checks += len(evals)
         n_failed += sum(not e.passed for e in evals)
         if _run_failed(result):
-            print(f"leaf-live run: event track FAILED in the run of {label}", file=sys.stderr)
+            print(f"leaf-live run: event track FAILED in the {job_name} run of {label}", file=sys.stderr)
             return False
-        print(f"  event run {label}: {', '.join(names or ['leaf_forecasts', 'leaf_scores'])} "
-              f"({time.monotonic() - t1:.1f} s)", flush=True)
+        print(f"  {job_name}, {label}: {', '.join(sorted(selected))} ({time.monotonic() - t1:.1f} s)", flush=True)
     print(f"event track finished in {time.monotonic() - t0:.1f} s; event asset checks: {n_checks - n_failed} passed, "
           f"{n_failed} failed")
     return True

@@ -86,12 +86,15 @@ def source_days(spans: Spans = Spans()) -> dict[str, tuple[date, date]]:
 
 def cutoff_days(spans: Spans = Spans()) -> dict[str, tuple[date, date]]:
     """The UTC days on which series and trend tasks of each family can have their cutoff: ``markets`` (large
-    caps and commodities, 16:00 / 17:00 New York), ``mid_cap`` (month-end closes), ``weather`` and
+    caps and commodities, 16:00 / 17:00 New York), ``mid_cap`` (month-end closes, from the first month with
+    its look-back), ``weather`` and
     ``electricity`` (local midnight ending a day of the span, so up to the next UTC day)."""
-    last_mid = spans.mid_cap_months[1]
+    first_mid, last_mid = spans.mid_cap_months
+    k = _month_index(first_mid) + catalog.MID_CAP_LOOKBACK_MONTHS  # the first month with its look-back
+    mid_start = date(k // 12, k % 12 + 1, 1)
     mid_end = date(last_mid.year + last_mid.month // 12, last_mid.month % 12 + 1, 1) - timedelta(days=1)
     one = timedelta(days=1)
-    return {"markets": spans.markets, "mid_cap": (spans.mid_cap_months[0], mid_end),
+    return {"markets": spans.markets, "mid_cap": (mid_start, mid_end),
             "weather": (spans.weather[0], spans.weather[1] + one),
             "electricity": (spans.electricity[0], spans.electricity[1] + one)}
 
