@@ -51,6 +51,14 @@ def result(written: dict[str, int], **extra) -> MaterializeResult:
     return MaterializeResult(metadata=meta)
 
 
+def write_days(db: LeafLiveDB, table: str, rows: pl.DataFrame, keys: Sequence[str], **extra) -> MaterializeResult:
+    """Replace the run's day partitions of ``table`` with their ``rows`` (rows of other days are dropped: a
+    source answers for whole days around the range)."""
+    with db.get_connection() as con:
+        written = write_partitions(con, table, rows.filter(pl.col("partition_key").is_in(list(keys))), keys)
+    return result(written, **extra)
+
+
 def question_keys(questions: pl.DataFrame) -> list[str]:
     """Question ids of ``prediction_markets`` rows in the LEAF categories (C.2.5), in source order: the
     question partitions (sports, entertainment and crypto-price questions get none)."""
@@ -89,9 +97,7 @@ def leaf_targets(db: LeafLiveDB) -> MaterializeResult:
 def market_prices(context: AssetExecutionContext, db: LeafLiveDB, daily_prices: DailyPricesResource) -> MaterializeResult:
     keys = run_partition_keys(context)
     bars = to_market_prices(daily_prices.client().daily_bars(MARKET_SYMBOLS, *day_span(keys)))
-    with db.get_connection() as con:
-        written = write_partitions(con, "market_prices", bars.filter(pl.col("partition_key").is_in(keys)), keys)
-    return result(written, symbols=bars["symbol"].n_unique())
+    return write_days(db, "market_prices", bars, keys, symbols=bars["symbol"].n_unique())
 
 
 @asset(
@@ -107,9 +113,7 @@ def market_prices(context: AssetExecutionContext, db: LeafLiveDB, daily_prices: 
 def weather_hourly(context: AssetExecutionContext, db: LeafLiveDB, weather: WeatherResource) -> MaterializeResult:
     keys = run_partition_keys(context)
     rows = weather.client().hourly(catalog.CITIES, *day_span(keys))
-    with db.get_connection() as con:
-        written = write_partitions(con, "weather_hourly", rows.filter(pl.col("partition_key").is_in(keys)), keys)
-    return result(written, cities=rows["city"].n_unique())
+    return write_days(db, "weather_hourly", rows, keys, cities=rows["city"].n_unique())
 
 
 @asset(
@@ -125,9 +129,7 @@ def weather_hourly(context: AssetExecutionContext, db: LeafLiveDB, weather: Weat
 def electricity_load(context: AssetExecutionContext, db: LeafLiveDB, grid_load: GridLoadResource) -> MaterializeResult:
     keys = run_partition_keys(context)
     rows = grid_load.client().hourly_load(catalog.ELECTRICITY_AREAS, *day_span(keys))
-    with db.get_connection() as con:
-        written = write_partitions(con, "electricity_load", rows.filter(pl.col("partition_key").is_in(keys)), keys)
-    return result(written, areas=rows["area"].n_unique())
+    return write_days(db, "electricity_load", rows, keys, areas=rows["area"].n_unique())
 
 
 @asset(

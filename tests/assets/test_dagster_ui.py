@@ -26,8 +26,13 @@ def instance(main_run):
 @pytest.fixture(scope="module")
 def run(instance):
     runs = instance.get_runs()
-    assert [r.job_name for r in runs] == [MAIN_JOB]  # one run, not __ephemeral_asset_job__
-    return runs[0]
+    # one run of the main job, not __ephemeral_asset_job__; then the event track's runs of its three jobs
+    # (the questions, one per day range, the forecasts and scores)
+    names = [r.job_name for r in reversed(runs)]
+    assert names[0] == MAIN_JOB and names.count(MAIN_JOB) == 1
+    assert names[1:] == ["leaf_live_event_questions", *["leaf_live_event_days"] * (len(names) - 3),
+                         "leaf_live_event_scores"] and len(names) >= 4
+    return next(r for r in runs if r.job_name == MAIN_JOB)
 
 
 def test_the_cli_run_is_recorded_under_the_main_job(run, instance):

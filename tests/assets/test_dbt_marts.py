@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+from dagster import AssetKey, DagsterEventType, DagsterInstance, RunsFilter, materialize
 from dagster_dbt import DbtProject
 
 from assets.dbt_marts import GROUP, dbt_marts
@@ -98,7 +98,7 @@ def mart(main_run):
 def test_dbt_build_ran_in_the_main_job_and_every_dbt_test_passed(main_run):
     inst = DagsterInstance.from_config(str(main_run["dagster_home"]))
     try:
-        run = inst.get_runs()[0]
+        run = inst.get_runs(RunsFilter(job_name=MAIN_JOB))[0]  # the event track's runs follow it
         graph = defs.resolve_asset_graph()
         dbt_checks = {c for c in graph.asset_check_keys if c.asset_key in {AssetKey(m) for m in MODELS}}
         evals = [e.dagster_event.event_specific_data
