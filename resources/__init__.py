@@ -19,11 +19,13 @@ from resources.llm import LLMResource, llm_resource
 from resources.sources import (
     DailyPricesResource,
     EventMarketsResource,
+    EventSearchResource,
     FedNowcastsResource,
     FredMdResource,
     FredResource,
     GridLoadResource,
     PredictionMarketsResource,
+    RecordedEventsResource,
     RecordedNowcastsResource,
     ReleaseCalendarResource,
     SourceResource,
@@ -67,7 +69,7 @@ def default_resources(
 
 
 __all__ = [
-    "DailyPricesResource", "EventMarketsResource", "GridLoadResource", "WeatherResource",
+    "DailyPricesResource", "EventMarketsResource", "EventSearchResource", "RecordedEventsResource", "GridLoadResource", "WeatherResource",
     "FedNowcastsResource", "FredMdResource", "FredResource", "LLMResource", "LeafLiveDB", "PredictionMarketsResource",
     "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",
     "default_resources", "source_resources",

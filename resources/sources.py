@@ -11,7 +11,7 @@ class and calls ``.client()``; it never sees a transport name.
 Adding a source: write its snapshot and live clients next to its parser (e.g. the event track's
 ``SnapshotDailyPrices`` / ``LiveDailyPrices`` in ``leaf_live/event/sources/markets.py``), add ``class
 <Source>Resource(SourceResource)`` with two subclasses here (fields = constructor arguments; ``build`` returns the
-client), and one entry in :data:`SOURCES`. The event track's sources are the last four entries.
+client), and one entry in :data:`SOURCES`. The event track's sources are the last six entries.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from leaf_live.macro.sources import fed_nowcasts, fred, fred_md, futures, polyma
 from leaf_live.event.sources import electricity as event_load  # noqa: E402
 from leaf_live.event.sources import markets as event_prices  # noqa: E402
 from leaf_live.event.sources import prediction_markets as event_markets  # noqa: E402
+from leaf_live.event.sources import recorded_events  # noqa: E402
 from leaf_live.event.sources import weather as event_weather  # noqa: E402
+from leaf_live.event.docstore import DocumentStore  # noqa: E402
 
 
 class SourceResource(ConfigurableResource):
@@ -312,6 +314,45 @@ class EventMarketsLiveResource(EventMarketsResource):
                                             fidelity_min=self.fidelity_min)
 
 
+# --- event track: recorded event transcripts and the retrieval agent's search backend ---------------
+
+
+class RecordedEventsResource(SourceResource):
+    """The recorded SEER case (:func:`leaf_live.event.sources.recorded_events.read_seer_case`): a transcript with no
+    live service, so both modes read it from the snapshot directory."""
+
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> recorded_events.SeerCase:
+        return recorded_events.read_seer_case(_path(self.snapshot_dir))
+
+
+class EventSearchResource(SourceResource):
+    """The retrieval agent's search backend: :meth:`client` is a
+    :class:`~leaf_live.event.docstore.DocumentStore` (offline: BM25 over recorded documents, searched at the
+    interval's end) or ``None`` (live: each model's own provider web search, restricted to the interval)."""
+
+
+class EventSearchSnapshotResource(EventSearchResource):
+    """BM25 over the recorded SEER case's event texts, each published at the end of its day
+    (:func:`leaf_live.event.sources.recorded_events.seer_documents`)."""
+
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> DocumentStore:
+        return DocumentStore(recorded_events.seer_documents(recorded_events.read_seer_case(_path(self.snapshot_dir))))
+
+
+class EventSearchLiveResource(EventSearchResource):
+    """The provider's web search (OpenAI web search, Anthropic web-search tool, Gemini grounding) through litellm."""
+
+    def build(self) -> None:
+        return None
+
+    def client(self) -> None:
+        return None
+
+
 # --- the one choice ---------------------------------------------------------------------------------
 
 Builder = Callable[[Settings], SourceResource]
@@ -352,6 +393,10 @@ SOURCES: dict[str, tuple[Builder, Builder]] = {
                   lambda s: GridLoadLiveResource()),
     "event_markets": (lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s)),
                       lambda s: EventMarketsLiveResource()),
+    "recorded_events": (lambda s: RecordedEventsResource(snapshot_dir=_snap(s)),
+                        lambda s: RecordedEventsResource(snapshot_dir=_snap(s))),
+    "event_search": (lambda s: EventSearchSnapshotResource(snapshot_dir=_snap(s)),
+                     lambda s: EventSearchLiveResource()),
 }
 
 

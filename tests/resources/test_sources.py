@@ -60,11 +60,14 @@ def test_one_place_chooses_snapshot_or_live_for_every_source(tmp_path):
     assert [type(r).__name__ for r in snap.values()] == [
         "ReleaseCalendarSnapshotResource", "WindowPricesSnapshotResource", "FredSnapshotResource",
         "FredMdSnapshotResource", "FedNowcastsSnapshotResource", "PolymarketSnapshotResource", "RecordedNowcastsResource",
-        "DailyPricesSnapshotResource", "WeatherSnapshotResource", "GridLoadSnapshotResource", "EventMarketsSnapshotResource"]
+        "DailyPricesSnapshotResource", "WeatherSnapshotResource", "GridLoadSnapshotResource", "EventMarketsSnapshotResource",
+        "RecordedEventsResource", "EventSearchSnapshotResource"]
     assert [type(r).__name__ for r in live.values()] == [
         "ReleaseCalendarLiveResource", "WindowPricesLiveResource", "FredLiveResource", "FredMdLiveResource",
         "FedNowcastsLiveResource", "PolymarketLiveResource", "RecordedNowcastsResource",
-        "DailyPricesLiveResource", "WeatherLiveResource", "GridLoadLiveResource", "EventMarketsLiveResource"]
+        "DailyPricesLiveResource", "WeatherLiveResource", "GridLoadLiveResource", "EventMarketsLiveResource",
+        "RecordedEventsResource", "EventSearchLiveResource"]
+    assert live["event_search"].client() is None  # live: each model's own provider web search
     # settings reach the live clients; the secret travels as an EnvVar, never as its value
     assert live["fred_md"].client().base_url == "http://127.0.0.1:9/md"
     assert live["fed_nowcasts"].urls == {fed_nowcasts.NYFED: "http://ny"}

@@ -210,6 +210,27 @@ def seer_events(case: SeerCase) -> tuple[pl.DataFrame, pl.DataFrame]:
     return conform("retrieved_events", re_), conform("fact_checked_events", fc)
 
 
+def seer_documents(case: SeerCase) -> pl.DataFrame:
+    """The case's event lines as recorded documents for the offline search backend
+    (:class:`leaf_live.event.docstore.DocumentStore` columns): ``doc_id`` = the recorded event id, ``text`` without
+    citation markers, ``title`` = company, ``target_id`` = ticker, ``url`` = ``<file>#L<line>``, and
+    ``published_at`` = the end of the event's day (24:00 UTC), the earliest instant we may assume it public: the
+    file itself only proves the events were known by the case's cutoff. Exact repeats keep the first line."""
+    rows, seen = [], set()
+    for b in case.blocks:
+        for _, d, raw, line in b.events:
+            text = strip_citation_markers(raw)
+            eid = event_id(RETRIEVER, b.ticker, d, text)
+            if eid in seen:
+                continue
+            seen.add(eid)
+            rows.append({"doc_id": eid, "text": text, "title": b.company, "target_id": b.ticker,
+                         "url": f"{case.file}#L{line}",
+                         "published_at": datetime.combine(d + timedelta(days=1), time(0), tzinfo=ZoneInfo("UTC"))})
+    return pl.DataFrame(rows, schema={"doc_id": pl.Utf8, "text": pl.Utf8, "title": pl.Utf8, "target_id": pl.Utf8,
+                                      "url": pl.Utf8, "published_at": pl.Datetime("us", "UTC")})
+
+
 def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) -> pl.DataFrame:
     """``recorded_case_checks`` rows: each stock's file closes against ``market_prices`` (the sessions of its
     history window) and the file's realised label against the label our tasks compute: the ``trend5`` task at
@@ -258,4 +279,4 @@ def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) 
 
 
 __all__ = ["CASE_NAME", "CITATION_MARKERS", "RETRIEVER", "SEER_FILE", "SeerCase", "StockBlock", "case_checks",
-           "event_id", "parse_seer_case", "partition_key", "read_seer_case", "seer_events", "strip_citation_markers"]
+           "event_id", "parse_seer_case", "partition_key", "read_seer_case", "seer_documents", "seer_events", "strip_citation_markers"]
