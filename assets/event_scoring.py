@@ -74,7 +74,7 @@ def leaf_forecasts(context: AssetExecutionContext, config: LeafForecastsConfig, 
 
 @asset(
     group_name=GROUP,
-    deps=[leaf_forecasts],
+    deps=[leaf_forecasts, "leaf_llm_forecasts"],  # the LLM slices (assets/event_agents.py), behind their leak check
     metadata=table_metadata("leaf_scores"),
     description="Per-task scores of every model's valid forecasts made from the task's stored bundle (LEAF §4.1): "
     "trend accuracy, MAPE / RMSE / distance to last value for prices, MAE / MSE of z-scores (look-back "

@@ -22,6 +22,8 @@ from dagster import AssetSelection, Definitions, ExecutorDefinition, define_asse
 import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
 from assets.common import in_duckdb_pool
 from assets.dbt_marts import DBT_ASSETS
+from assets.event_agents import EVENT_AGENT_ASSETS, EVENT_AGENT_CHECKS
+from assets.event_analyses import EVENT_ANALYSIS_ASSETS
 from assets.event_data import EVENT_DATA_ASSETS, EVENT_DATA_CHECKS
 from assets.event_scoring import EVENT_SCORING_ASSETS, EVENT_SCORING_CHECKS
 from assets.event_tasks import EVENT_TASK_ASSETS, EVENT_TASK_CHECKS
@@ -38,8 +40,9 @@ from sensors import JOBS, SCHEDULES, SENSORS
 # in_duckdb_pool: every asset and check that opens the DuckDB file (db or dbt resource) runs in the pool of 1.
 MACRO_ASSETS = in_duckdb_pool(
     [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS, *DBT_ASSETS])
-EVENT_ASSETS = in_duckdb_pool([*EVENT_DATA_ASSETS, *EVENT_TASK_ASSETS, *EVENT_SCORING_ASSETS])
-EVENT_CHECKS = in_duckdb_pool([*EVENT_DATA_CHECKS, *EVENT_TASK_CHECKS, *EVENT_SCORING_CHECKS])
+EVENT_ASSETS = in_duckdb_pool([*EVENT_DATA_ASSETS, *EVENT_TASK_ASSETS, *EVENT_SCORING_ASSETS, *EVENT_AGENT_ASSETS,
+                               *EVENT_ANALYSIS_ASSETS])
+EVENT_CHECKS = in_duckdb_pool([*EVENT_DATA_CHECKS, *EVENT_TASK_CHECKS, *EVENT_SCORING_CHECKS, *EVENT_AGENT_CHECKS])
 ALL_ASSETS = [*MACRO_ASSETS, *EVENT_ASSETS]
 # Every check is blocking: a failure stops what is downstream of its asset in the same run.
 ALL_CHECKS = [*in_duckdb_pool(

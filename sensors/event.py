@@ -4,7 +4,9 @@ The event assets have three partitionings, so three jobs: the daily sources and 
 (:data:`event_days_job`, UTC days), the prediction-market questions and their event tasks
 (:data:`event_questions_job`, one dynamic partition per question), and the unpartitioned forecasts and
 scores (:data:`event_scores_job`, gated by the blocking task checks re-evaluated over the whole store).
-``leaf-live run`` executes them in that order from the snapshot. :func:`event_questions_sensor` adds a
+``leaf-live run`` executes them in that order from the snapshot. The agent jobs (issue 11) are
+:data:`event_retrieval_job` (week x target), :data:`event_llm_forecasts_job` (UTC day of the cutoffs) and
+:data:`event_analyses_job` (unpartitioned), for schedules to run. :func:`event_questions_sensor` adds a
 partition for every new question of the configured source and requests its run.
 """
 
@@ -27,6 +29,16 @@ from assets.event_data import (
     question_keys,
     weather_hourly,
 )
+from assets.event_agents import (
+    RETRIEVAL_PARTITIONS,
+    context_leaks_check,
+    fact_checked_events,
+    leaf_llm_forecasts,
+    predictability_ratings,
+    retrieved_events,
+)
+from assets.event_analyses import EVENT_ANALYSIS_ASSETS
+from assets.event_data import EVENT_DAYS
 from assets.event_scoring import leaf_forecasts, leaf_scores
 from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
 from resources import EventMarketsResource
@@ -43,6 +55,23 @@ event_scores_job = define_asset_job(
     description="Event track: baseline forecasts of every stored task and the scores of every model, after the "
     "blocking point-in-time checks on the stored tasks.")
 
+# Issue 11: the agents. Weekly retrieval + dual fact-check of every target (week x target partitions; a schedule
+# built with build_schedule_from_partitioned_job requests every target of the week that just ended), and the daily
+# LLM forecasts of the day's cutoffs with their blocking leak check, then the scores of every model.
+event_retrieval_job = define_asset_job(
+    "leaf_live_event_retrieval", selection=[retrieved_events, fact_checked_events],
+    description="Event track: the retrieval agent and the dual fact-check for a week x target (LEAF §3.2).")
+event_llm_forecasts_job = define_asset_job(
+    "leaf_live_event_llm_forecasts",
+    selection=AssetSelection.assets(leaf_llm_forecasts, predictability_ratings, leaf_scores)
+    | AssetSelection.checks(context_leaks_check),
+    description="Event track: the LLM forecasters with and without events and the predictability ratings for the "
+    "cutoffs of a UTC day, the blocking context-leak check, then the scores of every model.")
+event_analyses_job = define_asset_job(
+    "leaf_live_event_analyses", selection=AssetSelection.assets(*EVENT_ANALYSIS_ASSETS),
+    description="Event track: Table 2 filter rates and costs, predictability levels, alpha-consistency, living-data "
+    "and fact-check ablations from the stored rows.")
+
 
 @sensor(job=event_questions_job, minimum_interval_seconds=6 * 3600, default_status=DefaultSensorStatus.STOPPED,
         description="Adds a question partition for every new question of the event_markets source in the LEAF "
@@ -57,5 +86,6 @@ def event_questions_sensor(context: SensorEvaluationContext, event_markets: Even
     )
 
 
-EVENT_JOBS = [event_days_job, event_questions_job, event_scores_job]
+EVENT_JOBS = [event_days_job, event_questions_job, event_scores_job, event_retrieval_job, event_llm_forecasts_job,
+              event_analyses_job]
 EVENT_SENSORS = [event_questions_sensor]

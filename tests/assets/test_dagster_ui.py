@@ -13,6 +13,7 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunSta
 from assets.common import RELEASE_MONTHS, asset_tables, table_writers
 from leaf_live.core import storage
 from leaf_live.macro import schemas as macro_schemas
+from leaf_live.event import schemas as event_schemas
 from leaf_live.definitions import ALL_ASSETS, MAIN_JOB, defs
 
 
@@ -98,7 +99,11 @@ def test_every_asset_page_shows_its_column_schema(main_run):
 def test_every_registered_table_has_its_writer_and_multi_table_assets_show_each_schema():
     writers = table_writers(ALL_ASSETS)
     macro_tables = {v.name for v in vars(macro_schemas).values() if isinstance(v, storage.Table)}
-    assert len(macro_tables) >= 17 and macro_tables <= set(writers)  # the event track has no assets yet
+    assert len(macro_tables) >= 17 and macro_tables <= set(writers)
+    event_tables = {v.name for v in vars(event_schemas).values() if isinstance(v, storage.Table)}
+    assert len(event_tables) >= 20 and event_tables <= set(writers)  # the agents and analyses included (issue 11)
+    assert {k.to_user_string() for k in writers["leaf_forecasts"]} == {"leaf_forecasts", "leaf_llm_forecasts"}
+    assert {k.to_user_string() for k in writers["retrieved_events"]} == {"retrieved_events", "recorded_events"}
     assert {k.to_user_string() for k in writers["nowcasts"]} == {
         "recorded_nowcasts", "comparator_nowcasts", "arima_nowcasts", "llm_nowcasts"}
     node = defs.resolve_asset_graph().get(AssetKey("market_betas"))
