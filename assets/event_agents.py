@@ -383,9 +383,9 @@ def leaf_llm_forecasts(context: AssetExecutionContext, config: LLMForecastsConfi
             raise ValueError(f"day {day}: forecasts keyed {sorted(set(fc['partition_key']))}, expected {pk}")
         with db.get_connection() as con:
             total["calls"] += _write_calls(con, client, n0, pk)
-            storage.replace_partition(con, "leaf_forecast_trials", tr, {"partition_key": pk})
-            storage.replace_partition(con, "leaf_forecasts", fc, {"producer": LLM_PRODUCER, "partition_key": pk})
-        record_partition_rows({day: fc.height})
+            write_partitions(con, "leaf_forecast_trials", tr, [pk])
+            write_partitions(con, "leaf_forecasts", fc, [pk], extra_where={"producer": LLM_PRODUCER})
+        record_partition_rows({day: fc.height})  # the run's key is the day; the table's slice llm:<day>
         total["forecasts"] += fc.height
         total["invalid"] += int((~fc["valid"]).sum()) if fc.height else 0
         total["trials"] += tr.height

@@ -36,8 +36,7 @@ class LeafForecastsConfig(Config):
 
 
 def _tasks(con) -> pl.DataFrame:
-    cols = ", ".join(TASK_COLUMNS)
-    return pl.from_arrow(con.sql(f"SELECT {cols} FROM forecast_tasks ORDER BY task_id").arrow())
+    return storage.read_table(con, "forecast_tasks").select(TASK_COLUMNS).sort("task_id")  # typed even when empty
 
 
 def event_forecasters(config: LeafForecastsConfig, resolutions: pl.DataFrame) -> list:

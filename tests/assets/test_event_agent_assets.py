@@ -254,6 +254,12 @@ def test_with_no_model_configured_the_llm_assets_say_so_and_write_nothing(seer_d
     for t in ("leaf_forecasts", "leaf_forecast_trials", "llm_calls", "predictability_ratings", "retrieved_events",
               "fact_checked_events"):
         assert _count(db, f"SELECT count(*) FROM {t}") == [(0,)], t
+    # the whole daily job on an empty database: nothing to forecast, nothing to score, success
+    empty = tmp_path / "empty.duckdb"
+    job = build_definitions({**default_resources(db=empty, snapshot=snapshot_dir), "llm": LLMResource()}).resolve_job_def(
+        event_llm_forecasts_job.name)
+    r = job.execute_in_process(partition_key=DAY, run_config=QUIET, instance=instance)
+    assert r.success and _count(empty, "SELECT count(*) FROM leaf_scores") == [(0,)]
 
 
 def test_the_analyses_on_the_day_and_the_fact_check_ablation(day_run, snapshot_dir, wire_server, tmp_path):
