@@ -297,3 +297,30 @@ def test_the_analyses_on_the_day_and_the_fact_check_ablation(day_run, snapshot_d
     assert sorted(got) == [1, 2, 3, 4, 5] and got == pytest.approx(want)
     assert _count(db, "SELECT sum(n) FROM predictability_accuracy WHERE task_kind = 'trend5'") == [(50,)]
     assert _count(db, "SELECT count(*) FROM alpha_consistency") == [(0,)]  # SEER events carry no sentiment
+
+
+def test_alpha_contexts_through_the_daily_job(day_run, snapshot_dir, wire_server, tmp_path):
+    db = Path(shutil.copy(day_run["db"], tmp_path / "alpha.duckdb"))
+    with storage.open_db(db) as con:  # SEER events carry no sentiment: give them one, alternating by event id
+        con.execute("UPDATE fact_checked_events SET sentiment = CASE WHEN hash(event_id) % 2 = 0 THEN 'Positive' "
+                    "ELSE 'Negative' END")
+    defs = build_definitions({**default_resources(db=db, snapshot=snapshot_dir), "llm": llm(wire_server)})
+    wire_server.reset(respond)
+    cfg = {**QUIET, "ops": {"leaf_llm_forecasts": {"config": {"context_kinds": ["alpha"], "task_kinds": ["trend3"],
+                                                              "trials": 1}}}}
+    r = defs.resolve_job_def(event_llm_forecasts_job.name).execute_in_process(
+        partition_key=DAY, run_config=cfg, instance=DagsterInstance.ephemeral())
+    assert r.success and {e.check_name: e.passed for e in r.get_asset_check_evaluations()}["context_leaks"]
+    moved = _count(db, "SELECT count(*), avg(CASE WHEN o.label = 'Down' THEN 0 ELSE 1 END) FROM forecast_tasks t "
+                       "JOIN task_outcomes o USING (task_id) WHERE t.task_kind = 'trend3' AND o.change <> 0")[0]
+    # six alphas x every trend3 task with a move; each context 5 events, round(5 alpha) of them consistent
+    assert _count(db, "SELECT count(*) FROM leaf_forecasts WHERE model_id LIKE '%:alpha=%'") == [(6 * moved[0],)]
+    ctx = [json.loads(c) for (c,) in _count(db, f"SELECT context FROM leaf_forecasts WHERE model_id = '{GPT}:alpha=0.6'")]
+    assert {len(c["events"]) for c in ctx} == {5} and all(e["date"] <= "2026-03-25" for c in ctx for e in c["events"])
+    assert defs.resolve_job_def("leaf_live_event_analyses").execute_in_process(
+        run_config=QUIET, instance=DagsterInstance.ephemeral()).success
+    tab = _count(db, "SELECT alpha, n, mean_error, correlation FROM alpha_consistency WHERE variant = 'target' ORDER BY alpha")
+    # the local model always answers Down with events: the error is the share of moves that were not Down, at every
+    # alpha, so there is no correlation with alpha (None for an exactly constant error, else 0 to rounding)
+    assert [a for a, *_ in tab] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0] and moved == (50, pytest.approx(0.38))
+    assert all(n == moved[0] and e == pytest.approx(moved[1]) and (c is None or abs(c) < 1e-9) for _, n, e, c in tab), tab
