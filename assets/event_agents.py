@@ -30,7 +30,9 @@ from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 from dagster import (
+    AllPartitionMapping,
     AssetCheckResult,
+    AssetDep,
     AssetExecutionContext,
     Config,
     MaterializeResult,
@@ -281,6 +283,11 @@ TASK_COLUMNS = ("task_id", "domain", "target_id", "task_kind", "horizon", "horiz
                 "bundle", "bundle_hash")
 
 
+def _every_partition_of(*assets) -> list[AssetDep]:
+    """Deps on every partition of ``assets`` (other partitionings than the day's)."""
+    return [AssetDep(a, partition_mapping=AllPartitionMapping()) for a in assets]
+
+
 class LLMForecastsConfig(Config):
     models: list[str] = Field(default=[], description="configured models to run (default: every LEAF_LIVE_LLM_MODELS)")
     context_kinds: list[str] = Field(default=["ts", "events"], description="ts (series only) | events (fact-checked "
@@ -348,7 +355,8 @@ def _forecasters(client, specs, config: LLMForecastsConfig, tasks: pl.DataFrame,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
-    deps=[forecast_tasks, event_tasks, fact_checked_events, recorded_events],
+    # a day reads its own tasks, and events of any week, question or recorded case
+    deps=[forecast_tasks, *_every_partition_of(event_tasks, fact_checked_events), recorded_events],
     metadata=table_metadata("leaf_forecasts", "leaf_forecast_trials", "llm_calls"),
     description="LLM forecasters through the forecaster contract (LEAF §4.1-4.3, App. C.3) for the tasks whose cutoff "
     "falls on the partition's UTC day: every configured model without events (ts) and with the fact-checked "
@@ -405,7 +413,7 @@ class PredictabilityConfig(Config):
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
-    deps=[forecast_tasks, fact_checked_events, recorded_events],
+    deps=[forecast_tasks, *_every_partition_of(fact_checked_events), recorded_events],
     metadata=table_metadata("predictability_ratings", "llm_calls"),
     description="Predictability levels (LEAF §3.2, §4.4, Fig. 20): at each cutoff of the day, one call rates every "
     "large- and mid-cap stock with a trend task on 5 levels, with the series only (ts) and with the events. "
