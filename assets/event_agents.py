@@ -64,7 +64,6 @@ from leaf_live.event.agents.forecasters import (
     TRIALS,
     LLMForecaster,
     context_leaks,
-    llm_partition_key,
     rate_predictability,
 )
 from leaf_live.event.agents.retrieval import DEFAULT_ROUNDS, RetrievalTarget, retrieve_events

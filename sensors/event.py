@@ -30,7 +30,6 @@ from assets.event_data import (
     weather_hourly,
 )
 from assets.event_agents import (
-    RETRIEVAL_PARTITIONS,
     context_leaks_check,
     fact_checked_events,
     leaf_llm_forecasts,
@@ -38,7 +37,6 @@ from assets.event_agents import (
     retrieved_events,
 )
 from assets.event_analyses import EVENT_ANALYSIS_ASSETS
-from assets.event_data import EVENT_DAYS
 from assets.event_scoring import leaf_forecasts, leaf_scores
 from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
 from resources import EventMarketsResource
