@@ -27,19 +27,22 @@ from assets.macro_checks import MACRO_CHECKS
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, nowcast_windows
 from assets.macro_releases import MACRO_RELEASE_ASSETS, MACRO_RELEASE_CHECKS, announcement_returns, release_calendar, releases
 from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
+from assets.reports import build_report_assets
 from leaf_live.core.settings import Settings, SettingsError, get_settings
 from resources import default_resources
 from resources.dbt import dbt_resource
 from sensors import JOBS, SCHEDULES
 
+_TRACK_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS, *DBT_ASSETS]
+# The report figures and the site follow every asset that writes a table they read (assets/reports.py).
+REPORT_ASSETS = build_report_assets(_TRACK_ASSETS)
 # in_duckdb_pool: every asset and check that opens the DuckDB file (db or dbt resource) runs in the pool of 1.
-ALL_ASSETS = in_duckdb_pool(
-    [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS, *DBT_ASSETS])
+ALL_ASSETS = in_duckdb_pool([*_TRACK_ASSETS, *REPORT_ASSETS])
 # Every check is blocking: a failure stops what is downstream of its asset in the same run.
 ALL_CHECKS = in_duckdb_pool(
     [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS, *MACRO_ANALYSIS_CHECKS, *MACRO_CHECKS])
-# Assets the main job materializes: everything that runs from recorded or public data, ending with the dbt
-# marts (LLM calls run on their own hourly schedule).
+# Assets the main job materializes: everything that runs from recorded or public data, then the dbt marts,
+# the report figures and the site (LLM calls run on their own hourly schedule).
 MAIN_ASSETS = [a for a in ALL_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys
 
 MAIN_JOB = "leaf_live_main"
