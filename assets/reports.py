@@ -32,7 +32,7 @@ from pydantic import Field
 from assets.common import table_writers
 from leaf_live.core import storage
 from leaf_live.core.figures import Plot, new_figure, note, png_base64, save_png
-from leaf_live.core.site import FigureBlock, Page, TableBlock, Tab, TextBlock, render_site
+from leaf_live.core.site import FigureBlock, Page, TableBlock, Tab, TextBlock, render_site, site_dir
 from leaf_live.event import figures as event_figures
 from leaf_live.event.site import event_page
 from leaf_live.macro import figures as macro_figures
@@ -41,7 +41,6 @@ from leaf_live.macro.site import macro_page, score_columns
 from resources import LeafLiveDB
 
 GROUP = "reports"
-SITE_DIR = "site"
 FIGURES_DIR = "figures"
 MANIFEST = "figures.json"
 SITE_TITLE = "leaf_live"
@@ -57,13 +56,6 @@ class ReportConfig(Config):
                             "figures and the site (95% over tasks / questions; seed 0 like the printed event board)")
     month_tabs: int = Field(default=24, ge=0, description="most recent cutoff months the event page gets a tab for "
                             "(0 = every month)")
-
-
-def site_dir(db: LeafLiveDB) -> Path:
-    """``site/`` next to the ``db`` resource's DuckDB file (``ValueError`` for an in-memory database)."""
-    if db.database == ":memory:":
-        raise ValueError("reports: the db resource is an in-memory database; the site is written next to a DuckDB file")
-    return Path(db.database).resolve().parent / SITE_DIR
 
 
 @dataclass
@@ -181,7 +173,7 @@ def build_report_assets(upstream: Sequence[AssetsDefinition]) -> list[AssetsDefi
     )
     def reports(context: AssetExecutionContext, config: ReportConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
         t0 = time.monotonic()
-        out = site_dir(db)
+        out = site_dir(db.database)
         with db.get_connection() as con:
             inputs = read_inputs(con)
         stats = event_figures.event_statistics(inputs.scores, n_draws=config.boot_draws)

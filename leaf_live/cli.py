@@ -7,7 +7,8 @@
     prints a summary, the asset-check results and the two leaderboards (historical backtest, live window).
     A failed blocking check is named and stops the run before anything downstream of it. It then writes the
     paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to ``macro_analyses.md`` next
-    to the database and prints its path.
+    to the database and prints its path, and the path of the leaderboard site the job wrote (``site/`` next to
+    the database: ``index.html``, ``macro.html``, ``event.html``, ``figures/*.png``).
 ``leaf-live report [--db PATH] [--out FILE]``
     writes that report again from the stored analysis tables (read-only).
 ``leaf-live tables``
@@ -34,6 +35,7 @@ import leaf_live.event  # noqa: F401  (registers the event tables, after the mac
 from leaf_live.core import storage
 from leaf_live.core.pit import check_month
 from leaf_live.core.settings import get_settings
+from leaf_live.core.site import site_dir
 
 
 # The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
@@ -137,6 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(leaderboards(db))
     out = write_analysis_report(db)
     print(f"\nPaper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures: {out}")
+    print(f"Leaderboard site (open in a browser; figures in its figures/): {site_dir(db) / 'index.html'}")
     return 0
 
 

@@ -23,6 +23,15 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 TEMPLATES = Path(__file__).with_name("site_templates")
 STATIC_FILES = ("site.css", "site.js")
+SITE_DIR = "site"
+
+
+def site_dir(db_path: str | os.PathLike) -> Path:
+    """Where the site of a database is written: ``site/`` next to the DuckDB file (``data/site/`` for the default
+    ``data/leaf_live.duckdb``). Raises ``ValueError`` for an in-memory database (``:memory:``)."""
+    if str(db_path) == ":memory:":
+        raise ValueError("the leaderboard site is written next to a DuckDB file, not an in-memory database")
+    return Path(db_path).resolve().parent / SITE_DIR
 
 
 @dataclass(frozen=True)
