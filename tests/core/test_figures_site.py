@@ -129,3 +129,20 @@ def test_site_dir_is_next_to_the_database(tmp_path):
     assert site_dir(Path("data/leaf_live.duckdb")) == Path("data/site").resolve()
     with pytest.raises(ValueError, match="in-memory"):
         site_dir(":memory:")
+
+
+def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(monkeypatch):
+    import browser
+
+    monkeypatch.setattr(browser.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("LEAF_LIVE_BROWSER_TESTS", "1")
+    with pytest.raises(pytest.fail.Exception, match="chromium is not installed.*required"):
+        browser.require_chromium()
+    monkeypatch.delenv("LEAF_LIVE_BROWSER_TESTS")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception):
+        browser.require_chromium()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
+        browser.require_chromium()
