@@ -138,10 +138,10 @@ def index_page(x: ReportInputs, figures: dict[str, FigureBlock], db_path: str) -
         ("event.html", "Event-augmented forecasting (LEAF): the board over every stored task, the event questions by "
                        "cutoff, one tab per cutoff month")])]
     if live.height:
-        cols = [c for c in score_columns(x.board) if c.key not in ("scope", "rank")]
+        cols = [c for c in score_columns() if c.key != "scope"]
         blocks.append(TableBlock("index-macro-live", "Live window: LiveMacro Score, overall", cols, live.to_dicts(),
-                                 "Terminal nowcast, full-sample β; see macro.html for the themes, the other targets "
-                                 "and the backtest.", key=("model_id", "scope")))
+                                 "Terminal nowcast, full-sample β, rank on the common event set; see macro.html for "
+                                 "the themes, the other targets and the backtest.", key=("model_id", "scope")))
     blocks += [figures[n] for n in ("macro_score_by_model", "event_brier_by_cutoff") if n in figures]
     return Page("index", "Leaderboards", [Tab("overview", "Overview", blocks)], facts={
         "database": db_path,

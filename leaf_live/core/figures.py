@@ -123,17 +123,24 @@ def interval_barh(
     hi: Sequence[float | None] | None = None,
     *,
     colors: Sequence[str] | None = None,
+    hollow: Sequence[bool] | None = None,
     reference: float | None = 0.0,
     value_format: str = "{:+.4f}",
 ) -> BarContainer:
     """Horizontal bars, first label on top, with an interval whisker where ``lo``/``hi`` are given (a ``None``
     bound draws no whisker for that bar), a vertical reference line at ``reference`` and each value printed at
-    the end of its bar. A ``None`` value draws an empty bar labelled "n/a". Returns the bars (their widths are
+    the end of its bar. A ``None`` value draws an empty bar labelled "n/a"; a bar flagged in ``hollow`` is drawn
+    as its hatched outline (a value of another kind than the filled bars). Returns the bars (their widths are
     the values; tests read them back)."""
     n = len(labels)
     y = np.arange(n)[::-1]
     vals = np.array([np.nan if v is None else float(v) for v in values])
     bars = ax.barh(y, np.nan_to_num(vals), color=list(colors) if colors is not None else None, height=0.65)
+    for bar, flag in zip(bars, hollow or ()):
+        if flag:
+            bar.set_edgecolor(bar.get_facecolor())
+            bar.set_facecolor("none")
+            bar.set_hatch("///")
     if lo is not None and hi is not None:
         for yi, v, a, b in zip(y, vals, lo, hi):
             if a is None or b is None or np.isnan(v):
@@ -153,5 +160,6 @@ def interval_barh(
         right = np.isnan(v) or v >= 0
         ax.annotate("n/a" if np.isnan(v) else value_format.format(v), (end, yi), xytext=(5 if right else -5, 0),
                     textcoords="offset points", ha="left" if right else "right", va="center", fontsize=7)
+    ax.use_sticky_edges = False  # bars stick to 0, which would stop the margin that leaves room for the labels
     ax.margins(x=0.25)
     return bars

@@ -11,9 +11,10 @@ stored value (a score and its stored interval, a cumulative bet return, a nowcas
 * :func:`nowcast_paths` (Fig. 5 / 7): one agent's nowcasts around the release of a target, with the consensus,
   the released value, the release time and the App. E smoothing spline where ``post_release_paths`` holds it.
 
-Which interval a score bar carries is read from the columns present and named on the figure
-(:func:`score_interval`): the combined interval (beta draws x event resamples) when the store has it,
-else the 90% parametric bootstrap over beta alone (App. K Eq. 12, the paper's Fig. 2 interval).
+Like the printed boards, a score figure compares like with like: a filled bar is the model's score on the board's
+common event set (the events every compared model nowcasts itself) with the combined 90% interval (beta draws x
+event resamples); a model not compared there is drawn as a hatched outline at its own-event score, without an
+interval. The paper's Fig. 2 interval (parametric bootstrap over beta alone) is on the site's tables.
 """
 
 from __future__ import annotations
@@ -38,30 +39,17 @@ THEME_TITLES = {"supply_production": "Supply and Production", "demand_inflation"
 PATH_TARGETS = (("cpi", date(2026, 3, 1)), ("unemployment_rate", date(2026, 3, 1)), ("real_gdp_advance", date(2026, 1, 1)))
 PATH_DAYS_AFTER = 5  # Fig. 7: nowcasts continued five days past the release
 
-INTERVALS = (
-    ("combined_ci90_lo", "combined_ci90_hi",
-     "90% interval over beta draws x event resamples (coefficient and event-sampling uncertainty)"),
-    ("boot_ci90_lo", "boot_ci90_hi",
-     "90% parametric bootstrap over beta (App. K Eq. 12): coefficient uncertainty only, events fixed"),
-)
-
-
-def score_interval(board: pl.DataFrame) -> tuple[str, str, str]:
-    """(lower column, upper column, label) of the interval the score figures draw: the first of
-    :data:`INTERVALS` whose columns exist and hold a value."""
-    for lo, hi, label in INTERVALS:
-        if lo in board.columns and hi in board.columns and board[lo].drop_nulls().len():
-            return lo, hi, label
-    lo, hi, label = INTERVALS[-1]
-    return lo, hi, label
+COMMON_INTERVAL = ("90% interval over β draws x event resamples (coefficient and event-sampling uncertainty), on the "
+                   "board's common event set")
 
 
 def board_rows(board: pl.DataFrame, *, leaderboard: str, scopes: Sequence[str] = ("overall",), target: str = "return",
                horizon: str = "terminal", fit_name: str | None = None) -> pl.DataFrame:
     """Rows of the ``leaderboard`` mart for one board (evaluation mode, fit, horizon, target) and ``scopes``,
-    ordered by scope (as given), then best score first (NULL last, ties by model_id). ``fit_name`` defaults to
-    the mode's :data:`HEADLINE_FITS` entry. Theme rows of a model without one own nowcast in the theme are
-    dropped unless it is the consensus (they are the consensus's 0 by construction, not the model's)."""
+    ordered by scope (as given), then by ``rank`` (the rank on the board's common event set; models not
+    compared there, rank NULL, last), then own-event score (best first), ties by model_id. ``fit_name``
+    defaults to the mode's :data:`HEADLINE_FITS` entry. Theme rows of a model without one own event in the
+    theme are dropped unless it is the consensus (they are the consensus's 0 by construction, not the model's)."""
     fit = fit_name or HEADLINE_FITS.get(leaderboard)
     f = board.filter((pl.col("leaderboard") == leaderboard) & pl.col("scope").is_in(list(scopes))
                      & (pl.col("target") == target) & (pl.col("horizon") == horizon))
@@ -71,21 +59,42 @@ def board_rows(board: pl.DataFrame, *, leaderboard: str, scopes: Sequence[str] =
                  | pl.col("model_id").str.starts_with("consensus/"))
     order = {s: k for k, s in enumerate(scopes)}
     return (f.with_columns(pl.col("scope").replace_strict(order, return_dtype=pl.Int32).alias("_o"))
-            .sort(["_o", "score", "model_id"], descending=[False, True, False], nulls_last=True).drop("_o"))
+            .sort(["_o", "rank", "score", "model_id"], descending=[False, False, True, False], nulls_last=True)
+            .drop("_o"))
 
 
 def _label(r: dict) -> str:
-    own = r.get("n_events_own")
-    return f"{r['model_id']} ({own if own is not None else '?'}/{r['n_events']} own)"
+    rank = f"#{r['rank']}, " if r.get("rank") is not None else ""
+    return f"{r['model_id']} ({rank}own {r['n_events_own'] if r['n_events_own'] is not None else '?'}/{r['n_events']})"
 
 
-def _score_panel(ax, rows: pl.DataFrame, lo: str, hi: str, title: str, colors: dict[str, str]) -> None:
-    recs = rows.to_dicts()
-    interval_barh(ax, [_label(r) for r in recs], [r["score"] for r in recs],
-                  [r[lo] for r in recs], [r[hi] for r in recs], colors=[colors[r["model_id"]] for r in recs])
-    ax.set_title(title, fontsize=10)
+def drawn_scores(rows: pl.DataFrame) -> pl.DataFrame:
+    """What a score panel draws per row of :func:`board_rows`: the score on the board's common event set with its
+    combined interval for the compared models (``kind`` = 'common'), the model's own-event score without an
+    interval for the others (``kind`` = 'own', drawn hollow)."""
+    common = pl.col("common_score").is_not_null()
+    return rows.select(
+        "model_id", "rank",
+        pl.when(common).then(pl.col("common_score")).otherwise(pl.col("score")).alias("value"),
+        pl.when(common).then(pl.lit("common")).otherwise(pl.lit("own")).alias("kind"),
+        pl.when(common).then(pl.col("common_ci90_lo")).alias("ci_lo"),
+        pl.when(common).then(pl.col("common_ci90_hi")).alias("ci_hi"),
+        "n_events_common", "n_events_own", "n_events")
+
+
+def _score_panel(ax, rows: pl.DataFrame, title: str, colors: dict[str, str]) -> pl.DataFrame:
+    d = drawn_scores(rows)
+    recs = d.to_dicts()
+    interval_barh(ax, [_label(r) for r in rows.to_dicts()], [r["value"] for r in recs], [r["ci_lo"] for r in recs],
+                  [r["ci_hi"] for r in recs], colors=[colors[r["model_id"]] for r in recs],
+                  hollow=[r["kind"] == "own" for r in recs])
+    n_common = rows["n_events_common"].drop_nulls()
+    common = (f"filled: common event set of {n_common[0]} events, 90% β × events; hatched: not compared, own events"
+              if n_common.len() else "no common event set: own events, hatched")
+    ax.set_title(f"{title}\n{common}", fontsize=9)
     ax.set_xlabel("LiveMacro Score (0 = consensus)")
     ax.tick_params(axis="y", labelsize=8)
+    return d
 
 
 def _span(rows: pl.DataFrame) -> str:
@@ -95,30 +104,29 @@ def _span(rows: pl.DataFrame) -> str:
 
 def score_by_model(board: pl.DataFrame, boards: Sequence[str] = ("live", "backtest")) -> Plot:
     """LiveMacroEval Fig. 2: the overall LiveMacro Score (target r_g, terminal nowcast) of every model on each
-    board in ``boards`` with its stored interval (:func:`score_interval`), from rows of the ``leaderboard``
-    mart (columns leaderboard, fit_name, model_id, horizon, scope, target, score, the interval columns,
-    n_events, n_events_own, window_start, window_end). ``data``: the bars, one row per (board, model)."""
-    lo, hi, label = score_interval(board)
+    board in ``boards`` (:func:`drawn_scores`: common-set score with its combined interval, or the own-event
+    score of a model not compared), from rows of the ``leaderboard`` mart. ``data``: the bars, one row per
+    (board, model), as :func:`drawn_scores` plus ``board``."""
     panels = [(b, board_rows(board, leaderboard=b)) for b in boards]
     colors = model_colors(board["model_id"].to_list())
     heights = [max(r.height, 1) for _, r in panels]
-    fig, axes = new_figure(8.0, 1.2 + 0.32 * sum(heights) + 0.5 * len(panels), len(panels), 1,
+    fig, axes = new_figure(9.0, 1.2 + 0.32 * sum(heights) + 0.7 * len(panels), len(panels), 1,
                            gridspec_kw={"height_ratios": heights})
     drawn = []
     for ax, (b, rows) in zip(axes[:, 0], panels):
         if rows.height == 0:
             note(ax, f"{BOARD_TITLES.get(b, b)}: no LiveMacro scores stored")
             continue
-        _score_panel(ax, rows, lo, hi, f"{BOARD_TITLES.get(b, b)} (fit '{rows['fit_name'][0]}'), events {_span(rows)}",
-                     colors)
-        drawn.append(rows.select(pl.lit(b).alias("board"), "fit_name", "model_id", "score", pl.col(lo).alias("ci_lo"),
-                                 pl.col(hi).alias("ci_hi"), "n_events", "n_events_own"))
+        d = _score_panel(ax, rows, f"{BOARD_TITLES.get(b, b)} (fit '{rows['fit_name'][0]}'), events {_span(rows)}", colors)
+        drawn.append(d.select(pl.lit(b).alias("board"), pl.all()))
     fig.suptitle("LiveMacro Score by model", fontsize=11)
     data = pl.concat(drawn) if drawn else pl.DataFrame()
-    caption = (f"LiveMacro Score (Eq. 8, target: announcement-window E-mini return, terminal nowcast), overall. "
-               f"Whiskers: {label}. Positive = better than the consensus on equity-market relevance. "
-               "'own' = events where the model has its own nowcast (its other releases take the consensus). "
-               "Source: leaderboard mart (livemacro_scores).")
+    caption = ("LiveMacro Score (Eq. 8, target: announcement-window E-mini return, terminal nowcast), overall, "
+               "positive = better than the consensus on equity-market relevance. Filled bars: the score on the board's "
+               f"common event set (the events every compared model nowcasts itself), models in rank order; whiskers: "
+               f"{COMMON_INTERVAL}. Hatched outlines: models not compared on that set (too few shared events), their "
+               "score on their own events, no interval. '#k' = rank, 'own a/b' = own events of all events. Source: "
+               "leaderboard mart (livemacro_scores).")
     return Plot("macro_score_by_model", "LiveMacro Score by model (Fig. 2)", caption, fig, data, empty=not drawn)
 
 
@@ -126,8 +134,7 @@ def score_by_theme(board: pl.DataFrame, leaderboard: str = "live") -> Plot:
     """LiveMacroEval Fig. 4: the LiveMacro Score of one board restricted to each theme's indicators, 2 x 2
     panels (Supply and Production, Demand and Inflation, Labor Market, Housing). ``data``: one row per
     (theme, model)."""
-    lo, hi, label = score_interval(board)
-    fig, axes = new_figure(11.0, 7.0, 2, 2)
+    fig, axes = new_figure(12.0, 7.5, 2, 2)
     colors = model_colors(board["model_id"].to_list())
     drawn = []
     for ax, theme in zip(axes.ravel(), THEMES):
@@ -135,13 +142,14 @@ def score_by_theme(board: pl.DataFrame, leaderboard: str = "live") -> Plot:
         if rows.height == 0:
             note(ax, f"{THEME_TITLES[theme]}: no scores stored")
             continue
-        _score_panel(ax, rows, lo, hi, THEME_TITLES[theme], colors)
-        drawn.append(rows.select(pl.lit(theme).alias("scope"), "model_id", "score", pl.col(lo).alias("ci_lo"),
-                                 pl.col(hi).alias("ci_hi"), "n_events", "n_events_own"))
+        d = _score_panel(ax, rows, THEME_TITLES[theme], colors)
+        drawn.append(d.select(pl.lit(theme).alias("scope"), pl.all()))
     fig.suptitle(f"LiveMacro Score by theme: {BOARD_TITLES.get(leaderboard, leaderboard)}", fontsize=11)
     caption = (f"Each panel restricts the score to the theme's indicators ({BOARD_TITLES.get(leaderboard, leaderboard)}, "
-               f"fit '{HEADLINE_FITS.get(leaderboard)}'). Whiskers: {label}. Models without an own nowcast in a "
-               "theme are left out of its panel. Source: leaderboard mart.")
+               f"fit '{HEADLINE_FITS.get(leaderboard)}'), each theme with its own common event set: filled bars = the "
+               f"score there with whiskers = {COMMON_INTERVAL}; hatched outlines = models not compared there (own-event "
+               "score, no interval). Models without an own event in a theme are left out of its panel. Source: "
+               "leaderboard mart.")
     return Plot("macro_score_by_theme", "LiveMacro Score by theme (Fig. 4)", caption, fig,
                 pl.concat(drawn) if drawn else pl.DataFrame(), empty=not drawn)
 
@@ -149,12 +157,10 @@ def score_by_theme(board: pl.DataFrame, leaderboard: str = "live") -> Plot:
 def livebetting_cumulative(bets: pl.DataFrame, scores: pl.DataFrame) -> Plot:
     """LiveMacroEval Fig. 3: cumulative LiveBetting return (Eq. 13 so far: cumulative profit / bets placed, in
     %) of every model over the hours of each market's window, one panel per market, the release marked.
-    ``bets``: ``livebetting_bets`` rows; ``scores``: ``livebetting_scores`` rows (release time, winning bucket;
-    when they carry an ``hours`` column only the ``window`` rows are used). ``data``: each model's final
-    cumulative return per market (the curve's last point)."""
-    if "hours" in scores.columns:
-        scores = scores.filter(pl.col("hours") == "window")
-    totals = scores.filter(pl.col("segment") == "total")
+    ``bets``: ``livebetting_bets`` rows; ``scores``: ``livebetting_scores`` rows (release time, winning bucket,
+    window opening; the ``window`` rows). ``data``: each model's final cumulative return per market (the curve's
+    last point)."""
+    totals = scores.filter((pl.col("segment") == "total") & (pl.col("hours") == "window"))
     markets = (totals.select("market_id", "indicator_id", "reference_period", "release_at", "winning_bucket")
                .unique("market_id").sort("release_at", "market_id"))
     n = max(markets.height, 1)
@@ -181,8 +187,9 @@ def livebetting_cumulative(bets: pl.DataFrame, scores: pl.DataFrame) -> Plot:
         ax.xaxis.set_major_formatter(ConciseDateFormatter(AutoDateLocator()))
         ax.legend(fontsize=7, loc="best", ncol=2)
     fig.suptitle("Cumulative LiveBetting returns", fontsize=11)
-    caption = ("$1 bet every price hour on the bucket holding the model's latest nowcast; the curve is cumulative "
-               "profit / bets placed (Eq. 13 so far, %). Dashed: consensus and Fed nowcasts. Source: livebetting_bets.")
+    caption = ("$1 bet every price hour of the prediction window on the bucket holding the model's latest known nowcast; "
+               "the curve is cumulative profit / bets placed (Eq. 13 so far, %). Dashed: consensus and Fed nowcasts. "
+               "Source: livebetting_bets.")
     return Plot("macro_livebetting_cumulative", "Cumulative LiveBetting returns (Fig. 3)", caption, fig,
                 pl.DataFrame(finals) if finals else pl.DataFrame(), empty=not finals)
 

@@ -23,11 +23,6 @@ from leaf_live.macro.scoring.leaderboard import _coverage_line as coverage_line
 
 SCOPE_ORDER = ("overall", *THEMES)
 HORIZONS = ("terminal", "median_1d", "median_3d", "median_7d")
-# Interval column pairs a board may hold, with what each carries (the labels the site prints).
-INTERVAL_COLUMNS = (
-    ("boot_ci90", "90% β", "90% parametric bootstrap over β (App. K Eq. 12): coefficient uncertainty only, events fixed"),
-    ("combined_ci90", "90% β × events", "90% interval over β draws x event resamples: coefficients and event sampling"),
-)
 
 
 def _pct(v: float) -> str:
@@ -38,36 +33,41 @@ def _ts(v: datetime) -> str:
     return v.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def score_columns(board: pl.DataFrame) -> list[Column]:
-    """The columns of a score table: rank, model, kind, scope, score, every stored interval present in
-    ``board`` (labelled with what it carries), P(score <= 0), LMD, event counts, span."""
-    cols = [
-        Column("rank", "rank", numeric=True, title="the mart's rank on this board and scope (1 = best; ties share a "
-               "rank); theme rows hidden for models without an own nowcast there still count in it"),
+def score_columns() -> list[Column]:
+    """The columns of a score table, as the printed boards (README "Reading the leaderboards"): rank and score on
+    the board's common event set with its combined interval and size, own events, the own-event score with its
+    combined and beta-only intervals, P(score <= 0), LMD, releases."""
+    combined = "90% interval over β draws x event resamples: coefficient and event-sampling uncertainty"
+    return [
+        Column("rank", "rank", numeric=True, title="rank on the board's common event set (1 = best; ties share a "
+               "rank; n/a = not compared: too few events shared with the set)"),
         Column("model_id", "model"),
         Column("model_kind", "kind"),
         Column("scope", "scope"),
-        Column("score", "score", "+.4f", True, "(SS_cons - SS_model) / (SS_cons + SS_model), Eq. 8/17; 0 = consensus"),
+        Column("common_score", "common score", "+.4f", True, "score on the common event set: the events every "
+               "compared model nowcasts itself"),
+        Column("common_ci90_lo", "90% β×events low", "+.4f", True, combined + ", common set"),
+        Column("common_ci90_hi", "90% β×events high", "+.4f", True, combined + ", common set"),
+        Column("n_events_common", "common events", numeric=True, title="size of the board's common event set"),
+        Column("n_events_own", "own events", numeric=True, title="events where the model has its own nowcast"),
+        Column("n_events", "events", numeric=True, title="events of the scope in the span"),
+        Column("score", "own score", "+.4f", True, "(SS_cons - SS_model) / (SS_cons + SS_model) on the model's own "
+               "events, Eq. 8/17; 0 = consensus"),
+        Column("combined_ci90_lo", "own 90% β×events low", "+.4f", True, combined + ", own events (n/a below 10)"),
+        Column("combined_ci90_hi", "own 90% β×events high", "+.4f", True, combined + ", own events (n/a below 10)"),
+        Column("boot_ci90_lo", "own 90% β-only low", "+.4f", True, "90% parametric bootstrap over β (App. K Eq. 12, "
+               "the paper's interval): coefficient uncertainty only, events fixed"),
+        Column("boot_ci90_hi", "own 90% β-only high", "+.4f", True, "90% parametric bootstrap over β (App. K Eq. 12, "
+               "the paper's interval): coefficient uncertainty only, events fixed"),
+        Column("p_le_zero", "P(score ≤ 0)", ".3f", True, "share of β draws with own score <= 0"),
+        Column("lmd", "LMD", ".3f", True, "directional score on the own events (Eq. 14; 0.5 = coin flip)"),
+        Column("n_releases", "releases", numeric=True, title="field releases of the scope in the own events"),
     ]
-    for base, label, title in INTERVAL_COLUMNS:
-        if f"{base}_lo" in board.columns:
-            cols.append(Column(f"{base}_lo", f"{label} low", "+.4f", True, title))
-            cols.append(Column(f"{base}_hi", f"{label} high", "+.4f", True, title))
-    if "p_le_zero" in board.columns:
-        cols.append(Column("p_le_zero", "P(score ≤ 0)", ".3f", True, "share of β draws with score <= 0"))
-    cols += [
-        Column("lmd", "LMD", ".3f", True, "directional score: |Y|-weighted sign hit rate (Eq. 14)"),
-        Column("n_events", "events", numeric=True, title="scoring events of the scope in the span"),
-        Column("n_events_own", "own events", numeric=True,
-               title="events where the model has its own nowcast (its other releases take the consensus)"),
-        Column("n_releases", "releases", numeric=True, title="field releases of the scope in the scored events"),
-    ]
-    return cols
 
 
 def _score_block(board: pl.DataFrame, *, leaderboard: str, target: str, title: str, caption: str) -> TableBlock:
     rows = board_rows(board, leaderboard=leaderboard, scopes=SCOPE_ORDER, target=target)
-    return TableBlock(f"macro-{leaderboard}-{target}", title, score_columns(board), rows.to_dicts(), caption,
+    return TableBlock(f"macro-{leaderboard}-{target}", title, score_columns(), rows.to_dicts(), caption,
                       key=("model_id", "scope"))
 
 
@@ -86,24 +86,29 @@ def _horizon_block(board: pl.DataFrame, leaderboard: str) -> TableBlock:
                       "1, 3 and 7 days before the release (App. K.3 / Fig. 13).", key=("model_id",))
 
 
-def betting_block(betting: pl.DataFrame) -> TableBlock:
-    """LiveBetting returns per market and model (``livebetting_scores``, segment total; the ``window`` rows where
-    the table distinguishes window and common hours), best return first within a market."""
-    t = betting.filter(pl.col("segment") == "total")
-    if "hours" in t.columns:
-        t = t.filter(pl.col("hours") == "window")
+def betting_block(betting: pl.DataFrame, hours: str = "window") -> TableBlock:
+    """LiveBetting returns per market and model (``livebetting_scores``, segment total) on the ``hours`` rows:
+    ``window`` (every price hour of the prediction window) or ``common`` (only the hours every compared model of
+    the market bets on: like with like); best return first within a market."""
+    t = betting.filter((pl.col("segment") == "total") & (pl.col("hours") == hours))
     t = t.sort(["market_id", "final_return", "model_id"], descending=[False, True, False], nulls_last=True)
     cols = [Column("market_id", "market"), Column("indicator_id", "indicator"), Column("model_id", "model"),
-            Column("winning_bucket", "winning bucket"), Column("release_at", "release", _ts),
-            Column("n_hours", "price hours", numeric=True), Column("n_bets", "bets", numeric=True),
-            Column("n_wins", "wins", numeric=True),
+            Column("winning_bucket", "winning bucket"), Column("window_opens_at", "window opens", _ts),
+            Column("release_at", "release", _ts), Column("n_hours", "price hours", numeric=True),
+            Column("n_bets", "bets", numeric=True), Column("n_wins", "wins", numeric=True),
             Column("final_return", "return", _pct, True, "Eq. 13: total profit / all $1 bets"),
-            Column("n_no_nowcast", "no nowcast", numeric=True, title="hours excluded: no nowcast yet"),
+            Column("n_no_nowcast", "no answer yet", numeric=True, title="hours excluded: no answer known yet"),
             Column("n_no_bucket", "no bucket", numeric=True, title="hours excluded: nowcast in no bucket"),
             Column("n_missing_price", "missing price", numeric=True, title="hours excluded: bucket price missing")]
-    return TableBlock("macro-live-betting", "LiveBetting returns (App. L)", cols, t.to_dicts(),
-                      "$1 on the bucket holding the model's latest nowcast every price hour before the release; return = "
-                      "total profit / bets (Eq. 13). Excluded hours are counted by reason.", key=("market_id", "model_id"))
+    if hours == "common":
+        cols.insert(6, Column("n_models_common", "models compared", numeric=True))
+        title, what = "LiveBetting returns on common hours (App. L)", ("only the hours on which every compared model of "
+                                                                       "the market bets (like with like)")
+    else:
+        title, what = "LiveBetting returns (App. L)", "every price hour from the window's opening to the release"
+    return TableBlock(f"macro-live-betting-{hours}", title, cols, t.to_dicts(),
+                      f"$1 on the bucket holding the model's latest known nowcast, {what}; return = total profit / "
+                      "bets (Eq. 13). Excluded hours are counted by reason.", key=("market_id", "model_id"))
 
 
 def month_tables(releases: pl.DataFrame, rel_errors: pl.DataFrame, month: str) -> tuple[TableBlock, TableBlock]:
@@ -177,16 +182,19 @@ def macro_page(board: pl.DataFrame, decompositions: pl.DataFrame, betting: pl.Da
                 if head.height and head["window_start"].min() is not None else "no events")
         blocks.append(TextBlock([
             f"Scored events {span}; β fit '{HEADLINE_FITS[mode]}'. {cov}.",
-            "A model without its own nowcast for a release takes the consensus there (Ŝ = 0): 'own events' counts "
-            "where it has one. The consensus scores 0 by construction."]))
+            "Each model is scored on its own events (those where it has its own pre-release nowcast; a release in such "
+            "an event it does not nowcast takes the consensus, Ŝ = 0) and ranked on the common event set. The "
+            "consensus scores 0 by construction."]))
         order = (("return", "LiveMacro Score (target r_g, Eq. 8)"), ("shock", "Consensus-relative score (target Q_g, S.1)"))
         for target, title in order:
             blocks.append(_score_block(board, leaderboard=mode, target=target, title=title + ", terminal nowcast",
-                                       caption="Score per model, overall and per theme, with every stored interval "
-                                       "(each column says what uncertainty it carries); own events / events = coverage."))
+                                       caption="Per scope (overall, then each theme): models in rank order on the "
+                                       "board's common event set (the events every compared model nowcasts itself), "
+                                       "then the models not compared there. Every interval says what uncertainty it "
+                                       "carries (hover the column); own events / events = coverage."))
         blocks.append(_horizon_block(board, mode))
         if mode == "live":
-            blocks.append(betting_block(betting))
+            blocks += [betting_block(betting, "window"), betting_block(betting, "common")]
             for name in ("macro_score_by_model", "macro_score_by_theme", "macro_livebetting_cumulative",
                          "macro_nowcast_paths"):
                 if name in figures:

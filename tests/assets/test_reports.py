@@ -82,30 +82,45 @@ def test_score_by_model_draws_the_stored_live_and_backtest_scores(report, tmp_pa
     assert save_png(plot, tmp_path / "f.png").read_bytes() == (report["site"] / FIGURES_DIR / f"{plot.name}.png").read_bytes()
     for ax, mode, fit in zip(plot.figure.axes, ("live", "backtest"), ("full", "backtest")):
         rows = board.filter((pl.col("leaderboard") == mode) & (pl.col("fit_name") == fit) & (pl.col("scope") == "overall")
-                            & (pl.col("target") == "return") & (pl.col("horizon") == "terminal")).sort("score", descending=True)
+                            & (pl.col("target") == "return") & (pl.col("horizon") == "terminal"))
+        rows = rows.sort(["rank", "score"], descending=[False, True], nulls_last=True)
+        compared = rows.filter(pl.col("common_score").is_not_null())
+        assert compared.height >= 2 and compared["rank"].to_list() == sorted(compared["rank"].to_list())
         bars = ax.containers[0]
-        assert [b.get_width() for b in bars] == rows["score"].to_list()
+        # compared models: the common-set score, filled; the others: their own-event score, hatched outline
+        want = [r["common_score"] if r["common_score"] is not None else r["score"] for r in rows.iter_rows(named=True)]
+        assert [b.get_width() for b in bars] == want
+        assert [b.get_fill() and b.get_hatch() is None for b in bars][:compared.height] == [True] * compared.height
+        assert all(b.get_hatch() == "///" for b in list(bars)[compared.height:])
         labels = [t.get_text().split(" (")[0] for t in ax.get_yticklabels()]
         assert labels == rows["model_id"].to_list()
         whiskers = sorted((float(s[0][0]), float(s[1][0])) for c in ax.containers[1:] for s in c.lines[2][0].get_segments())
-        want = sorted(zip(rows["boot_ci90_lo"].to_list(), rows["boot_ci90_hi"].to_list()))
-        assert len(whiskers) == len(want)  # the whisker ends are v -/+ (v - lo, hi - v): equal up to rounding
-        assert np.allclose(np.array(whiskers), np.array(want), rtol=0, atol=1e-15)
-        assert f"fit '{fit}'" in ax.get_title()
-    # the live window holds the recorded GPT-5 runs, the consensus (0 by construction) and the Fed nowcasts
-    live = dict(zip(plot.data.filter(pl.col("board") == "live")["model_id"], plot.data.filter(pl.col("board") == "live")["score"]))
-    assert {"openai/gpt-5-search-api@single", "consensus/investing", "fed/gdpnow"} <= set(live) and live["consensus/investing"] == 0.0
-    assert "parametric bootstrap over beta" in plot.caption and "coefficient uncertainty only" in plot.caption
+        ci = compared.filter(pl.col("common_ci90_lo").is_not_null())
+        want_ci = sorted(zip(ci["common_ci90_lo"].to_list(), ci["common_ci90_hi"].to_list()))
+        assert len(whiskers) == len(want_ci) > 0  # whisker ends are v -/+ (v - lo, hi - v): equal up to rounding
+        assert np.allclose(np.array(whiskers), np.array(want_ci), rtol=0, atol=1e-15)
+        assert f"fit '{fit}'" in ax.get_title() and f"common event set of {compared['n_events_common'][0]} events" in ax.get_title()
+    live = plot.data.filter(pl.col("board") == "live")
+    assert {"openai/gpt-5-search-api@single", "consensus/investing", "fed/gdpnow"} <= set(live["model_id"])
+    assert live.filter(pl.col("model_id") == "consensus/investing")["value"][0] == 0.0
+    assert "beta draws x event resamples" in plot.caption.replace("β", "beta") and "common event set" in plot.caption
 
 
 def test_score_by_theme_has_a_panel_per_theme_with_its_stored_rows(report):
     plot = _redraw(report, "macro_score_by_theme")
     board = report["inputs"].board
-    titles = [ax.get_title() for ax in plot.figure.axes]
+    titles = [ax.get_title().split("\n")[0] for ax in plot.figure.axes]
     assert titles == ["Supply and Production", "Demand and Inflation", "Labor Market", "Housing"]
     for ax, theme in zip(plot.figure.axes, macro_figures.THEMES):
         rows = macro_figures.board_rows(board, leaderboard="live", scopes=(theme,))
-        assert [b.get_width() for b in ax.containers[0]] == rows["score"].to_list()
+        assert [b.get_width() for b in ax.containers[0]] == macro_figures.drawn_scores(rows)["value"].to_list()
+        # compared on the theme's common set: filled; not compared (fewer shared events than the minimum): hatched
+        compared = rows["common_score"].is_not_null().to_list()
+        assert [b.get_hatch() is None for b in ax.containers[0]] == compared
+        n_common = rows["n_events_common"].drop_nulls()
+        assert ax.get_title().split("\n")[1] == (f"filled: common event set of {n_common[0]} events, 90% β × events; "
+                                                  "hatched: not compared, own events" if any(compared)
+                                                  else "no common event set: own events, hatched")
         own = board.filter((pl.col("leaderboard") == "live") & (pl.col("fit_name") == "full") & (pl.col("scope") == theme)
                            & (pl.col("target") == "return") & (pl.col("horizon") == "terminal")
                            & ((pl.col("n_events_own") > 0) | (pl.col("model_id") == "consensus/investing")))
@@ -201,13 +216,22 @@ def test_a_headless_browser_shows_the_stored_scores(report):
         stored = _live_board(board, target).to_dicts()
         assert len(rows) == len(stored) > 10
         for got, want in zip(rows, stored):
-            for col in ("model_id", "scope", "score", "boot_ci90_lo", "boot_ci90_hi", "lmd", "n_events", "n_events_own",
-                        "n_releases", "rank"):
+            for col in ("rank", "model_id", "scope", "common_score", "common_ci90_lo", "common_ci90_hi", "n_events_common",
+                        "n_events_own", "n_events", "score", "combined_ci90_lo", "combined_ci90_hi", "boot_ci90_lo",
+                        "boot_ci90_hi", "p_le_zero", "lmd", "n_releases"):
                 assert _same(got[col].value, want[col]), (target, want["model_id"], want["scope"], col)
             assert got["score"].text == format(want["score"], "+.4f")
     gpt5 = next(r for r in macro.rows("macro-live-return") if r["model_id"].value == "openai/gpt-5-search-api@single"
                 and r["scope"].value == "overall")
     assert int(gpt5["n_events_own"].value) > 0 and gpt5["boot_ci90_lo"].text.startswith(("-", "+"))
+    # LiveBetting, every window hour and the common hours: the stored totals
+    for hours in ("window", "common"):
+        stored = report["inputs"].betting.filter((pl.col("segment") == "total") & (pl.col("hours") == hours))
+        got = {(r["market_id"].value, r["model_id"].value): r for r in macro.rows(f"macro-live-betting-{hours}")}
+        assert len(got) == stored.height > 0
+        for r in stored.iter_rows(named=True):
+            cell = got[(r["market_id"], r["model_id"])]
+            assert _same(cell["final_return"].value, r["final_return"]) and int(cell["n_bets"].value) == r["n_bets"]
     # the overview repeats the live overall rows
     overall = _live_board(board).filter(pl.col("scope") == "overall")
     assert [r["model_id"].value for r in index.rows("index-macro-live")] == overall["model_id"].to_list()

@@ -24,7 +24,7 @@ def test_interval_bars_draw_the_given_values_and_whiskers():
     fig, axes = new_figure(6, 3)
     ax = axes[0, 0]
     bars = interval_barh(ax, ["a", "b", "c"], [0.25, -0.125, None], [0.1, -0.5, None], [0.3, 0.0625, None],
-                         colors=["#111111", "#222222", "#333333"])
+                         colors=["#111111", "#222222", "#333333"], hollow=[False, True, False])
     # first label on top: y positions 2, 1, 0
     assert [b.get_width() for b in bars] == [0.25, -0.125, 0.0]
     assert [b.get_y() + b.get_height() / 2 for b in bars] == [2.0, 1.0, 0.0]
@@ -33,6 +33,9 @@ def test_interval_bars_draw_the_given_values_and_whiskers():
     segs = [c.lines[2][0].get_segments()[0] for c in ax.containers if hasattr(c, "lines") and c.lines[2]]
     spans = sorted((float(s[0][0]), float(s[1][0]), float(s[0][1])) for s in segs)
     assert spans == [(-0.5, 0.0625, 1.0), (0.1, 0.3, 2.0)]
+    # the hollow bar is its hatched outline in its colour
+    assert bars[1].get_hatch() == "///" and bars[1].get_facecolor()[3] == 0.0
+    assert bars[1].get_edgecolor()[:3] == pytest.approx((0x22 / 255,) * 3) and bars[0].get_hatch() is None
     labels = sorted(t.get_text() for t in ax.texts)
     assert labels == ["+0.2500", "-0.1250", "n/a"]
     # the reference line at 0
