@@ -21,6 +21,7 @@ from PIL import Image
 from assets.common import table_writers
 from assets.reports import FIGURES_DIR, MANIFEST, TABLES_READ, build_figures, read_inputs
 from browser import dump_dom, read_dom, require_chromium, serve
+from conftest import MAIN_RUN_ARGS, ROOT
 from leaf_live.core import storage
 from leaf_live.core.figures import save_png
 from leaf_live.core.site import site_dir
@@ -68,6 +69,19 @@ def test_leaf_live_run_writes_the_site_and_every_figure_and_prints_where(report)
     drawn = {m["name"]: m for m in manifest}
     for name in FIGURES[:4]:  # the macro figures draw real rows from the snapshot's store
         assert not drawn[name]["empty"] and drawn[name]["rows_drawn"] > 0, name
+
+
+def test_the_readme_figure_is_the_runs_figure(report):
+    """README shows docs/macro_score_by_model.png: it must be the figure this run writes (same arguments as the
+    README's regeneration command), pixel for pixel."""
+    readme = (ROOT / "README.md").read_text()
+    assert "](docs/macro_score_by_model.png)" in readme and " ".join(MAIN_RUN_ARGS) in readme
+    regenerate = ("regenerate it: README, 'Leaderboard site and figures' (leaf-live run "
+                  f"{' '.join(MAIN_RUN_ARGS)}, then copy site/figures/macro_score_by_model.png to docs/)")
+    with Image.open(ROOT / "docs" / "macro_score_by_model.png") as doc, \
+            Image.open(report["site"] / FIGURES_DIR / "macro_score_by_model.png") as run:
+        assert doc.size == run.size, regenerate
+        assert np.array_equal(np.asarray(doc.convert("RGB")), np.asarray(run.convert("RGB"))), regenerate
 
 
 def _redraw(report, name: str):
