@@ -149,3 +149,21 @@ def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(monkeypatch):
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
         browser.require_chromium()
+    monkeypatch.setenv("LEAF_LIVE_BROWSER_TESTS", "0")  # only "1" demands the browser
+    with pytest.raises(pytest.skip.Exception):
+        browser.require_chromium()
+    # an installed browser is used whatever the switches say (Debian names it chromium, Ubuntu chromium-browser)
+    monkeypatch.setattr(browser.shutil, "which", lambda name: "/opt/cb" if name == "chromium-browser" else None)
+    monkeypatch.setenv("LEAF_LIVE_BROWSER_TESTS", "1")
+    assert browser.require_chromium() == "/opt/cb"
+
+
+def test_ci_installs_debians_chromium_and_demands_the_browser_test():
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text().splitlines()
+    # a command line (not the message that names the command): [VAR=value ...] apt-get install [flags] ... chromium
+    install = [i for i, line in enumerate(ci) if re.match(r"\s*(\w+=\S+\s+)*apt-get install\b", line)
+               and "chromium" in line.split(">")[0].split()]
+    assert install, "no 'apt-get install ... chromium' line"
+    switch = ci.index("export LEAF_LIVE_BROWSER_TESTS=1")
+    tests = ci.index(".venv/bin/python -m pytest")
+    assert max(install) < switch < tests  # installed, then demanded, then the tests run
