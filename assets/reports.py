@@ -210,8 +210,8 @@ def build_report_assets(upstream: Sequence[AssetsDefinition]) -> list[AssetsDefi
             "pages": MetadataValue.json([p.name for p in written]),
             "tabs": MetadataValue.json({p.slug: [t.id for t in p.tabs] for p in (index, macro, event)}),
             "table rows": MetadataValue.json(tables),
-            "seconds": {"inputs and event statistics": round(t_read - t0, 2), "figures": round(t_fig - t_read, 2),
-                        "site": round(time.monotonic() - t_fig, 2)},
+            "seconds": MetadataValue.json({"inputs and event statistics": round(t_read - t0, 2),
+                                           "figures": round(t_fig - t_read, 2), "site": round(time.monotonic() - t_fig, 2)}),
         })
 
     return [reports]
