@@ -2,12 +2,14 @@
 
 ``leaf-live run [--snapshot DIR] [--db PATH] [--start YYYY-MM] [--end YYYY-MM] [--fit-cutoff YYYY-MM]
 [--backtest-start YYYY-MM] [--backtest-end YYYY-MM] [--boot-draws N]``
-    runs the main job (``leaf_live_main``) in-process for every release month the sources cover, recorded in
+    runs the event track's three jobs (``sensors/event.py``), then the main job (``leaf_live_main``, ending
+    with the figures and the site, which read both tracks) in-process for every release month the sources cover, recorded in
     the project's Dagster instance (``dagster_home/``, or ``DAGSTER_HOME``) so the run shows in the UI, and
     prints a summary, the asset-check results and the two leaderboards (historical backtest, live window).
     A failed blocking check is named and stops the run before anything downstream of it. It then writes the
     paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to ``macro_analyses.md`` next
-    to the database and prints its path.
+    to the database and prints its path, and the path of the leaderboard site the job wrote (``site/`` next to
+    the database: ``index.html``, ``macro.html``, ``event.html``, ``figures/*.png``).
 ``leaf-live report [--db PATH] [--out FILE]``
     writes that report again from the stored analysis tables (read-only).
 ``leaf-live tables``
@@ -36,6 +38,7 @@ import leaf_live.event  # noqa: F401  (registers the event tables, after the mac
 from leaf_live.core import storage
 from leaf_live.core.pit import check_month
 from leaf_live.core.settings import get_settings
+from leaf_live.core.site import site_dir
 
 
 # The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
@@ -94,6 +97,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"auto-ARIMA nowcasts for release months {arima_span}: a 52-order AIC grid per distinct history, each "
           "series fitted as one chain over its vintages (under 2 minutes on 2 cores for the default span; "
           "--arima-from/--arima-to narrow it)", flush=True)
+    # the event track first: the main job ends with the figures and the site, which read both tracks' tables
+    if not run_event_track(event_plan, resources):
+        return 1
     t0 = time.monotonic()
     run_config = scoring_run_config(fit_cutoff=args.fit_cutoff, backtest_start=args.backtest_start,
                                     backtest_end=args.backtest_end, boot_draws=args.boot_draws)
@@ -134,8 +140,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("leaf-live run: FAILED", file=sys.stderr)
         return 1
     print(f"finished in {time.monotonic() - t0:.1f} s")
-    if not run_event_track(event_plan, resources):
-        return 1
     print(summary(db))
     print(f"asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed")
     print()
@@ -144,6 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(event_boards(db, event_plan.boot_draws))
     out = write_analysis_report(db)
     print(f"\nPaper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures: {out}")
+    print(f"Leaderboard site (open in a browser; figures in its figures/): {site_dir(db) / 'index.html'}")
     return 0
 
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import re
+import threading
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
@@ -142,9 +143,21 @@ def test_with_and_without_events_run_on_the_seer_cutoff(seer, wire_server, provi
 def test_invalid_trials_are_kept_with_reasons_and_the_discard_rule(wire_server, provider_env, seer):
     _, _, tasks, _ = seer
     t = tasks.filter(pl.col("task_kind") == "trend3").head(4)
-    answers = iter(["<prediction>Up</prediction>", "<prediction>Sideways</prediction>", "I'm sorry, I cannot help.",
-                    "<prediction>Down</prediction>"] * 3)
-    wire_server.reset(lambda req: reply_ok(req, next(answers)))
+    answers = ["<prediction>Up</prediction>", "<prediction>Sideways</prediction>", "I'm sorry, I cannot help.",
+               "<prediction>Down</prediction>"]
+    # task j (in order of first arrival) gets answers 3j, 3j+1, 3j+2 of the cycle: each task at least one valid
+    # trial whatever order the concurrent calls arrive in (a shared iterator let one task draw three invalid ones)
+    seen: dict[str, list[int]] = {}
+    lock = threading.Lock()
+
+    def respond(req: WireRequest):
+        with lock:
+            slot = seen.setdefault(req.text(), [len(seen), 0])
+            k = 3 * slot[0] + slot[1]
+            slot[1] += 1
+        return reply_ok(req, answers[k % 4])
+
+    wire_server.reset(respond)
     f, tr = asyncio.run(LLMForecaster(client(wire_server), ModelSpec.parse(GPT)).run(t))
     assert tr.height == 12 and tr.filter(~pl.col("valid")).height == 6
     codes = sorted({r.split(":")[0] for r in tr["invalid_reason"].drop_nulls()})
