@@ -304,21 +304,29 @@ def replace_partition(
     """Replace one partition's rows of table ``name`` with ``frame``, atomically.
 
     ``where`` maps the table's ``partition_by`` columns to the slice's values (e.g.
-    ``{"partition_key": "2024-03"}``; ``None`` = the whole table, for unpartitioned tables). Every row of
-    ``frame`` must belong to that slice. Validation runs before anything is deleted and the
-    delete + insert run in one transaction, so a bad frame or a failed insert leaves the previous rows
-    intact. Returns the number of rows written. Raises :class:`StorageError`.
+    ``{"partition_key": "2024-03"}``; ``None`` = the whole table, for unpartitioned tables). One column may map
+    to a list or tuple of values: the slices with those values are replaced together, in the same transaction
+    (a run's range of days or questions in one write). Every row of ``frame`` must belong to the slice(s).
+    Validation runs before anything is deleted and the delete + insert run in one transaction, so a bad frame
+    or a failed insert leaves the previous rows intact. Returns the number of rows written. Raises
+    :class:`StorageError`.
     """
     table = get_table(name)
     where = dict(where or {})
     if set(where) != set(table.partition_by):
         raise StorageError(f"table {name}: partition keys {sorted(where)} != {sorted(table.partition_by)}")
+    many = [c for c, v in where.items() if isinstance(v, (list, tuple))]
+    if len(many) > 1:
+        raise StorageError(f"table {name}: only one partition column may list several values, got {many}")
     data = conform(name, frame)
     for col, val in where.items():
-        bad = data.filter(pl.col(col) != val) if data.height else data
+        if not data.height:
+            break
+        bad = data.filter(~pl.col(col).is_in(list(val))) if col in many else data.filter(pl.col(col) != val)
         if bad.height:
+            shown = f"{len(val)} values {min(val)!r}..{max(val)!r}" if col in many else repr(val)
             raise StorageError(
-                f"table {name}: row with {col}={bad.get_column(col)[0]!r} outside partition {col}={val!r}"
+                f"table {name}: row with {col}={bad.get_column(col)[0]!r} outside partition {col}={shown}"
             )
     if table.primary_key and data.height:
         dup = data.group_by(list(table.primary_key)).len().filter(pl.col("len") > 1)
@@ -326,12 +334,22 @@ def replace_partition(
             raise StorageError(f"table {name}: duplicate primary key {dup.row(0)[:-1]} in partition {where}")
     con.execute(table.ddl())
     cols = ", ".join(f'"{c}"' for c in table.column_names)
-    cond = " AND ".join(f'"{k}" = ?' for k in where) or "TRUE"
+    conds, params = [], []
+    for k, v in where.items():
+        if k in many:
+            if not v:
+                return 0  # no slice named: nothing to replace
+            conds.append(f'"{k}" IN ({", ".join("?" for _ in v)})')
+            params.extend(v)
+        else:
+            conds.append(f'"{k}" = ?')
+            params.append(v)
+    cond = " AND ".join(conds) or "TRUE"
     con.register("_incoming_partition", data.to_arrow())
     try:
         con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(f'DELETE FROM "{name}" WHERE {cond}', list(where.values()))
+            con.execute(f'DELETE FROM "{name}" WHERE {cond}', params)
             if data.height:
                 con.execute(f'INSERT INTO "{name}" ({cols}) SELECT {cols} FROM _incoming_partition')
             con.execute("COMMIT")

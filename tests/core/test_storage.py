@@ -222,3 +222,19 @@ def test_schema_version_follows_the_stored_shape_not_the_docs(monkeypatch):
     retyped = tuple(storage.Column(c.name, "VARCHAR" if c.name == "sigma" else c.type, c.doc, c.nullable) for c in cols)
     monkeypatch.setitem(storage.TABLES, t.name, storage.Table(t.name, t.doc, t.grain, retyped, t.partition_by, t.primary_key))
     assert storage.schema_version("surprise_scales") != v0
+
+
+def test_several_slices_replaced_in_one_transaction(con):
+    for key, n in (("2010-01", 3), ("2010-02", 2), ("2010-03", 1)):
+        storage.replace_partition(con, "announcement_returns", _returns(key, n), {"partition_key": key})
+    new = pl.concat([_returns("2010-01", 1), _returns("2010-02", 4)])
+    # 2010-01 and 2010-02 replaced together; 2010-03 untouched; a listed key without rows is emptied
+    assert storage.replace_partition(con, "announcement_returns", new,
+                                     {"partition_key": ["2010-01", "2010-02", "2010-04"]}) == 5
+    counts = dict(con.execute("SELECT partition_key, count(*) FROM announcement_returns GROUP BY 1").fetchall())
+    assert counts == {"2010-01": 1, "2010-02": 4, "2010-03": 1}
+    stray = _returns("2010-05", 1)
+    with pytest.raises(storage.StorageError, match="partition_key='2010-05' outside partition partition_key=2 values"):
+        storage.replace_partition(con, "announcement_returns", pl.concat([new, stray]),
+                                  {"partition_key": ["2010-01", "2010-02"]})
+    assert dict(con.execute("SELECT partition_key, count(*) FROM announcement_returns GROUP BY 1").fetchall()) == counts
