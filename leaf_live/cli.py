@@ -33,9 +33,12 @@ import leaf_live  # noqa: F401  (no-network switches)
 import leaf_live.macro  # noqa: F401  (registers the macro tables)
 import leaf_live.event  # noqa: F401  (registers the event tables, after the macro ones: README order)
 from leaf_live.core import storage
-from leaf_live.core.pit import check_month
-from leaf_live.core.settings import get_settings
+from leaf_live.commands import scores, sql, status, submit
+from leaf_live.commands.common import CommandError
+from leaf_live.commands.run_checks import check_run_args
+from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
+from leaf_live.core.submissions import SubmissionError
 
 
 # The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
@@ -55,38 +58,12 @@ def _instance():
     return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 
-def _snapshot_month_range(resources: dict) -> tuple[str, str]:
-    """First and last release month present in the configured calendar sources."""
-    cal = resources["calendar"].client().calendar()
-    if cal.height == 0:
-        raise SystemExit("leaf-live run: the configured calendar sources hold no releases")
-    return str(cal["partition_key"].min()), str(cal["partition_key"].max())
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from assets.macro_scoring import scoring_run_config
     from leaf_live.definitions import MAIN_JOB, build_definitions
-    from resources import default_resources
 
-    if args.snapshot is not None and not Path(args.snapshot).is_dir():
-        raise SystemExit(f"leaf-live run: --snapshot {args.snapshot}: not a directory")
-    for flag in ("start", "end", "fit_cutoff", "backtest_start", "backtest_end", "arima_from", "arima_to"):
-        value = getattr(args, flag)
-        if value is not None:
-            try:
-                check_month(value)
-            except ValueError:
-                raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value!r}: expected a month YYYY-MM") from None
-    if args.start and args.start < "2010-01":
-        raise SystemExit(f"leaf-live run: --start {args.start}: release months start at 2010-01")
-    if args.start and args.end and args.end < args.start:
-        raise SystemExit(f"leaf-live run: --end {args.end} is before --start {args.start}")
-    if args.boot_draws is not None and args.boot_draws < 1:
-        raise SystemExit(f"leaf-live run: --boot-draws {args.boot_draws}: expected a positive integer")
-    resources = default_resources(db=args.db, snapshot=args.snapshot)
-    first, last = _snapshot_month_range(resources)
-    start, end = args.start or max(first, "2010-01"), args.end or last
-    db = resources["db"].database
+    plan = check_run_args(args)  # every flag, path and span checked before any work: one line each
+    resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
     storage.connect(db).close()  # a file built by another schema version stops here, in one line
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     arima_span = f"{args.arima_from or args.backtest_start or '2018-01'} .. {args.arima_to or end}"
@@ -243,15 +220,6 @@ def cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sql(args: argparse.Namespace) -> int:
-    con = storage.connect_read_only(args.db or get_settings().db_path)
-    try:
-        print(con.sql(args.query))
-    finally:
-        con.close()
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="leaf-live", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -274,14 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     rp.set_defaults(func=cmd_report)
     t = sub.add_parser("tables", help="print the analyst-facing table documentation")
     t.set_defaults(func=cmd_tables)
-    q = sub.add_parser("sql", help="run a read-only SQL query")
-    q.add_argument("query")
-    q.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
-    q.set_defaults(func=cmd_sql)
+    for module in (submit, status, scores, sql):
+        module.add_parser(sub)
     args = p.parse_args(argv)
     try:
         return args.func(args)
-    except storage.StorageError as exc:  # missing file, schema version: one line, no traceback
+    except SubmissionError as exc:  # every rejected row on its own line; nothing stored
+        print("\n".join(f"leaf-live {args.cmd}: {line}" if k == 0 else f"  {line}" for k, line in enumerate(exc.lines())),
+              file=sys.stderr)
+        return 1
+    except (CommandError, storage.StorageError, SettingsError) as exc:  # a bad flag, path, file or state: one line
         print(f"leaf-live {args.cmd}: {exc}", file=sys.stderr)
         return 1
 

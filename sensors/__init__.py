@@ -8,5 +8,7 @@ from assets.macro_nowcasts import NOWCAST_HOURS, llm_nowcasts
 llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts], partitions_def=NOWCAST_HOURS)
 llm_nowcast_schedule = build_schedule_from_partitioned_job(llm_nowcast_job, minute_of_hour=5)
 
+from sensors.scores import SCORE_JOBS  # noqa: E402
+
 SCHEDULES = [llm_nowcast_schedule]
-JOBS = [llm_nowcast_job]
+JOBS = [llm_nowcast_job, *SCORE_JOBS.values()]
