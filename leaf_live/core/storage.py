@@ -79,7 +79,8 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
             if m is None:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise StorageError(f"{p}: cannot open the database ({first})") from None
-            if time.monotonic() + delay > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 pid = int(m["pid"])
                 cmd = _process_command(pid) or m["holder"]
                 if read_only:
@@ -89,7 +90,7 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                     msg = (f"{p} is held by another process, PID {pid} ({cmd}): DuckDB allows one writing process at a "
                            "time; try again when it finishes")
                 raise DatabaseLockedError(msg, pid=pid, holder=cmd) from None
-            time.sleep(delay)
+            time.sleep(min(delay, left))
             delay = min(delay * 2, 1.0)
 
 
