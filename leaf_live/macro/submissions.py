@@ -10,6 +10,7 @@ File schema (one row per nowcast; :data:`REQUIRED` columns, :data:`OPTIONAL` one
 | ``issued_at`` | when the nowcast was made, ISO 8601 with an offset (``2026-03-25T04:00:00Z``); stored in UTC |
 | ``value`` | the nowcast in the catalog's reporting unit (Table 2: CPI YoY %, payrolls thousands MoM change, ...) |
 | ``unit`` | the reporting unit as the catalog spells it (``percent``, ``index``, ``thousand persons``, ``thousand units, SAAR``; the LLM parser's aliases are accepted) |
+| ``answered_at`` | optional: when the answer existed (ISO 8601 with an offset), at or after ``issued_at``; LiveBetting bets on a nowcast only from this time (default: ``issued_at``) |
 | ``run`` | optional run label (``[A-Za-z0-9._-]``, at most 64): one series per (run, indicator, reference period), like the recorded runs, one file each; rows of a run are stored under ``partition_key`` = ``<model_id>/<run>``, rows without one under ``<model_id>`` |
 | ``rationale`` | optional text (a percent value that is 1/100 of the percentage its rationale states is refused) |
 
@@ -61,7 +62,7 @@ from leaf_live.macro.sources.recorded_nowcasts import SLIP_CHECK_UNITS, unit_sli
 from leaf_live.macro.windows import WindowError, target_month
 
 REQUIRED = ("indicator_id", "reference_period", "issued_at", "value", "unit")
-OPTIONAL = ("run", "rationale")
+OPTIONAL = ("answered_at", "run", "rationale")
 _RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -94,6 +95,15 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
         if issued is not None and issued > now:
             chk.reject(i, "issued_at", r.get("issued_at"), f"in the future: after the submission time {now:%Y-%m-%dT%H:%M:%SZ}")
             issued = None
+        answered = None
+        if optional(r.get("answered_at")):
+            answered = chk.cell(i, "answered_at", r.get("answered_at"), parse_timestamp)
+            if answered is not None and issued is not None and answered < issued:
+                chk.reject(i, "answered_at", r.get("answered_at"), "before issued_at: an answer cannot exist before it "
+                           "was asked for")
+            elif answered is not None and answered > now:
+                chk.reject(i, "answered_at", r.get("answered_at"), f"in the future: after the submission time "
+                           f"{now:%Y-%m-%dT%H:%M:%SZ}")
         value = chk.cell(i, "value", r.get("value"), parse_number)
         run = None
         if optional(r.get("run")):
@@ -106,7 +116,8 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
             rationale = None
         unit = r.get("unit")
         if iid is not None and value is not None:
-            res = check_reported_value(iid, value, unit.strip() if isinstance(unit, str) else None, rationale)
+            given = unit.strip() if isinstance(unit, str) and unit.strip() else None
+            res = check_reported_value(iid, value, given, rationale)
             if not res.valid:
                 field = "unit" if res.invalid_reason.split(":")[0] in ("missing_unit", "wrong_unit") else "value"
                 chk.reject(i, field, unit if field == "unit" else r.get("value"), res.invalid_reason)
@@ -126,13 +137,15 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
             shown[i] = f"{iid} {period} {issued:%Y-%m-%dT%H:%M:%SZ}" + (f" run {run}" if run else "")
         if None not in (iid, period, issued, value):
             good[i] = {"partition_key": model_id if run is None else f"{model_id}/{run}", "indicator_id": iid,
-                       "reference_period": period, "issued_at": issued, "value": value, "rationale": rationale}
+                       "reference_period": period, "issued_at": issued, "answered_at": answered or issued,
+                       "value": value, "rationale": rationale}
     chk.duplicates(keys, "run, indicator_id, reference_period, issued_at", shown)
     _unit_slips(chk, good, sub)
     chk.raise_if_any(sub)
     rows = [good[i] for i in sorted(good)]
     frame = pl.DataFrame(rows, schema={"partition_key": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
-                                       "issued_at": pl.Datetime("us", "UTC"), "value": pl.Float64, "rationale": pl.Utf8})
+                                       "issued_at": pl.Datetime("us", "UTC"), "answered_at": pl.Datetime("us", "UTC"),
+                                       "value": pl.Float64, "rationale": pl.Utf8})
     return build_nowcasts(frame.with_columns(
         pl.lit(model_id).alias("model_id"), pl.lit(True).alias("valid"),
         pl.lit(f"submission:{sub.sha256[:16]}").alias("raw_response_id")))
