@@ -2,12 +2,13 @@
 [--metric M] [--model ID ...] [--format table|csv|parquet|markdown] [--output FILE] [--db PATH]``: the leaderboards
 as tables from the stored score tables (read-only).
 
-* macro: ``livemacro_scores`` with the fit's name (``market_beta_fits``) on every row, one board per (mode, fit,
-  horizon, target), scopes overall then the themes, models best first. Without ``--fit`` each mode shows its
-  headline fit only (the fit its Shapley decompositions use: ``backtest`` for the backtest, ``full`` for the
-  live window), so the obvious query does not return one row per fit; ``--fit all`` shows every fit. The
-  default horizon is ``terminal``. A theme row of a model without one own nowcast in the theme (the consensus's 0
-  by construction) is left out unless ``--all-rows``. ``--board betting`` prints the LiveBetting totals instead.
+* macro: the boards ``leaf-live run`` prints (``leaf_live.macro.scoring.leaderboard.leaderboard_rows``: models
+  ranked on their common event set, each with its own-coverage score and labelled intervals) from
+  ``livemacro_scores``, one board per (mode, fit, horizon, target) with those as the first columns, the fit's
+  name included. Without ``--fit`` each mode shows its headline fit only (the fit its Shapley decompositions
+  use: ``backtest`` for the backtest, ``full`` for the live window), so the obvious query does not return one
+  row per fit; ``--fit all`` shows every fit. The default horizon is ``terminal``. ``--board betting`` prints
+  the LiveBetting totals instead.
 * event: ``leaf_scores`` as the LEAF leaderboard (``leaf_live.event.scoring.leaderboard``): per domain
   (``--scope``), task kind, horizon and metric, models compared on the tasks they all forecast, mean with a 95%
   bootstrap interval and the task count.
@@ -31,9 +32,7 @@ from leaf_live.commands.common import (
     write_result,
 )
 from leaf_live.core import storage
-from leaf_live.macro.catalog import THEMES
 
-SCOPE_ORDER = ("overall", *THEMES)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,8 +50,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--target", help="macro: return (LiveMacro Score) | shock (consensus-relative); default both")
     s.add_argument("--metric", help="event: accuracy | mape | rmse | dlv | mae_z | mse_z | brier | crps | qloss | "
                    "cover80 | cover95 (default all)")
-    s.add_argument("--all-rows", action="store_true", help="macro: keep theme rows of models without an own "
-                   "nowcast in the theme (the consensus's 0)")
     s.add_argument("--model", action="append", help="only these model ids (repeatable); ranks still use every model")
     s.add_argument("--boot-draws", type=int, default=2000, help="event: bootstrap draws of the intervals (default 2000)")
     s.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
@@ -82,53 +79,55 @@ def _models(frame: pl.DataFrame, models: list[str] | None) -> pl.DataFrame:
 
 
 def macro_board(con, *, mode: str | None = None, fit: str | None = None, horizon: str | None = "terminal",
-                scope: str | None = None, target: str | None = None, models: list[str] | None = None,
-                all_rows: bool = False) -> pl.DataFrame:
-    """The LiveMacro boards (module doc) from ``livemacro_scores`` with ``fit_name``; filters as the flags.
-    Theme rows of a (non-consensus) model without an own nowcast in the theme are left out unless ``all_rows``:
-    they are the consensus's 0 by construction (as the printed leaderboards)."""
-    s = query_frame(con,
-        "WITH names AS (SELECT fit_id, string_agg(DISTINCT fit_name, '=' ORDER BY fit_name) AS fit_name "
-        "FROM market_beta_fits GROUP BY fit_id), "
-        "head AS (SELECT partition_key, min(fit_id) AS fit_id FROM score_decompositions WHERE decomposition = 'shapley' "
-        "AND fit_id IS NOT NULL GROUP BY partition_key) "
-        "SELECT s.partition_key AS mode, coalesce(n.fit_name, s.fit_id) AS fit_name, "
-        "s.fit_id = h.fit_id AS headline, s.horizon, s.target, s.scope, s.model_id, s.score, "
-        "s.boot_ci90_lo AS ci90_lo, s.boot_ci90_hi AS ci90_hi, s.lmd, s.n_events, s.n_events_own AS own, s.fit_id "
-        "FROM livemacro_scores s LEFT JOIN names n USING (fit_id) LEFT JOIN head h USING (partition_key)")
+                scope: str | None = None, target: str | None = None, models: list[str] | None = None) -> pl.DataFrame:
+    """The LiveMacro boards (module doc): ``leaf_live.macro.scoring.leaderboard.leaderboard_rows`` per (mode,
+    fit, horizon, target), with those four as the first columns (``fit_name`` from the score rows); filters as
+    the flags; ``fit`` None = each mode's headline fit, ``'all'`` = every fit."""
+    from leaf_live.macro.scoring.leaderboard import SCOPE_ORDER, headline_fit, leaderboard_rows
+
+    s = storage.read_table(con, "livemacro_scores")
     if s.height == 0:
         raise CommandError("no macro scores stored yet: run `leaf-live run`")
-    s = _pick(s, "mode", mode, "mode")
-    if fit is None:
-        s = s.filter(pl.col("headline").fill_null(True))
-    elif fit != "all":
-        names = sorted({p for v in s["fit_name"].unique().to_list() for p in v.split("=")})
+    decomps = storage.read_table(con, "score_decompositions", "decomposition = 'shapley'")
+    s = _pick(s, "partition_key", mode, "mode")
+    if fit is not None and fit != "all":
+        names = sorted(s["fit_name"].drop_nulls().unique().to_list())
         if fit not in names:
             raise CommandError(f"--fit {fit}: not on the stored boards; stored: {', '.join(names)} (or all)")
-        s = s.filter(pl.col("fit_name").str.split("=").list.contains(fit))
     s = _pick(s, "horizon", horizon, "horizon")
     s = _pick(s, "scope", scope, "scope")
     s = _pick(s, "target", target, "target")
-    s = _models(s, models)
-    if not all_rows:  # a theme without one own nowcast of the model is the consensus's 0, not the model's
-        s = s.filter((pl.col("scope") == "overall") | (pl.col("own") > 0) | pl.col("model_id").str.starts_with("consensus/"))
-    order = {v: k for k, v in enumerate(SCOPE_ORDER)}
-    return (s.with_columns(pl.col("scope").replace_strict(order, default=len(order), return_dtype=pl.Int32).alias("_o"))
-            .sort(["mode", "fit_name", "horizon", "target", "_o", "score", "model_id"],
-                  descending=[False, False, False, False, False, True, False], nulls_last=True)
-            .drop("_o", "headline", "fit_id"))
+    boards = []
+    for (pk,), m in sorted(s.group_by("partition_key"), key=lambda kv: kv[0]):
+        if fit is None:
+            fit_ids = [headline_fit(s, decomps, pk)]
+        elif fit == "all":
+            fit_ids = sorted(m["fit_id"].unique().to_list())
+        else:
+            fit_ids = sorted(m.filter(pl.col("fit_name") == fit)["fit_id"].unique().to_list())
+        for fid in fit_ids:
+            f = m.filter(pl.col("fit_id") == fid)
+            name = f["fit_name"].drop_nulls()
+            for h in sorted(f["horizon"].unique().to_list()):
+                for t in sorted(f["target"].unique().to_list()):
+                    rows = leaderboard_rows(s, partition_key=pk, fit_id=fid, target=t, horizon=h, scopes=SCOPE_ORDER)
+                    boards.append(rows.select(pl.lit(pk).alias("mode"), pl.lit(name[0] if name.len() else fid).alias("fit_name"),
+                                              pl.lit(h).alias("horizon"), pl.lit(t).alias("target"), pl.all()))
+    out = pl.concat(boards, how="vertical") if boards else pl.DataFrame()
+    return _models(out, models) if out.height else out
 
 
 def betting_board(con, *, models: list[str] | None = None) -> pl.DataFrame:
-    """LiveBetting totals per market and model (``livebetting_scores``, segment ``total``), best return first."""
+    """LiveBetting totals per market, hours (``window``: every hour of the prediction window; ``common``: the
+    hours every compared model bets on) and model (``livebetting_scores``, segment ``total``), best return first."""
     b = query_frame(con,
-        "SELECT market_id, indicator_id, reference_period, model_id, winning_bucket, n_bets, n_wins, "
-        "final_return, n_no_nowcast, n_no_bucket, n_missing_price, n_zero_price FROM livebetting_scores "
+        "SELECT market_id, indicator_id, reference_period, hours, model_id, winning_bucket, n_models_common, n_hours, "
+        "n_bets, n_wins, final_return, n_no_nowcast, n_no_bucket, n_missing_price, n_zero_price FROM livebetting_scores "
         "WHERE segment = 'total'")
     if b.height == 0:
         raise CommandError("no LiveBetting scores stored yet: run `leaf-live run`")
-    return _models(b, models).sort(["market_id", "final_return", "model_id"], descending=[False, True, False],
-                                   nulls_last=True)
+    return _models(b, models).sort(["market_id", "hours", "final_return", "model_id"],
+                                   descending=[False, True, True, False], nulls_last=True)
 
 
 def event_board(con, *, scope: str | None = None, horizon: str | None = None, metric: str | None = None,
@@ -170,7 +169,7 @@ def cmd_scores(args: argparse.Namespace) -> int:
             frame = betting_board(con, models=args.model)
         else:
             frame = macro_board(con, mode=args.mode, fit=args.fit, horizon=args.horizon or "terminal",
-                                scope=args.scope, target=args.target, models=args.model, all_rows=args.all_rows)
+                                scope=args.scope, target=args.target, models=args.model)
     finally:
         con.close()
     n = write_result(frame, args.format, out)
