@@ -157,3 +157,22 @@ def test_bad_model_ids_are_one_line(store, cli, argv, line):
     path.write_text("indicator_id,reference_period,issued_at,value,unit\n")
     rc, out, err = cli("submit", str(path), *argv, "--db", str(store["db"]))
     assert (rc, out, err) == (1, "", f"leaf-live submit: {line}\n")
+
+
+def test_bad_files_are_one_line(store, cli):
+    missing, empty = store["dir"] / "none.csv", store["dir"] / "empty.csv"
+    empty.write_text("indicator_id,reference_period,issued_at,value,unit\n")
+    wrong = store["dir"] / "wrong.csv"
+    wrong.write_text("indicator,reference_period,issued_at,value,unit\ncpi,2026-03-01,2026-03-27T00:00:00Z,2.8,percent\n")
+    folder = store["dir"] / "folder.csv"
+    folder.mkdir(exist_ok=True)
+    for path, line in ((missing, f"{missing}: no such file"), (folder, f"{folder}: not a file"),
+                       (store["dir"] / "notes.txt", f"{store['dir'] / 'notes.txt'}: unknown file type '.txt'; give a .csv or .parquet file")):
+        rc, out, err = cli("submit", str(path), "--model", "external/x", "--db", str(store["db"]))
+        assert (rc, out, err) == (1, "", f"leaf-live submit: {line}\n")
+    for path, why in ((empty, "empty file: a header and no data rows; nothing stored"),
+                      (wrong, "wrong columns: missing column(s) ['indicator_id']; unknown column(s) ['indicator']; "
+                              "expected indicator_id, reference_period, issued_at, value, unit, [answered_at], [run], "
+                              "[rationale]; nothing stored")):
+        rc, out, err = cli("submit", str(path), "--model", "external/x", "--db", str(store["db"]))
+        assert (rc, out, err) == (1, "", f"leaf-live submit: {path}: {why}\n")
