@@ -50,7 +50,7 @@ def test_every_score_table_carries_the_fit_name(main_run):
                 continue
             assert "fit_name" in storage.get_table(name).column_names, name
             n, named = con.execute(f"SELECT count(*) FILTER (WHERE fit_id IS NOT NULL), "
-                                   f"count(*) FILTER (WHERE fit_id IS NOT NULL AND fit_name IS NOT NULL) FROM {name}").fetchone()
+                                   f"count(*) FILTER (WHERE fit_id IS NOT NULL AND fit_name IS NOT NULL) FROM {name}").fetchall()[0]
             assert n > 0 and named == n, name
     finally:
         con.close()

@@ -77,7 +77,7 @@ def cli(store, monkeypatch, capsys):
 def table_digest(db: Path, table: str) -> tuple:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return con.execute(f"SELECT count(*), coalesce(sum(hash(t)), 0) FROM {table} t").fetchone()
+        return con.execute(f"SELECT count(*), coalesce(sum(hash(t)), 0) FROM {table} t").fetchall()[0]
     finally:
         con.close()
 
@@ -108,8 +108,8 @@ def test_the_recorded_gpt5_nowcasts_resubmitted_score_as_the_recorded_model(stor
     assert rc == 0 and err == ""
     con = duckdb.connect(str(db), read_only=True)
     n_scorable = con.execute(f"SELECT count(*) FROM nowcasts WHERE model_id = '{GPT5}' AND valid AND NOT after_release"
-                             ).fetchone()[0]
-    n_runs = con.execute(f"SELECT count(DISTINCT partition_key) FROM nowcasts WHERE model_id = '{GPT5}'").fetchone()[0]
+                             ).fetchall()[0][0]
+    n_runs = con.execute(f"SELECT count(DISTINCT partition_key) FROM nowcasts WHERE model_id = '{GPT5}'").fetchall()[0][0]
     con.close()
     assert out == f"{n_scorable} rows -> {csv}\n" and n_scorable > 5000
 
@@ -133,7 +133,7 @@ def test_the_recorded_gpt5_nowcasts_resubmitted_score_as_the_recorded_model(stor
             q = f"SELECT * EXCLUDE (model_id) FROM {table} WHERE model_id = ? ORDER BY {key}"
             a, b = con.execute(q, [GPT5]).fetchall(), con.execute(q, [COPY]).fetchall()
             assert len(a) > 0 and a == b, table
-        n = con.execute("SELECT count(*) FROM livemacro_scores WHERE model_id = ? AND n_events_own > 0", [COPY]).fetchone()[0]
+        n = con.execute("SELECT count(*) FROM livemacro_scores WHERE model_id = ? AND n_events_own > 0", [COPY]).fetchall()[0][0]
         assert n > 0
     finally:
         con.close()
