@@ -138,7 +138,7 @@ def test_from_another_directory_the_default_snapshot_is_the_checkouts(tmp_path, 
     s = settings_mod.get_settings()
     assert s.transport == "snapshot" and not s.transport_set
     assert s.snapshot_dir == settings_mod.CHECKOUT_SNAPSHOT
-    assert s.snapshot_dir.resolve() == (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
+    assert s.snapshot_dir.resolve() == (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
 
 
 @pytest.mark.parametrize("argv, line", [
