@@ -36,9 +36,12 @@ import leaf_live  # noqa: F401  (no-network switches)
 import leaf_live.macro  # noqa: F401  (registers the macro tables)
 import leaf_live.event  # noqa: F401  (registers the event tables, after the macro ones: README order)
 from leaf_live.core import storage
-from leaf_live.core.pit import check_month
-from leaf_live.core.settings import get_settings
+from leaf_live.commands import scores, sql, status, submit
+from leaf_live.commands.common import CommandError
+from leaf_live.commands.run_checks import check_run_args
+from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
+from leaf_live.core.submissions import SubmissionError
 
 
 # The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
@@ -58,39 +61,13 @@ def _instance():
     return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 
-def _snapshot_month_range(resources: dict) -> tuple[str, str]:
-    """First and last release month present in the configured calendar sources."""
-    cal = resources["calendar"].client().calendar()
-    if cal.height == 0:
-        raise SystemExit("leaf-live run: the configured calendar sources hold no releases")
-    return str(cal["partition_key"].min()), str(cal["partition_key"].max())
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from assets.macro_scoring import scoring_run_config
     from leaf_live.definitions import MAIN_JOB, build_definitions
-    from resources import default_resources
 
-    if args.snapshot is not None and not Path(args.snapshot).is_dir():
-        raise SystemExit(f"leaf-live run: --snapshot {args.snapshot}: not a directory")
-    for flag in ("start", "end", "fit_cutoff", "backtest_start", "backtest_end", "arima_from", "arima_to"):
-        value = getattr(args, flag)
-        if value is not None:
-            try:
-                check_month(value)
-            except ValueError:
-                raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value!r}: expected a month YYYY-MM") from None
-    if args.start and args.start < "2010-01":
-        raise SystemExit(f"leaf-live run: --start {args.start}: release months start at 2010-01")
-    if args.start and args.end and args.end < args.start:
-        raise SystemExit(f"leaf-live run: --end {args.end} is before --start {args.start}")
-    if args.boot_draws is not None and args.boot_draws < 1:
-        raise SystemExit(f"leaf-live run: --boot-draws {args.boot_draws}: expected a positive integer")
     event_plan = check_event_args(args)  # event-track flags, checked before anything runs
-    resources = default_resources(db=args.db, snapshot=args.snapshot)
-    first, last = _snapshot_month_range(resources)
-    start, end = args.start or max(first, "2010-01"), args.end or last
-    db = resources["db"].database
+    plan = check_run_args(args)  # every flag, path and span checked before any work: one line each
+    resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
     storage.connect(db).close()  # a file built by another schema version stops here, in one line
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     arima_span = f"{args.arima_from or args.backtest_start or '2018-01'} .. {args.arima_to or end}"
@@ -325,10 +302,13 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
           f"{s.electricity[1]}, resolved questions of every date", flush=True)
     questions = register_questions(instance, resources["event_markets"])
     runs: list[tuple[str, str, dict, list[str] | None]] = []
+    # the catalog first (every source asset reads it), in the questions run: nothing is older than its inputs
     if questions:
         runs.append((f"{len(questions)} questions", event_questions_job.name,
                      {"dagster/asset_partition_range_start": questions[0],
                       "dagster/asset_partition_range_end": questions[-1]}, None))
+    else:
+        runs.append(("the target catalog", event_questions_job.name, {}, ["leaf_targets"]))
     for (a, b), names in event_day_runs(s):
         runs.append((f"days {a} .. {b}", event_days_job.name,
                      {"dagster/asset_partition_range_start": a, "dagster/asset_partition_range_end": b}, names))
@@ -515,15 +495,6 @@ def cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sql(args: argparse.Namespace) -> int:
-    con = storage.connect_read_only(args.db or get_settings().db_path)
-    try:
-        print(con.sql(args.query))
-    finally:
-        con.close()
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="leaf-live", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -547,14 +518,16 @@ def main(argv: list[str] | None = None) -> int:
     rp.set_defaults(func=cmd_report)
     t = sub.add_parser("tables", help="print the analyst-facing table documentation")
     t.set_defaults(func=cmd_tables)
-    q = sub.add_parser("sql", help="run a read-only SQL query")
-    q.add_argument("query")
-    q.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
-    q.set_defaults(func=cmd_sql)
+    for module in (submit, status, scores, sql):
+        module.add_parser(sub)
     args = p.parse_args(argv)
     try:
         return args.func(args)
-    except storage.StorageError as exc:  # missing file, schema version: one line, no traceback
+    except SubmissionError as exc:  # every rejected row on its own line; nothing stored
+        print("\n".join(f"leaf-live {args.cmd}: {line}" if k == 0 else f"  {line}" for k, line in enumerate(exc.lines())),
+              file=sys.stderr)
+        return 1
+    except (CommandError, storage.StorageError, SettingsError) as exc:  # a bad flag, path, file or state: one line
         print(f"leaf-live {args.cmd}: {exc}", file=sys.stderr)
         return 1
 

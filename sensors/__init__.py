@@ -9,7 +9,8 @@ llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcast
 llm_nowcast_schedule = build_schedule_from_partitioned_job(llm_nowcast_job, minute_of_hour=5)
 
 from sensors.event import EVENT_JOBS, EVENT_SENSORS  # noqa: E402
+from sensors.scores import SCORE_JOBS  # noqa: E402
 
 SCHEDULES = [llm_nowcast_schedule]
-JOBS = [llm_nowcast_job, *EVENT_JOBS]
+JOBS = [llm_nowcast_job, *SCORE_JOBS.values(), *EVENT_JOBS]
 SENSORS = [*EVENT_SENSORS]

@@ -45,11 +45,12 @@ event_days_job = define_asset_job(
     "leaf_live_event_days", selection=[market_prices, weather_hourly, electricity_load, forecast_tasks],
     description="Event track: daily sources and the series/trend tasks of a range of days.")
 event_questions_job = define_asset_job(
-    "leaf_live_event_questions", selection=[prediction_markets, event_tasks],
-    description="Event track: prediction-market questions (price paths, resolutions) and their event tasks.")
+    "leaf_live_event_questions", selection=[leaf_targets, prediction_markets, event_tasks],
+    description="Event track: the target catalog, prediction-market questions (price paths, resolutions) and their "
+    "event tasks.")
 event_scores_job = define_asset_job(
     "leaf_live_event_scores",
-    selection=AssetSelection.assets(leaf_targets, leaf_forecasts, leaf_scores) | AssetSelection.checks(*TASK_GATE_CHECKS),
+    selection=AssetSelection.assets(leaf_forecasts, leaf_scores) | AssetSelection.checks(*TASK_GATE_CHECKS),
     description="Event track: baseline forecasts of every stored task and the scores of every model, after the "
     "blocking point-in-time checks on the stored tasks.")
 

@@ -5,7 +5,7 @@ settings in ``resources.default_resources`` (secrets travel as Dagster ``EnvVar`
 | variable                         | meaning                                                          | default                              |
 |----------------------------------|------------------------------------------------------------------|--------------------------------------|
 | ``LEAF_LIVE_DB``                  | DuckDB file the graph writes                                     | ``data/leaf_live.duckdb``            |
-| ``LEAF_LIVE_SNAPSHOT``            | directory of recorded source files (service formats)             | ``../shared/data`` when it exists    |
+| ``LEAF_LIVE_SNAPSHOT``            | directory of recorded source files (service formats)             | ``../shared/data`` from the working directory or, when that does not exist, from the checkout root |
 | ``LEAF_LIVE_TRANSPORT``           | ``snapshot`` (read files) or ``live`` (call the services): which implementation every source resource gets | ``snapshot`` if a snapshot dir exists, else ``live`` |
 | ``LEAF_LIVE_LLM_*``               | LLM models and call limits (:data:`LLM_VARIABLES`, parsed by ``leaf_live.core.llm.load_llm_config``) | no models |
 | ``LEAF_LIVE_*_URL``               | live service URL overrides (:data:`URL_VARIABLES`)                | each service's public URL            |
@@ -23,6 +23,8 @@ from pathlib import Path
 
 DEFAULT_DB = Path("data/leaf_live.duckdb")
 DEFAULT_SNAPSHOT = Path("../shared/data")
+# the same path from the checkout root, so a command run from another directory finds the recorded data too
+CHECKOUT_SNAPSHOT = Path(__file__).resolve().parents[2] / DEFAULT_SNAPSHOT
 TRANSPORTS = ("snapshot", "live")
 EXECUTORS = ("in_process", "celery")
 # deploy/production/celery.yaml of this checkout (the code location runs from a checkout or an editable install)
@@ -56,6 +58,8 @@ class Settings:
     secrets_set: frozenset[str] = frozenset()
     executor: str = "in_process"
     celery_config: Path = DEFAULT_CELERY_CONFIG
+    transport_set: bool = False  # LEAF_LIVE_TRANSPORT was given (else the transport follows the snapshot's presence)
+    snapshot_searched: str = ""  # where the default snapshot was looked for (for the error when none exists)
 
     def require_snapshot(self) -> Path:
         """Return the snapshot directory or raise :class:`SettingsError` naming ``LEAF_LIVE_SNAPSHOT``."""
@@ -76,11 +80,15 @@ def get_settings() -> Settings:
     Raises :class:`SettingsError` for an unknown ``LEAF_LIVE_TRANSPORT`` or ``LEAF_LIVE_EXECUTOR``."""
     db = Path(os.environ.get("LEAF_LIVE_DB", str(DEFAULT_DB)))
     snap_env = os.environ.get("LEAF_LIVE_SNAPSHOT")
+    searched = ""
     if snap_env:
         snapshot: Path | None = Path(snap_env)
     else:
-        snapshot = DEFAULT_SNAPSHOT if DEFAULT_SNAPSHOT.is_dir() else None
-    transport = os.environ.get("LEAF_LIVE_TRANSPORT") or ("snapshot" if snapshot is not None else "live")
+        snapshot = next((p for p in (DEFAULT_SNAPSHOT, CHECKOUT_SNAPSHOT) if p.is_dir()), None)
+        searched = (f"{DEFAULT_SNAPSHOT} does not exist from the working directory {Path.cwd()} nor from the "
+                    f"checkout {CHECKOUT_SNAPSHOT.parents[2]}")
+    transport_env = os.environ.get("LEAF_LIVE_TRANSPORT")
+    transport = transport_env or ("snapshot" if snapshot is not None else "live")
     if transport not in TRANSPORTS:
         raise SettingsError(f"LEAF_LIVE_TRANSPORT={transport!r}: expected one of {TRANSPORTS}")
     executor = os.environ.get("LEAF_LIVE_EXECUTOR") or "in_process"
@@ -89,7 +97,8 @@ def get_settings() -> Settings:
     celery_config = Path(os.environ.get("LEAF_LIVE_CELERY_CONFIG") or DEFAULT_CELERY_CONFIG)
     return Settings(db_path=db, snapshot_dir=snapshot, transport=transport, llm=_set(LLM_VARIABLES),
                     urls=_set(URL_VARIABLES), secrets_set=frozenset(_set(SECRET_VARIABLES)),
-                    executor=executor, celery_config=celery_config)
+                    executor=executor, celery_config=celery_config, transport_set=bool(transport_env),
+                    snapshot_searched=searched)
 
 
 def secret_values() -> list[str]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +39,59 @@ class StorageError(ValueError):
 
 class SchemaVersionError(StorageError):
     """The database file holds a table written under another schema version than this code's."""
+
+
+class DatabaseLockedError(StorageError):
+    """Another process holds the DuckDB file's lock (DuckDB: one writing process, and no reader in another
+    process meanwhile). ``pid`` and ``holder`` (the holding program, as DuckDB names it) when DuckDB says."""
+
+    def __init__(self, message: str, *, pid: int | None = None, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.holder = holder
+
+
+_LOCK = re.compile(r'Could not set lock on file "(?P<file>[^"]*)": Conflicting lock is held in (?P<holder>.*?) \(PID (?P<pid>\d+)\)')
+
+
+def _process_command(pid: int) -> str | None:
+    """The command line of process ``pid`` (Linux ``/proc``), or None when it cannot be read."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    text = " ".join(" ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a).split())
+    return (text[:157] + "..." if len(text) > 160 else text) or None
+
+
+def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect`` with one-line errors: a directory, an unopenable file, or a lock held by another
+    process (:class:`DatabaseLockedError`, naming the PID and its command; retried for ``wait_s`` seconds)."""
+    if p.is_dir():
+        raise StorageError(f"{p} is a directory, not a DuckDB file")
+    deadline = time.monotonic() + wait_s
+    delay = 0.1
+    while True:
+        try:
+            return duckdb.connect(str(p), read_only=read_only)
+        except duckdb.IOException as exc:
+            m = _LOCK.search(str(exc))
+            if m is None:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise StorageError(f"{p}: cannot open the database ({first})") from None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pid = int(m["pid"])
+                cmd = _process_command(pid) or m["holder"]
+                if read_only:
+                    msg = (f"{p} is being written by another process, PID {pid} ({cmd}); waited {wait_s:g} s: try again "
+                           "when it finishes")
+                else:
+                    msg = (f"{p} is held by another process, PID {pid} ({cmd}): DuckDB allows one writing process at a "
+                           "time; try again when it finishes")
+                raise DatabaseLockedError(msg, pid=pid, holder=cmd) from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 1.0)
 
 
 @dataclass(frozen=True)
@@ -112,26 +167,32 @@ def connect(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     """Open a read-write connection to the DuckDB file ``path`` (creating it and every registered table if
     needed; callers resolve the path, e.g. ``leaf_live.core.settings.get_settings().db_path``).
 
-    DuckDB allows one writing process at a time; Dagster runs use the in-process executor.
+    DuckDB allows one writing process at a time: a file another process holds raises
+    :class:`DatabaseLockedError` at once (naming that process); a directory or a file that cannot be opened
+    raises :class:`StorageError` in one line.
     """
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(p))
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"{p}: cannot create its directory ({exc.strerror or exc})") from None
+    con = _open(p, read_only=False, wait_s=0)
     con.execute("SET TimeZone='UTC'")
     ensure_tables(con)
     return con
 
 
-def connect_read_only(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+def connect_read_only(path: str | os.PathLike, *, wait_s: float = 0.0) -> duckdb.DuckDBPyConnection:
     """Open a read-only connection to ``path`` for analysts (works while no process holds the write lock).
 
-    Raises :class:`StorageError` if the file is missing and :class:`SchemaVersionError` if a registered table
-    in it was written under another schema version (tables are registered when their track is imported,
-    e.g. ``import leaf_live.macro``)."""
+    While another process writes the file, the connection is retried for ``wait_s`` seconds, then
+    :class:`DatabaseLockedError` names that process. Raises :class:`StorageError` if the file is missing or
+    not a DuckDB file, and :class:`SchemaVersionError` if a registered table in it was written under another
+    schema version (tables are registered when their track is imported, e.g. ``import leaf_live.macro``)."""
     p = Path(path)
     if not p.exists():
         raise StorageError(f"database file {p} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)")
-    con = duckdb.connect(str(p), read_only=True)
+    con = _open(p, read_only=True, wait_s=wait_s)
     con.execute("SET TimeZone='UTC'")
     try:
         check_schema_versions(con)

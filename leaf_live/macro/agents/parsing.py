@@ -169,6 +169,18 @@ def _check_entry(iid: str, entry: Any) -> VariableResult:
     return VariableResult(iid, value, True, None, rationale, srcs)
 
 
+def check_reported_value(indicator_id: str, value: float, unit: str | None, rationale: str | None = None) -> VariableResult:
+    """The per-variable checks of an answer (unit spelling, catalog guardrail with the likely scale mistake,
+    fraction-for-percent against the rationale) on a value given outside an LLM answer, e.g. an external
+    submission (``leaf_live.macro.submissions``). Same codes and reasons as :func:`parse_nowcast_answer`'s
+    variables; never raises for bad values (:class:`leaf_live.macro.catalog.UnknownIndicatorError` for an
+    unknown indicator)."""
+    entry: dict[str, Any] = {"value": value, "unit": unit}
+    if rationale is not None:
+        entry["rationale"] = rationale
+    return _check_entry(indicator_id, entry)
+
+
 def _extract_json_text(text: str) -> tuple[str | None, str | None]:
     """(json text, error) after removing one optional enclosing ```json fence."""
     s = text.strip()

@@ -1,0 +1,84 @@
+"""The checks ``leaf-live run`` makes before any work starts (issue 12 item 6): every flag's syntax, inverted
+spans, the database path (a directory, an unwritable place, a file another process writes), the snapshot
+directory (never a silent switch to the live services), and the requested span against the release months the
+calendar sources hold. Each failure is one line (:class:`leaf_live.commands.common.CommandError`)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from leaf_live.commands.common import CommandError, check_writable_db, db_path
+from leaf_live.core.pit import check_month
+from leaf_live.core.settings import get_settings
+from leaf_live.core.sources import SourceError
+
+MONTH_FLAGS = ("start", "end", "fit_cutoff", "backtest_start", "backtest_end", "arima_from", "arima_to")
+SPANS = (("start", "end"), ("backtest_start", "backtest_end"), ("arima_from", "arima_to"))
+FIRST_MONTH = "2010-01"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What ``leaf-live run`` will do: the database, the resources and the release months."""
+
+    db: Path
+    resources: dict
+    start: str
+    end: str
+    first: str  # first and last release month the calendar sources hold
+    last: str
+
+
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def check_run_args(args: argparse.Namespace) -> RunPlan:
+    """Check ``leaf-live run``'s flags, paths and span (module doc) and return the :class:`RunPlan`; raises
+    :class:`CommandError` (or the one-line :class:`leaf_live.core.storage.StorageError` /
+    :class:`leaf_live.core.settings.SettingsError`)."""
+    from resources import default_resources
+
+    for flag in MONTH_FLAGS:
+        value = getattr(args, flag, None)
+        if value is not None:
+            try:
+                check_month(value)
+            except ValueError:
+                raise CommandError(f"{_flag(flag)} {value!r}: expected a month YYYY-MM") from None
+    if args.start and args.start < FIRST_MONTH:
+        raise CommandError(f"--start {args.start}: release months start at {FIRST_MONTH}")
+    for lo, hi in SPANS:
+        a, b = getattr(args, lo, None), getattr(args, hi, None)
+        if a and b and b < a:
+            raise CommandError(f"{_flag(hi)} {b} is before {_flag(lo)} {a}")
+    if args.boot_draws is not None and args.boot_draws < 1:
+        raise CommandError(f"--boot-draws {args.boot_draws}: expected a positive integer")
+    settings = get_settings()
+    if args.snapshot is not None:
+        if not Path(args.snapshot).is_dir():
+            raise CommandError(f"--snapshot {args.snapshot}: not a directory")
+    elif settings.transport == "snapshot":
+        settings.require_snapshot()  # LEAF_LIVE_SNAPSHOT names a missing directory: one line
+    elif not settings.transport_set:
+        raise CommandError(
+            f"no snapshot directory: {settings.snapshot_searched}; pass --snapshot DIR or set LEAF_LIVE_SNAPSHOT, "
+            "or set LEAF_LIVE_TRANSPORT=live to read the live services")
+    db = check_writable_db(db_path(args.db))
+    resources = default_resources(db=db, snapshot=args.snapshot)
+    try:
+        cal = resources["calendar"].client().calendar()
+    except SourceError as exc:
+        raise CommandError(f"calendar source: {' '.join(str(exc).split())}") from None
+    if cal.height == 0:
+        raise CommandError("the configured calendar sources hold no releases")
+    first, last = str(cal["partition_key"].min()), str(cal["partition_key"].max())
+    if args.start and args.start > last:
+        raise CommandError(f"--start {args.start} is after the last release month the calendar sources hold ({last})")
+    if args.end and args.end < max(first, FIRST_MONTH):
+        raise CommandError(f"--end {args.end} is before the first release month the calendar sources hold "
+                           f"({max(first, FIRST_MONTH)})")
+    start, end = args.start or max(first, FIRST_MONTH), args.end or last
+    return RunPlan(db, resources, start, end, first, last)
