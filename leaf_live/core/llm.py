@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import hashlib
 import json
 import math
@@ -42,7 +43,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-import litellm
 import polars as pl
 
 from leaf_live.core.redaction import redact
@@ -51,7 +51,16 @@ from leaf_live.core.storage import AVAILABLE_AT as _AVAILABLE_AT
 from leaf_live.core.storage import PARTITION_KEY as _PARTITION_KEY
 from leaf_live.core.storage import Table, col, conform, polars_schema
 
-litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
+
+
+@functools.cache
+def _litellm():
+    """litellm, imported on first use: importing it costs about 2.3 s, and most commands (status, sql,
+    scores, the schema registry) never call a model."""
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
+    return litellm
 
 DESIGNS = ("single", "team", "plugin")
 ROLES = ("single", "researcher", "verifier", "orchestrator", "analyst", "retriever", "checker", "forecaster",
@@ -287,23 +296,16 @@ class RetryPolicy:
         return min(backoff, self.max_delay_s) if self.max_delay_s > 0 else 0.0
 
 
-_RETRYABLE_TYPES: tuple[type[BaseException], ...] = (
-    litellm.Timeout,
-    litellm.RateLimitError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.BadGatewayError,
-    litellm.APIConnectionError,
-    asyncio.TimeoutError,
-    httpx.TransportError,
-)
-_NOT_RETRYABLE_TYPES: tuple[type[BaseException], ...] = (
-    litellm.AuthenticationError,
-    litellm.PermissionDeniedError,
-    litellm.NotFoundError,
-    litellm.BadRequestError,  # includes context-window and content-policy errors
-    litellm.UnprocessableEntityError,
-)
+@functools.cache
+def _error_types() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(retryable, not retryable) exception classes; litellm's are looked up on first use."""
+    lm = _litellm()
+    retryable = (lm.Timeout, lm.RateLimitError, lm.InternalServerError, lm.ServiceUnavailableError,
+                 lm.BadGatewayError, lm.APIConnectionError, asyncio.TimeoutError, httpx.TransportError)
+    not_retryable = (lm.AuthenticationError, lm.PermissionDeniedError, lm.NotFoundError,
+                     lm.BadRequestError,  # includes context-window and content-policy errors
+                     lm.UnprocessableEntityError)
+    return retryable, not_retryable
 
 
 def _status_code(exc: BaseException) -> int | None:
@@ -317,9 +319,10 @@ def _status_code(exc: BaseException) -> int | None:
 
 def is_retryable(exc: BaseException) -> bool:
     """True for timeouts, connection errors, HTTP 408/409/429 and 5xx (incl. Anthropic's 529)."""
-    if isinstance(exc, _NOT_RETRYABLE_TYPES) and not isinstance(exc, _RETRYABLE_TYPES):
+    retryable, not_retryable = _error_types()
+    if isinstance(exc, not_retryable) and not isinstance(exc, retryable):
         return False
-    if isinstance(exc, _RETRYABLE_TYPES):
+    if isinstance(exc, retryable):
         return True
     code = _status_code(exc)
     return code is not None and (code in (408, 409, 429) or code >= 500)
@@ -390,7 +393,7 @@ def web_search_params(spec: ModelSpec, config: LLMConfig,
     p = spec.provider
     if p in ("openai", "azure"):
         try:
-            supported = litellm.get_supported_openai_params(model=spec.model, custom_llm_provider=p) or []
+            supported = _litellm().get_supported_openai_params(model=spec.model, custom_llm_provider=p) or []
         except Exception:  # an unknown model: send the option and let the provider answer
             supported = ["web_search_options"]
         if "web_search_options" not in supported:
@@ -523,7 +526,7 @@ def _usage_int(usage: Mapping[str, Any], key: str) -> int | None:
 def _cost(response: Any) -> float | None:
     """litellm's cost of a response in USD; None for models missing from litellm's price map."""
     try:
-        c = litellm.completion_cost(completion_response=response)
+        c = _litellm().completion_cost(completion_response=response)
     except Exception:  # litellm raises plain Exception for unmapped models
         return None
     return float(c) if c is not None and math.isfinite(float(c)) else None
@@ -555,7 +558,7 @@ def transport_failure(exc: BaseException) -> tuple[str, BaseException] | None:
         hits = [e for e in chain if isinstance(e, types)]
         if hits:
             return kind, hits[-1]
-    if isinstance(exc, litellm.APIConnectionError):  # litellm's own connection class without a cause
+    if isinstance(exc, _litellm().APIConnectionError):  # litellm's own connection class without a cause
         return "connection error", exc
     return None
 
@@ -682,7 +685,7 @@ class LLMClient:
                 async with self._slots():
                     await self.limiter(spec).acquire()
                     response = await asyncio.wait_for(
-                        litellm.acompletion(messages=msgs, **kwargs), timeout=self.config.timeout_s
+                        _litellm().acompletion(messages=msgs, **kwargs), timeout=self.config.timeout_s
                     )
                 last_exc = None
                 break
