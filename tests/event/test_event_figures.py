@@ -15,6 +15,7 @@ from matplotlib.container import BarContainer
 from leaf_live.core.forecaster import run_forecasters
 from leaf_live.event import baselines, catalog, scoring, tasks
 from leaf_live.event import figures as F
+from leaf_live.event.pipeline import BASELINE_PRODUCER
 from leaf_live.event.site import cutoff_block, event_page, month_block
 from leaf_live.event.sources.prediction_markets import SnapshotPredictionMarkets
 from leaf_live.event.sources.weather import SnapshotWeather
@@ -32,7 +33,7 @@ def real(snapshot_dir) -> dict:
                            time_col="ts", value_col="temperature_c"),
     ])
     fc = run_forecasters(baselines.default_forecasters(baselines.resolutions_frame(pm.questions, pm.path), statistical=()),
-                         ts.tasks, "leaf_forecasts")
+                         ts.tasks, "leaf_forecasts", columns={"producer": BASELINE_PRODUCER})
     scores = scoring.score_forecasts(ts.tasks, ts.outcomes, fc)
     return {"tasks": ts.tasks, "outcomes": ts.outcomes, "forecasts": fc, "scores": scores,
             "stats": F.event_statistics(scores, n_draws=DRAWS)}
