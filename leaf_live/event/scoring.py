@@ -169,6 +169,22 @@ def score_forecasts(tasks: pl.DataFrame, outcomes: pl.DataFrame, forecasts: pl.D
 # ------------------------------------------------------------------------------------------------
 
 
+# Context kinds of analysis-only LLM variants (§3.2's alpha-consistency contexts are built from realised
+# outcomes, so they are not forecasts: they never enter a leaderboard or shrink its common task set).
+ANALYSIS_CONTEXTS = ("alpha=", "other_alpha=")
+
+
+def board_scores(scores: pl.DataFrame) -> pl.DataFrame:
+    """``scores`` without the analysis-only variants (``model_id`` ending ``:alpha=<a>`` or ``:other_alpha=<a>``,
+    :data:`ANALYSIS_CONTEXTS`); every leaderboard of this module starts here. Same columns, fewer rows."""
+    if scores.is_empty() or "model_id" not in scores.columns:
+        return scores
+    context = pl.col("model_id").str.split(":").list.last()
+    pattern = "^(" + "|".join(ANALYSIS_CONTEXTS) + ")"
+    is_variant = pl.col("model_id").str.contains(":") & context.str.contains(pattern)
+    return scores.filter(~is_variant)
+
+
 def common_tasks(scores: pl.DataFrame, models: Sequence[str] | None = None) -> pl.DataFrame:
     """Scores restricted, per (domain, task_kind, horizon, metric), to the tasks every model of ``models``
     (default: every model present in that group) has a score for: like is compared with like."""
@@ -201,7 +217,9 @@ def bootstrap_mean(values: np.ndarray, groups: np.ndarray, *, n_draws: int = 200
 def leaderboard(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0, like_with_like: bool = True) -> pl.DataFrame:
     """Model x domain x task kind x horizon x metric: mean, 95% bootstrap interval (tasks resampled; events:
     questions resampled, all cutoffs together) and the sample count. With ``like_with_like`` only tasks every
-    model of the group scored are used (:func:`common_tasks`); ``rmse`` is reported as sqrt(mean(rmse^2))."""
+    model of the group scored are used (:func:`common_tasks`); ``rmse`` is reported as sqrt(mean(rmse^2)).
+    Analysis-only variants are left out (:func:`board_scores`)."""
+    scores = board_scores(scores)
     s = common_tasks(scores) if like_with_like else scores
     out = []
     for key, g in s.group_by(["model_id", "domain", "task_kind", "horizon", "metric"], maintain_order=True):
@@ -219,8 +237,9 @@ def leaderboard(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0, lik
 
 def brier_by_cutoff(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0) -> pl.DataFrame:
     """Mean Brier per model at each cutoff (100% .. 10%) and averaged over the cutoffs (``avg``: the mean over
-    questions of each question's mean Brier across its cutoffs, §4.1), with question-bootstrap intervals."""
-    b = scores.filter(pl.col("metric") == "brier")
+    questions of each question's mean Brier across its cutoffs, §4.1), with question-bootstrap intervals.
+    Analysis-only variants are left out (:func:`board_scores`)."""
+    b = board_scores(scores).filter(pl.col("metric") == "brier")
     out = []
     for (model, cut), g in b.group_by(["model_id", "horizon"], maintain_order=True):
         m, lo, hi = bootstrap_mean(g["value"].to_numpy(), g["target_id"].to_numpy(), n_draws=n_draws, seed=seed)
@@ -287,8 +306,9 @@ def difficulty_adjusted_brier(scores: pl.DataFrame, *, reference: str = REFERENC
     (as ForecastBench drops "Always 0.5"), whose mean adjusted score is then set to 0.25; the Brier Index is
     (1 - sqrt(score)) x 100. Intervals: questions resampled with replacement within category-free pools
     (each drawn copy a separate question, as ForecastBench does) and the fit redone. Rows per model and cutoff
-    (``all`` pools every cutoff). Raises :class:`ScoringError` when the reference model is absent."""
-    b = scores.filter(pl.col("metric") == "brier")
+    (``all`` pools every cutoff); analysis-only variants are left out (:func:`board_scores`). Raises
+    :class:`ScoringError` when the reference model is absent."""
+    b = board_scores(scores).filter(pl.col("metric") == "brier")
     if reference not in b["model_id"].unique().to_list():
         raise ScoringError(f"difficulty adjustment needs the reference model {reference!r} in the scores")
     groups = [("all", b)]

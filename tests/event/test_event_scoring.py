@@ -307,3 +307,19 @@ def test_leaderboard_text_orders_models_and_shows_intervals():
     assert lines[0] == "large_cap / trend3 / 1d / accuracy"
     assert lines[1].split()[0] == "b" and "0.7500" in lines[1] and lines[1].endswith("n=4")
     assert lines[2].split()[0] == "a" and "0.2500" in lines[2]
+
+
+def test_analysis_only_alpha_variants_stay_off_the_boards():
+    # Two real models on 4 tasks; an alpha-consistency variant (built from realised outcomes, §3.2) on 2 of them.
+    rows = [{"model_id": m, "task_id": f"t{i}", "domain": "large_cap", "task_kind": "trend3", "horizon": "1d",
+             "target_id": f"t{i}", "metric": "accuracy", "value": float(v)}
+            for m, vals in (("x/a@single:events", [1, 0, 0, 0]), ("x/a@single:ts", [1, 1, 1, 0]),
+                            ("x/a@single:alpha=0.6", [1, 1]), ("x/a@single:other_alpha=0.2", [0]))
+            for i, v in enumerate(vals)]
+    scores = pl.DataFrame(rows)
+    assert scoring.board_scores(scores)["model_id"].unique().sort().to_list() == ["x/a@single:events", "x/a@single:ts"]
+    board = scoring.leaderboard(scores, n_draws=50)
+    # the common set is the 4 tasks both forecasters scored, not the 1 task the variants share with them
+    assert sorted(board["model_id"].to_list()) == ["x/a@single:events", "x/a@single:ts"]
+    assert board["n"].to_list() == [4, 4]
+    assert board.filter(pl.col("model_id") == "x/a@single:ts")["mean"].item() == 0.75
