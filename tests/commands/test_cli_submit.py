@@ -176,3 +176,35 @@ def test_bad_files_are_one_line(store, cli):
                               "[rationale]; nothing stored")):
         rc, out, err = cli("submit", str(path), "--model", "external/x", "--db", str(store["db"]))
         assert (rc, out, err) == (1, "", f"leaf-live submit: {path}: {why}\n")
+
+
+# The event track's baseline last-value forecasts in the submission schema (README "Submitting forecasts"): the
+# series tasks of the large caps, with the bundle each forecast was made from.
+EVENT_SOURCE = "baseline/last-value"
+EVENT_COPY = "external/last-value-copy"
+EVENT_EXPORT = f"""SELECT f.task_id, strftime(f.issued_at, '%Y-%m-%dT%H:%M:%SZ') AS issued_at,
+  CAST(f.point AS VARCHAR) AS point, f.quantiles, f.predicted_class, f.probability, f.bundle_hash
+  FROM leaf_forecasts f JOIN forecast_tasks t USING (task_id)
+  WHERE f.model_id = '{EVENT_SOURCE}' AND f.valid AND t.domain = 'large_cap' AND t.task_kind = 'series'
+  ORDER BY f.task_id"""
+
+
+def test_event_forecasts_resubmitted_score_as_their_source_model(store, cli):
+    db, csv = store["db"], store["dir"] / "last_value.csv"
+    rc, out, err = cli("sql", EVENT_EXPORT, "--db", str(db), "--format", "csv", "--output", str(csv))
+    assert rc == 0 and err == ""
+    n = int(out.split()[0])
+    assert n >= 1020  # LEAF §4.1: 1,020 large-cap series tasks on the main run's span
+
+    rc, out, err = cli("submit", str(csv), "--track", "event", "--model", EVENT_COPY, "--db", str(db))
+    assert rc == 0, err
+    assert f"{n} task forecasts in leaf_forecasts stored as {EVENT_COPY}" in out
+    assert "rescored the event track: job leaf_live_event_rescore" in out and ", 0 failed" in out
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        q = ("SELECT task_id, horizon, metric, value FROM leaf_scores WHERE model_id = ? ORDER BY task_id, metric")
+        a, b = con.execute(q, [EVENT_SOURCE]).fetchall(), con.execute(q, [EVENT_COPY]).fetchall()
+        a = [r for r in a if r[0] in {x[0] for x in b}]
+        assert len(b) >= n and a == b  # every metric of every task equals the source model's, value for value
+    finally:
+        con.close()
