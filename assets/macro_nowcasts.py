@@ -40,6 +40,7 @@ from leaf_live.macro.forecasters.consensus import consensus_forecasters
 from leaf_live.macro.forecasters.published import published_forecasters
 from leaf_live.macro.nowcasts import forecast_nowcasts
 from leaf_live.macro.windows import nowcast_windows as build_windows
+from leaf_live.macro.windows import open_windows
 from pydantic import Field
 from resources import FedNowcastsResource, FredMdResource, LeafLiveDB, LLMResource, RecordedNowcastsResource
 
@@ -217,7 +218,7 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResourc
             if hour < now - timedelta(hours=1):
                 context.log.warning(f"hour {key} is in the past: LLM nowcasts are never backfilled")
                 continue
-            open_ = windows.filter((pl.col("opens_at") <= hour) & (pl.col("closes_at") > hour))
+            open_ = open_windows(windows, hour)
             start = len(client.records)
             plugin = _plugin(con, open_) if any(s.design == "plugin" for s in config.models) else None
             nc = forecast_nowcasts([LLMNowcaster(spec, client, partition_key=key, plugin=plugin) for spec in config.models],

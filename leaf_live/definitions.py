@@ -36,7 +36,7 @@ from assets.reports import build_report_assets
 from leaf_live.core.settings import Settings, SettingsError, get_settings
 from resources import default_resources
 from resources.dbt import dbt_resource
-from sensors import JOBS, SCHEDULES, SENSORS
+from sensors import living_service
 
 _TRACK_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS, *DBT_ASSETS]
 _EVENT_TRACK_ASSETS = [*EVENT_DATA_ASSETS, *EVENT_TASK_ASSETS, *EVENT_SCORING_ASSETS, *EVENT_AGENT_ASSETS,
@@ -109,12 +109,13 @@ def build_definitions(resources: dict | None = None, settings: Settings | None =
     settings = settings or get_settings()
     resources = dict(resources if resources is not None else default_resources(settings=settings))
     resources.setdefault("dbt", dbt_resource())
+    service = living_service(settings)  # sensors and schedules: STOPPED unless LEAF_LIVE_SCHEDULES=on
     return Definitions(
         assets=ALL_ASSETS,
         asset_checks=ALL_CHECKS,
-        jobs=[main_job, release_months_job, *JOBS],
-        schedules=SCHEDULES,
-        sensors=SENSORS,
+        jobs=[main_job, release_months_job, *service.jobs],
+        schedules=service.schedules,
+        sensors=service.sensors,
         resources=resources,
         executor=run_executor(settings),
     )

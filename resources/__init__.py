@@ -15,6 +15,7 @@ import leaf_live.macro  # noqa: F401  (registers the macro tables first: the reg
 import leaf_live.event  # noqa: F401  (registers the event tables)
 from leaf_live.core import storage
 from leaf_live.core.settings import Settings, get_settings
+from resources.clock import ClockResource, clock_resource
 from resources.llm import LLMResource, llm_resource
 from resources.sources import (
     DailyPricesResource,
@@ -55,7 +56,8 @@ def default_resources(
     db: str | Path | None = None, snapshot: str | Path | None = None, *, settings: Settings | None = None
 ) -> dict:
     """Every resource, from the settings (``leaf_live.core.settings.get_settings``): the DuckDB file
-    (``LEAF_LIVE_DB`` or ``db``), the LLM resource (``LEAF_LIVE_LLM_*`` as ``EnvVar``s) and the source clients,
+    (``LEAF_LIVE_DB`` or ``db``), the LLM resource (``LEAF_LIVE_LLM_*`` as ``EnvVar``s), the clock of the sensors
+    and schedules (``LEAF_LIVE_CLOCK``; the snapshot sources replay the recording at it) and the source clients,
     snapshot or live by ``LEAF_LIVE_TRANSPORT``. Passing ``snapshot`` selects the snapshot clients on that
     directory."""
     s = settings or get_settings()
@@ -64,11 +66,13 @@ def default_resources(
     return {
         "db": LeafLiveDB(database=str(Path(db) if db is not None else s.db_path)),
         "llm": llm_resource(s),
+        "clock": clock_resource(s),
         **source_resources(s),
     }
 
 
 __all__ = [
+    "ClockResource",
     "DailyPricesResource", "EventMarketsResource", "EventSearchResource", "RecordedEventsResource", "GridLoadResource", "WeatherResource",
     "FedNowcastsResource", "FredMdResource", "FredResource", "LLMResource", "LeafLiveDB", "PredictionMarketsResource",
     "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",

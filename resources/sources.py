@@ -23,7 +23,7 @@ from typing import Any, Optional
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field, PrivateAttr
 
-from leaf_live.core.settings import Settings
+from leaf_live.core.settings import Settings, parse_clock
 from leaf_live.macro.sources import fed_nowcasts, fred, fred_md, futures, polymarket, recorded_nowcasts, releases
 
 # after the macro sources: importing a track registers its tables, macro first (the README's order)
@@ -72,10 +72,13 @@ class ReleaseCalendarSnapshotResource(ReleaseCalendarResource):
     snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
     calendar_file: Optional[str] = Field(default=None, description="calendar export (path or URL) replacing the "
                                          "recorded live-window file")
+    known_at: Optional[str] = Field(default=None, description="replay the recording as known at this instant "
+                                    "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later actuals are not released yet")
 
     def build(self) -> releases.ReleaseCalendarSnapshot:
         return releases.ReleaseCalendarSnapshot(_path(self.snapshot_dir), sources=self.calendar_sources,
-                                                calendar_file=self.calendar_file)
+                                                calendar_file=self.calendar_file,
+                                                known_at=parse_clock(self.known_at, name="calendar.known_at"))
 
 
 class ReleaseCalendarLiveResource(ReleaseCalendarResource):
@@ -298,9 +301,12 @@ class EventMarketsResource(SourceResource):
 
 class EventMarketsSnapshotResource(EventMarketsResource):
     snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    known_at: Optional[str] = Field(default=None, description="replay the recording as known at this instant "
+                                    "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later questions and resolutions unseen")
 
     def build(self) -> event_markets.SnapshotPredictionMarkets:
-        return event_markets.SnapshotPredictionMarkets(_path(self.snapshot_dir))
+        return event_markets.SnapshotPredictionMarkets(_path(self.snapshot_dir),
+                                                       known_at=parse_clock(self.known_at, name="event_markets.known_at"))
 
 
 class EventMarketsLiveResource(EventMarketsResource):
@@ -362,13 +368,17 @@ def _snap(s: Settings) -> Optional[str]:
     return str(s.snapshot_dir) if s.snapshot_dir is not None else None
 
 
+def _clock(s: Settings) -> Optional[str]:
+    return s.clock.isoformat() if s.clock is not None else None
+
+
 def _fred_key(s: Settings) -> Any:
     return EnvVar("FRED_API_KEY") if "FRED_API_KEY" in s.secrets_set else None
 
 
 # resource key -> (snapshot builder, live builder)
 SOURCES: dict[str, tuple[Builder, Builder]] = {
-    "calendar": (lambda s: ReleaseCalendarSnapshotResource(snapshot_dir=_snap(s)),
+    "calendar": (lambda s: ReleaseCalendarSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
                  lambda s: ReleaseCalendarLiveResource(archive_dir=_snap(s))),
     "window_prices": (lambda s: WindowPricesSnapshotResource(snapshot_dir=_snap(s)),
                       lambda s: WindowPricesLiveResource()),
@@ -391,7 +401,7 @@ SOURCES: dict[str, tuple[Builder, Builder]] = {
                                                                         event_weather.OPEN_METEO_ARCHIVE_URL))),
     "grid_load": (lambda s: GridLoadSnapshotResource(snapshot_dir=_snap(s)),
                   lambda s: GridLoadLiveResource()),
-    "event_markets": (lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s)),
+    "event_markets": (lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
                       lambda s: EventMarketsLiveResource()),
     "recorded_events": (lambda s: RecordedEventsResource(snapshot_dir=_snap(s)),
                         lambda s: RecordedEventsResource(snapshot_dir=_snap(s))),

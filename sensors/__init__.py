@@ -1,16 +1,47 @@
-"""Schedules and sensors (wiring only)."""
+"""The living service (wiring only): jobs, sensors and schedules of both tracks.
 
-from dagster import build_schedule_from_partitioned_job, define_asset_job
+One switch, ``LEAF_LIVE_SCHEDULES`` (read in ``leaf_live.core.settings``): ``off`` (the offline default) leaves
+every sensor and schedule STOPPED, ``on`` makes them all start RUNNING when the code location loads under a
+Dagster daemon (``dagster dev``). :func:`living_service` builds them for a settings object; ``definitions.py``
+adds them to the code location.
 
-from assets.macro_nowcasts import NOWCAST_HOURS, llm_nowcasts
+Sensors: ``release_landed_sensor`` (macro, sensors/macro.py), ``event_questions_sensor`` and
+``event_days_sensor`` (sensors/event.py). Schedules: ``llm_nowcasts_hourly_schedule``,
+``event_days_daily_schedule``, ``event_forecasts_daily_schedule`` and, once the retrieval job exists,
+``event_retrieval_weekly_schedule``.
+"""
 
-# Every hour, five minutes past, the LLM agents nowcast every open window (the hour's partition).
-llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts], partitions_def=NOWCAST_HOURS)
-llm_nowcast_schedule = build_schedule_from_partitioned_job(llm_nowcast_job, minute_of_hour=5)
+from __future__ import annotations
 
-from sensors.event import EVENT_JOBS, EVENT_SENSORS  # noqa: E402
-from sensors.scores import SCORE_JOBS  # noqa: E402
+from dataclasses import dataclass
 
-SCHEDULES = [llm_nowcast_schedule]
-JOBS = [llm_nowcast_job, *SCORE_JOBS.values(), *EVENT_JOBS]
-SENSORS = [*EVENT_SENSORS]
+from dagster import DefaultScheduleStatus, DefaultSensorStatus
+
+from leaf_live.core.settings import Settings
+from sensors.event import EVENT_JOBS, build_event_schedules, build_event_sensors
+from sensors.macro import build_llm_nowcast_schedule, build_release_landed_sensor, llm_nowcast_job, release_landing_job
+from sensors.scores import SCORE_JOBS
+
+JOBS = [llm_nowcast_job, release_landing_job, *SCORE_JOBS.values(), *EVENT_JOBS]
+
+
+@dataclass(frozen=True)
+class LivingService:
+    jobs: list
+    sensors: list
+    schedules: list
+
+
+def living_service(settings: Settings, jobs: list | None = None) -> LivingService:
+    """Every sensor and schedule, RUNNING by default when ``settings.schedules_on`` (``LEAF_LIVE_SCHEDULES=on``),
+    else STOPPED, with the jobs they target. ``jobs``: further jobs a schedule may attach to (the event
+    retrieval hook, ``sensors.event.EVENT_RETRIEVAL_JOB``)."""
+    on = settings.schedules_on
+    sensor_status = DefaultSensorStatus.RUNNING if on else DefaultSensorStatus.STOPPED
+    schedule_status = DefaultScheduleStatus.RUNNING if on else DefaultScheduleStatus.STOPPED
+    all_jobs = [*JOBS, *(jobs or [])]
+    return LivingService(
+        jobs=all_jobs,
+        sensors=[build_release_landed_sensor(sensor_status), *build_event_sensors(sensor_status)],
+        schedules=[build_llm_nowcast_schedule(schedule_status), *build_event_schedules(schedule_status, all_jobs)],
+    )

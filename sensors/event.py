@@ -1,4 +1,4 @@
-"""Event-track jobs and the question sensor (wiring only).
+"""Event-track jobs, sensors and schedules (wiring only).
 
 The event assets have three partitionings, so three jobs: the daily sources and series/trend tasks
 (:data:`event_days_job`, UTC days), the prediction-market questions and their event tasks
@@ -6,17 +6,39 @@ The event assets have three partitionings, so three jobs: the daily sources and 
 scores (:data:`event_scores_job`, gated by the blocking task checks re-evaluated over the whole store).
 ``leaf-live run`` executes them in that order from the snapshot. The agent jobs (issue 11) are
 :data:`event_retrieval_job` (week x target), :data:`event_llm_forecasts_job` (UTC day of the cutoffs) and
-:data:`event_analyses_job` (unpartitioned), for schedules to run. :func:`event_questions_sensor` adds a
-partition for every new question of the configured source and requests its run.
+:data:`event_analyses_job` (unpartitioned), for schedules to run.
+
+Living service (``clock`` resource gives "now"; the snapshot sources replay the recording at it):
+
+* :func:`event_questions_tick` (``event_questions_sensor``) adds a partition for every new question of the
+  configured source and requests its run, and requests a question's run again once its resolution lands at the
+  source while the store still holds it unresolved -- once per question (cursor: the resolutions requested).
+* :func:`event_days_tick` (``event_days_sensor``) requests each daily source's partition of a UTC day once the
+  clock passes the day's end plus the source's publication lag (``PUBLICATION_LAG`` of each source module),
+  once per source and day (cursor: the last day requested per source).
+* :func:`event_days_schedule_tick` (daily ingestion, 06:00 UTC) requests yesterday's partition of the daily
+  sources and tasks unless every daily asset already has it; :func:`event_forecasts_tick` (daily, 07:00 UTC)
+  runs the forecasts and scores when tasks exist. A weekly retrieval schedule attaches to the job named
+  :data:`EVENT_RETRIEVAL_JOB` when the event-agents work adds it (:func:`build_event_schedules`).
 """
 
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta
+
 from dagster import (
+    AssetKey,
     AssetSelection,
+    DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
+    ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
+    SkipReason,
     define_asset_job,
+    schedule,
     sensor,
 )
 
@@ -39,7 +61,13 @@ from assets.event_agents import (
 from assets.event_analyses import EVENT_ANALYSIS_ASSETS
 from assets.event_scoring import leaf_forecasts, leaf_scores
 from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
-from resources import EventMarketsResource
+from leaf_live.core.pit import UTC, days_complete
+from leaf_live.event.sources import electricity as load_source
+from leaf_live.event.sources import markets as price_source
+from leaf_live.event.sources import weather as weather_source
+from leaf_live.event.sources.prediction_markets import resolutions_landed
+from resources import ClockResource, EventMarketsResource, LeafLiveDB
+from sensors.macro import DatabaseBusy, read_stored
 
 event_days_job = define_asset_job(
     "leaf_live_event_days", selection=[market_prices, weather_hourly, electricity_load, forecast_tasks],
@@ -54,8 +82,7 @@ event_scores_job = define_asset_job(
     description="Event track: baseline forecasts of every stored task and the scores of every model, after the "
     "blocking point-in-time checks on the stored tasks.")
 
-# Issue 11: the agents. Weekly retrieval + dual fact-check of every target (week x target partitions; a schedule
-# built with build_schedule_from_partitioned_job requests every target of the week that just ended), and the daily
+# Issue 11: the agents. Weekly retrieval + dual fact-check of every target (week x target partitions), and the daily
 # LLM forecasts of the day's cutoffs with their blocking leak check, then the scores of every model.
 event_retrieval_job = define_asset_job(
     "leaf_live_event_retrieval", selection=[retrieved_events, fact_checked_events],
@@ -71,20 +98,131 @@ event_analyses_job = define_asset_job(
     description="Event track: Table 2 filter rates and costs, predictability levels, alpha-consistency, living-data "
     "and fact-check ablations from the stored rows.")
 
+# The weekly retrieval schedule's job (retrieved_events -> fact_checked_events, built on the event-agents branch):
+# build_event_schedules adds the schedule when a job of this name is among the jobs it is given.
+EVENT_RETRIEVAL_JOB = "leaf_live_event_retrieval"
+# daily source asset -> its publication lag after the UTC day's end
+DAILY_SOURCES = {
+    market_prices.key: price_source.PUBLICATION_LAG,
+    weather_hourly.key: weather_source.PUBLICATION_LAG,
+    electricity_load.key: load_source.PUBLICATION_LAG,
+}
+DAYS_LOOKBACK = timedelta(days=7)  # the first tick (no cursor) catches up at most this far back
+DAILY_ASSETS = [market_prices.key, weather_hourly.key, electricity_load.key, forecast_tasks.key]
 
-@sensor(job=event_questions_job, minimum_interval_seconds=6 * 3600, default_status=DefaultSensorStatus.STOPPED,
-        description="Adds a question partition for every new question of the event_markets source in the LEAF "
-        "categories and requests its run.")
-def event_questions_sensor(context: SensorEvaluationContext, event_markets: EventMarketsResource) -> SensorResult:
-    keys = question_keys(event_markets.client().load().questions)
+
+def event_questions_tick(context: SensorEvaluationContext, clock: ClockResource, event_markets: EventMarketsResource,
+                         db: LeafLiveDB) -> SensorResult:
+    """One evaluation of ``event_questions_sensor`` (module docstring)."""
+    at = clock.now()
+    data = event_markets.client().load()
+    keys = question_keys(data.questions)
     have = set(context.instance.get_dynamic_partitions(EVENT_QUESTIONS.name))
     new = [k for k in keys if k not in have]
-    return SensorResult(
-        dynamic_partitions_requests=[EVENT_QUESTIONS.build_add_request(new)] if new else [],
-        run_requests=[RunRequest(partition_key=k) for k in new],
-    )
+    requested = json.loads(context.cursor)["resolved"] if context.cursor else []
+    try:
+        stored = read_stored(db, "SELECT question_id, resolve_at FROM prediction_markets", [])
+    except DatabaseBusy as exc:
+        return SensorResult(skip_reason=SkipReason(str(exc)), cursor=context.cursor)
+    if stored is None:
+        stored = data.questions.clear().select("question_id", "resolve_at")
+    landed = resolutions_landed(data, stored, requested, at)
+    # a question's first run already stores its resolution when both arrive in one tick
+    landed = landed.filter(landed["question_id"].is_in(keys) & ~landed["question_id"].is_in(new))
+    runs = [RunRequest(run_key=f"listed/{k}", partition_key=k) for k in new]
+    runs += [RunRequest(run_key=f"resolved/{q}", partition_key=q, tags={"leaf_live/resolved_at": t.isoformat()})
+             for q, t in landed.iter_rows()]
+    cursor = json.dumps({"resolved": sorted({*requested, *landed["question_id"].to_list()}),
+                         "evaluated_at": at.isoformat()})
+    if not runs:
+        return SensorResult(skip_reason=SkipReason(f"{at:%Y-%m-%d %H:%M}Z: no new question and no resolution landed "
+                                                   f"({len(keys)} questions known)"), cursor=cursor)
+    return SensorResult(dynamic_partitions_requests=[EVENT_QUESTIONS.build_add_request(new)] if new else [],
+                        run_requests=runs, cursor=cursor)
+
+
+def event_days_tick(context: SensorEvaluationContext, clock: ClockResource) -> SensorResult:
+    """One evaluation of ``event_days_sensor`` (module docstring)."""
+    at = clock.now()
+    last = json.loads(context.cursor) if context.cursor else {}
+    runs, cursor = [], dict(last)
+    for key, lag in DAILY_SOURCES.items():
+        name = key.to_user_string()
+        first = (date.fromisoformat(last[name]) + timedelta(days=1)) if name in last else (at - DAYS_LOOKBACK).date()
+        for day in days_complete(at, lag, first):
+            runs.append(RunRequest(run_key=f"{name}/{day}", partition_key=day.isoformat(), asset_selection=[key]))
+            cursor[name] = day.isoformat()
+    text = json.dumps(cursor, sort_keys=True)
+    if not runs:
+        return SensorResult(skip_reason=SkipReason(f"{at:%Y-%m-%d %H:%M}Z: no day newly complete at any daily source "
+                                                   f"(last requested: {cursor or 'none'})"), cursor=text)
+    return SensorResult(run_requests=runs, cursor=text)
+
+
+def event_days_schedule_tick(context: ScheduleEvaluationContext, clock: ClockResource) -> RunRequest | SkipReason:
+    """Daily ingestion: yesterday's (UTC) partition of the daily sources and tasks, unless every daily asset has
+    it materialized already (e.g. by ``event_days_sensor`` and an earlier tick)."""
+    t = clock.simulated() or context.scheduled_execution_time or clock.now()
+    day = (t.astimezone(UTC) - timedelta(days=1)).date().isoformat()
+    missing = [k.to_user_string() for k in DAILY_ASSETS
+               if day not in context.instance.get_materialized_partitions(k)]
+    if not missing:
+        return SkipReason(f"day {day}: every daily asset is materialized already (nothing to ingest)")
+    return RunRequest(run_key=f"daily/{day}", partition_key=day, tags={"leaf_live/missing": ",".join(missing)})
+
+
+def event_forecasts_tick(context: ScheduleEvaluationContext, db: LeafLiveDB) -> RunRequest | SkipReason:
+    """Daily event forecasts: the baselines (and any forecaster of ``leaf_forecasts``) and the scores, when tasks
+    are stored."""
+    try:
+        n = read_stored(db, "SELECT count(*) AS n FROM forecast_tasks", [])
+    except DatabaseBusy as exc:
+        return SkipReason(str(exc))
+    tasks = 0 if n is None else int(n["n"][0])
+    if tasks == 0:
+        return SkipReason("no forecast task is stored yet (nothing to forecast)")
+    day = (context.scheduled_execution_time or datetime.now(UTC)).astimezone(UTC).date().isoformat()
+    return RunRequest(run_key=f"forecasts/{day}", tags={"leaf_live/tasks": str(tasks)})
+
+
+def weekly_retrieval_tick(context: ScheduleEvaluationContext) -> RunRequest:
+    """Weekly event retrieval (LEAF §3.2): one run of the retrieval job per week."""
+    week = (context.scheduled_execution_time or datetime.now(UTC)).astimezone(UTC).strftime("%G-W%V")
+    return RunRequest(run_key=f"retrieval/{week}")
+
+
+def build_event_sensors(status: DefaultSensorStatus) -> list:
+    return [
+        sensor(name="event_questions_sensor", job=event_questions_job, minimum_interval_seconds=3600,
+               default_status=status,
+               description="Adds a question partition for every new question of the event_markets source in the LEAF "
+               "categories and requests its run; requests it again once when its resolution lands.")(event_questions_tick),
+        sensor(name="event_days_sensor", job=event_days_job, minimum_interval_seconds=900, default_status=status,
+               description="Requests each daily source's UTC-day partition once the clock passes the day's end plus "
+               "the source's publication lag (prices 1 h, load 2 h, weather 6 h), once per source and day.")(event_days_tick),
+    ]
+
+
+def build_event_schedules(status: DefaultScheduleStatus, jobs: list | None = None) -> list:
+    """The event track's schedules; with a job named :data:`EVENT_RETRIEVAL_JOB` in ``jobs`` (the hook for the
+    retrieval stage), the weekly retrieval schedule on it too."""
+    out = [
+        schedule(name="event_days_daily_schedule", job=event_days_job, cron_schedule="0 6 * * *",
+                 execution_timezone="UTC", default_status=status,
+                 description="Daily ingestion at 06:00 UTC: yesterday's prices, weather, load and series/trend tasks, "
+                 "skipped when all are materialized.")(event_days_schedule_tick),
+        schedule(name="event_forecasts_daily_schedule", job=event_scores_job, cron_schedule="0 7 * * *",
+                 execution_timezone="UTC", default_status=status,
+                 description="Daily event forecasts and scores at 07:00 UTC, skipped while no task is stored.")(
+                     event_forecasts_tick),
+    ]
+    retrieval = [j for j in (jobs or []) if j.name == EVENT_RETRIEVAL_JOB]
+    if retrieval:
+        out.append(schedule(name="event_retrieval_weekly_schedule", job=retrieval[0], cron_schedule="0 5 * * 1",
+                            execution_timezone="UTC", default_status=status,
+                            description="Weekly event retrieval and fact-checking, Mondays 05:00 UTC.")(weekly_retrieval_tick))
+    return out
 
 
 EVENT_JOBS = [event_days_job, event_questions_job, event_scores_job, event_retrieval_job, event_llm_forecasts_job,
               event_analyses_job]
-EVENT_SENSORS = [event_questions_sensor]

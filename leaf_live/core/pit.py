@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -327,3 +327,17 @@ def is_first_per_period(keys: Sequence[str] = ("indicator_id", "reference_period
     """Polars expression: the row is the earliest of its ``keys`` group by ``time_col`` (a later estimate of the
     same period is False)."""
     return pl.col(time_col) == pl.col(time_col).min().over(list(keys))
+
+
+def days_complete(at: datetime, lag: timedelta, first: date, last: date | None = None) -> list[date]:
+    """UTC days ``first`` .. ``last`` (default: any) whose data a source has published by the instant ``at``
+    (tz-aware): the day's end (next day 00:00 UTC) plus the source's publication ``lag`` is at or before ``at``.
+    Empty when none. Raises :class:`ValueError` for a naive ``at`` or a negative ``lag``."""
+    if at.tzinfo is None:
+        raise ValueError(f"at={at!r}: give a time zone (UTC)")
+    if lag < timedelta(0):
+        raise ValueError(f"lag={lag}: a publication lag cannot be negative")
+    newest = (to_utc(at) - lag).date() - timedelta(days=1)  # the last day whose end + lag has passed
+    if last is not None:
+        newest = min(newest, last)
+    return [first + timedelta(days=i) for i in range((newest - first).days + 1)]

@@ -12,6 +12,8 @@ settings in ``resources.default_resources`` (secrets travel as Dagster ``EnvVar`
 | ``FRED_API_KEY``                  | ALFRED vintages in live mode (secret: passed as a Dagster ``EnvVar``) | unset                            |
 | ``LEAF_LIVE_EXECUTOR``            | Dagster executor of the code location's jobs: ``in_process`` (embedded profile) or ``celery`` (production profile, ``deploy/production``) | ``in_process`` |
 | ``LEAF_LIVE_CELERY_CONFIG``       | the Celery executor/worker YAML shared by the run coordinator and ``dagster-celery worker start -y`` | ``deploy/production/celery.yaml`` of the checkout |
+| ``LEAF_LIVE_SCHEDULES``           | ``on``: the living service's sensors and schedules start RUNNING when the code location loads (``dagster dev`` with a daemon); ``off``: STOPPED (turn each on in the UI) | ``off`` |
+| ``LEAF_LIVE_CLOCK``               | a fixed "now" (ISO 8601 with a zone, e.g. ``2026-02-11T14:00:00Z``) for the sensors and schedules, and the instant the snapshot sources replay (a release appears once the clock passes its ``available_at``); unset = the system clock | unset |
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 DEFAULT_DB = Path("data/leaf_live.duckdb")
@@ -27,6 +30,7 @@ DEFAULT_SNAPSHOT = Path("../shared/data")
 CHECKOUT_SNAPSHOT = Path(__file__).resolve().parents[2] / DEFAULT_SNAPSHOT
 TRANSPORTS = ("snapshot", "live")
 EXECUTORS = ("in_process", "celery")
+SWITCH_VALUES = {"on": True, "off": False}
 # deploy/production/celery.yaml of this checkout (the code location runs from a checkout or an editable install)
 DEFAULT_CELERY_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "production" / "celery.yaml"
 LLM_VARIABLES = (
@@ -60,6 +64,8 @@ class Settings:
     celery_config: Path = DEFAULT_CELERY_CONFIG
     transport_set: bool = False  # LEAF_LIVE_TRANSPORT was given (else the transport follows the snapshot's presence)
     snapshot_searched: str = ""  # where the default snapshot was looked for (for the error when none exists)
+    schedules_on: bool = False
+    clock: datetime | None = None
 
     def require_snapshot(self) -> Path:
         """Return the snapshot directory or raise :class:`SettingsError` naming ``LEAF_LIVE_SNAPSHOT``."""
@@ -95,10 +101,28 @@ def get_settings() -> Settings:
     if executor not in EXECUTORS:
         raise SettingsError(f"LEAF_LIVE_EXECUTOR={executor!r}: expected one of {EXECUTORS}")
     celery_config = Path(os.environ.get("LEAF_LIVE_CELERY_CONFIG") or DEFAULT_CELERY_CONFIG)
+    switch = (os.environ.get("LEAF_LIVE_SCHEDULES") or "off").strip().lower()
+    if switch not in SWITCH_VALUES:
+        raise SettingsError(f"LEAF_LIVE_SCHEDULES={switch!r}: expected 'on' or 'off'")
     return Settings(db_path=db, snapshot_dir=snapshot, transport=transport, llm=_set(LLM_VARIABLES),
                     urls=_set(URL_VARIABLES), secrets_set=frozenset(_set(SECRET_VARIABLES)),
                     executor=executor, celery_config=celery_config, transport_set=bool(transport_env),
-                    snapshot_searched=searched)
+                    snapshot_searched=searched, schedules_on=SWITCH_VALUES[switch],
+                    clock=parse_clock(os.environ.get("LEAF_LIVE_CLOCK") or None))
+
+
+def parse_clock(text: str | None, name: str = "LEAF_LIVE_CLOCK") -> datetime | None:
+    """A fixed clock instant from ISO 8601 text with a zone (``2026-02-11T14:00:00Z``), as UTC; ``None`` for
+    none. Raises :class:`SettingsError` naming ``name`` and the value for text that is not such an instant."""
+    if text is None:
+        return None
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise SettingsError(f"{name}={text!r}: expected an ISO 8601 instant such as 2026-02-11T14:00:00Z") from None
+    if t.tzinfo is None:
+        raise SettingsError(f"{name}={text!r}: give a time zone (e.g. Z for UTC)")
+    return t.astimezone(timezone.utc)
 
 
 def secret_values() -> list[str]:

@@ -179,3 +179,12 @@ def mark_after_release(nowcasts: pl.DataFrame, windows: pl.DataFrame) -> pl.Data
         .alias("after_release")
     )
     return out.sort("_row").drop("_row", "_closes_at").select(base.columns)
+
+
+def open_windows(windows: pl.DataFrame, at: datetime) -> pl.DataFrame:
+    """The ``nowcast_windows`` rows open at the instant ``at`` (tz-aware): ``opens_at <= at < closes_at``
+    (Sec. 3.4: a window closes at the scheduled release). The hourly nowcast run issues one nowcast per open
+    window; an hour with none has nothing to do. Raises :class:`WindowError` for a naive ``at``."""
+    if at.tzinfo is None:
+        raise WindowError(f"at={at!r}: give a time zone (UTC)")
+    return windows.filter((pl.col("opens_at") <= at) & (pl.col("closes_at") > at))

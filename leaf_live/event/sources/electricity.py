@@ -29,6 +29,11 @@ from leaf_live.core.sources import SourceError, cached_parse, display_path
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.event.catalog import Target
 
+# When a UTC day's load is at the provider, counted from the day's end: the ISOs publish 5-minute load in near
+# real time (gridstatus); two hours covers late intervals. An operating assumption, not a measured figure.
+PUBLICATION_LAG = timedelta(hours=2)
+
+
 EIA_DIR = "leaf/electricity/eia930_cleaned_2018-2020"
 EIA_COLUMNS = ("date_time", "raw demand (MW)", "category", "cleaned demand (MW)")
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Callable, Sequence
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,6 +41,12 @@ import polars as pl
 
 from leaf_live.core.sources import SourceError, cached_parse, display_path
 from leaf_live.core.storage import conform, empty_frame
+
+# When a UTC day's bars are at the provider, counted from the day's end (next 00:00 UTC, already after the
+# 16:00/17:00 New York close): yfinance serves the day's bar minutes after the close; an hour covers late
+# settlement prices of the futures. An operating assumption, not a measured figure.
+PUBLICATION_LAG = timedelta(hours=1)
+
 
 # Newest download first (last date the folder's files reach, PROVENANCE.md).
 STOCK_FOLDERS = (

@@ -309,11 +309,41 @@ def _question_frame(rows: list[dict], path: pl.DataFrame) -> pl.DataFrame:
     return conform("prediction_markets", f.select(empty_frame("prediction_markets").columns).sort("question_id"))
 
 
-class SnapshotPredictionMarkets:
-    """ForecastBench question / resolution sets and the Polymarket FOMC trades (rules in the module doc)."""
+def market_data_known_at(data: MarketData, at: datetime) -> MarketData:
+    """``data`` as the source showed it at ``at`` (tz-aware): questions and path rows with ``available_at <= at``;
+    a question whose resolution row is later shows ``resolve_at`` NULL (unresolved). Same columns. Raises
+    :class:`ValueError` for a naive ``at``."""
+    if at.tzinfo is None:
+        raise ValueError(f"known_at={at!r}: give a time zone (UTC)")
+    at = at.astimezone(UTC)
+    path = data.path.filter(pl.col("available_at") <= at)
+    resolved = path.filter(pl.col("kind") == "resolution")["question_id"].to_list()
+    questions = data.questions.filter(pl.col("available_at") <= at).with_columns(
+        pl.when(pl.col("question_id").is_in(resolved)).then(pl.col("resolve_at")).otherwise(None).alias("resolve_at"))
+    return MarketData(questions, path)
 
-    def __init__(self, snapshot_dir: str | Path) -> None:
+
+def resolutions_landed(data: MarketData, stored: pl.DataFrame, requested: Sequence[str], at: datetime) -> pl.DataFrame:
+    """Questions whose resolution is known at ``at`` (a ``resolution`` path row with ``available_at <= at``) but
+    not stored: ``stored`` holds the stored ``prediction_markets`` rows (``question_id``, ``resolve_at``; a
+    stored question with NULL ``resolve_at`` is unresolved in the store) and ``requested`` the question ids
+    already requested. Returns ``question_id``, ``resolved_at`` sorted by time. Raises :class:`ValueError` for a
+    naive ``at``."""
+    if at.tzinfo is None:
+        raise ValueError(f"at={at!r}: give a time zone (UTC)")
+    done = stored.filter(pl.col("resolve_at").is_not_null())["question_id"].to_list()
+    return (data.path.filter((pl.col("kind") == "resolution") & (pl.col("available_at") <= at.astimezone(UTC)))
+            .select("question_id", pl.col("available_at").alias("resolved_at")).unique("question_id")
+            .filter(~pl.col("question_id").is_in([*done, *requested])).sort("resolved_at", "question_id"))
+
+
+class SnapshotPredictionMarkets:
+    """ForecastBench question / resolution sets and the Polymarket FOMC trades (rules in the module doc).
+    ``known_at`` (tz-aware) replays the recording at that instant (:func:`market_data_known_at`)."""
+
+    def __init__(self, snapshot_dir: str | Path, known_at: datetime | None = None) -> None:
         self.root = Path(snapshot_dir)
+        self.known_at = known_at
 
     def _parsed(self, path: Path, parse: Any) -> Any:
         return cached_parse("leaf_pm_" + parse.__name__, path, lambda p: parse(_json_file(p), file=display_path(p, self.root)))
@@ -358,7 +388,8 @@ class SnapshotPredictionMarkets:
         q1, p1 = self.forecastbench()
         q2, p2 = self.fomc()
         path = _path_frame(p1 + p2)
-        return MarketData(_question_frame(q1 + q2, path), path)
+        data = MarketData(_question_frame(q1 + q2, path), path)
+        return data if self.known_at is None else market_data_known_at(data, self.known_at)
 
 
 # ------------------------------------------------------------------------------------------------

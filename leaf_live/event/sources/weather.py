@@ -39,6 +39,12 @@ from leaf_live.core.sources import SourceError, cached_parse, display_path, http
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.event.catalog import Target
 
+# When a UTC day's hours are at the provider, counted from the day's end: Meteostat's hourly station data
+# arrive within hours, Open-Meteo's archive fills the rest later; six hours is an operating assumption (a
+# day re-requested later replaces its partition), not a measured figure.
+PUBLICATION_LAG = timedelta(hours=6)
+
+
 UTC = timezone.utc
 WEATHER_DIR = "leaf/weather"
 NYC_ARCHIVE = "openmeteo_nyc_hourly_2023-10_2026-08.csv.gz"

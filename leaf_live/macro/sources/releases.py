@@ -135,7 +135,8 @@ class _Calendar:
     :class:`~leaf_live.core.sources.FileStore`, the live-window calendar from ``calendar_file`` when given."""
 
     def __init__(self, archive: FileStore | None, *, sources: Sequence[str], calendar_file: str | os.PathLike | None,
-                 consensus_source: str, archive_years: Iterable[int] | None = None) -> None:
+                 consensus_source: str, archive_years: Iterable[int] | None = None,
+                 known_at: datetime | None = None) -> None:
         unknown = [s for s in sources if s not in SOURCES]
         if unknown:
             raise ValueError(f"sources: unknown calendar source(s) {unknown}; expected any of {SOURCES}")
@@ -144,6 +145,7 @@ class _Calendar:
         self.calendar_file = calendar_file
         self.consensus_source = consensus_source
         self._years = archive_years
+        self.known_at = known_at
 
     def _need_archive(self, source: str) -> FileStore:
         if self.archive is None:
@@ -181,21 +183,26 @@ class _Calendar:
         out = pl.concat(frames, how="vertical") if frames else storage.empty_frame("release_calendar")
         if months is not None:
             out = out.filter(pl.col("partition_key").is_in(list(months)))
+        if self.known_at is not None:
+            out = calendar_known_at(out, self.known_at)
         return out.sort(["release_at", "indicator_id", "source", "period_label"])
 
 
 class ReleaseCalendarSnapshot(_Calendar):
     """The recorded calendars under ``snapshot_dir`` (module docstring). ``calendar_file`` (path or http(s)
     URL of a calendar export) replaces the recorded live file. ``consensus_source``: who produced C in the
-    LiveMacroEval files (default Investing.com). Raises :class:`ValueError` for an unknown source or a
-    missing directory."""
+    LiveMacroEval files (default Investing.com). ``known_at`` (tz-aware) replays the recording as the calendar
+    showed it at that instant (:func:`calendar_known_at`: a release "appears" once the clock passes its
+    ``available_at``); ``None`` shows every recorded value. Raises :class:`ValueError` for an unknown source or
+    a missing directory."""
 
     transport = "snapshot"
 
     def __init__(self, snapshot_dir: str | os.PathLike, *, sources: Sequence[str] = DEFAULT_SOURCES,
-                 calendar_file: str | os.PathLike | None = None, consensus_source: str = "investing") -> None:
+                 calendar_file: str | os.PathLike | None = None, consensus_source: str = "investing",
+                 known_at: datetime | None = None) -> None:
         super().__init__(SnapshotFiles(snapshot_dir), sources=sources, calendar_file=calendar_file,
-                         consensus_source=consensus_source)
+                         consensus_source=consensus_source, known_at=known_at)
 
 
 class ReleaseCalendarLive(_Calendar):
@@ -220,6 +227,17 @@ class ReleaseCalendarLive(_Calendar):
             archive = SnapshotFiles(archive_dir)
         super().__init__(archive, sources=sources, calendar_file=calendar_file, consensus_source=consensus_source,
                          archive_years=FOREXFACTORY_YEARS if archive_url else None)
+
+
+def calendar_known_at(calendar: pl.DataFrame, at: datetime) -> pl.DataFrame:
+    """``release_calendar`` rows as the calendar showed them at ``at`` (tz-aware): every scheduled row stays (the
+    schedule and the consensus are published ahead), but ``actual`` is empty where ``available_at > at`` -- the
+    live calendar's "empty A = scheduled, not yet released" (:func:`read_calendar_file`). Same columns and
+    order. Raises :class:`ValueError` for a naive ``at``."""
+    if at.tzinfo is None:
+        raise ValueError(f"known_at={at!r}: give a time zone (UTC)")
+    return calendar.with_columns(
+        pl.when(pl.col("available_at") <= at.astimezone(UTC)).then(pl.col("actual")).otherwise(None).alias("actual"))
 
 
 # ------------------------------------------------------------------------------------------------
