@@ -35,8 +35,7 @@ from dagster import (
     sensor,
 )
 
-from assets.common import RELEASE_MONTHS
-from assets.macro_nowcasts import NOWCAST_HOURS, llm_nowcasts
+from assets.macro_nowcasts import llm_nowcasts
 from assets.macro_releases import release_calendar
 from assets.macro_scoring import DEFAULT_MODES
 from leaf_live.core import storage
@@ -52,7 +51,6 @@ LANDING_JOB = "macro_release_landed"
 release_landing_job = define_asset_job(
     LANDING_JOB,
     selection=AssetSelection.assets(release_calendar).downstream() - AssetSelection.assets(llm_nowcasts),
-    partitions_def=RELEASE_MONTHS,
     description="A landed release's month: release calendar, first releases and everything downstream (windows, "
     "announcement returns, surprise events, nowcasts, scores, analyses, dbt marts). Requested by "
     "release_landed_sensor, once per release.",
@@ -61,7 +59,7 @@ LANDING_SENSOR_INTERVAL_S = 300
 RELEASES_TAG = "leaf_live/releases"
 
 # the hourly nowcast job (one partition per UTC hour); its schedule ticks five minutes past each hour
-llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts], partitions_def=NOWCAST_HOURS)
+llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts])
 
 
 class DatabaseBusy(RuntimeError):
