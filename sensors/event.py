@@ -61,6 +61,7 @@ from assets.event_agents import (
 from assets.event_analyses import EVENT_ANALYSIS_ASSETS
 from assets.event_scoring import leaf_forecasts, leaf_scores
 from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
+from leaf_live.core import storage
 from leaf_live.core.pit import UTC, days_complete
 from leaf_live.event.sources import electricity as load_source
 from leaf_live.event.sources import markets as price_source
@@ -121,7 +122,7 @@ def event_questions_tick(context: SensorEvaluationContext, clock: ClockResource,
     new = [k for k in keys if k not in have]
     requested = json.loads(context.cursor)["resolved"] if context.cursor else []
     try:
-        stored = read_stored(db, "SELECT question_id, resolve_at FROM prediction_markets", [])
+        stored = read_stored(db, lambda con: storage.read_table(con, "prediction_markets"))
     except DatabaseBusy as exc:
         return SensorResult(skip_reason=SkipReason(str(exc)), cursor=context.cursor)
     if stored is None:
@@ -175,10 +176,10 @@ def event_forecasts_tick(context: ScheduleEvaluationContext, db: LeafLiveDB) -> 
     """Daily event forecasts: the baselines (and any forecaster of ``leaf_forecasts``) and the scores, when tasks
     are stored."""
     try:
-        n = read_stored(db, "SELECT count(*) AS n FROM forecast_tasks", [])
+        n = read_stored(db, lambda con: con.execute("SELECT count(*) FROM forecast_tasks").fetchone()[0])
     except DatabaseBusy as exc:
         return SkipReason(str(exc))
-    tasks = 0 if n is None else int(n["n"][0])
+    tasks = 0 if n is None else int(n)
     if tasks == 0:
         return SkipReason("no forecast task is stored yet (nothing to forecast)")
     day = (context.scheduled_execution_time or datetime.now(UTC)).astimezone(UTC).date().isoformat()

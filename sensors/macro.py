@@ -16,8 +16,10 @@ restart) holds the releases requested in the look-back span.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import polars as pl
@@ -62,13 +64,16 @@ RELEASES_TAG = "leaf_live/releases"
 llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts])
 
 
+T = TypeVar("T")
+
+
 class DatabaseBusy(RuntimeError):
     """The DuckDB file is held by a writing process; the tick retries at the next interval."""
 
 
-def read_stored(db: LeafLiveDB, sql: str, params: list) -> pl.DataFrame | None:
-    """Rows of a read-only query on the project database; ``None`` when the file does not exist yet.
-    Raises :class:`DatabaseBusy` while another process holds the write lock (a run is writing)."""
+def read_stored(db: LeafLiveDB, read: Callable[[duckdb.DuckDBPyConnection], T]) -> T | None:
+    """``read(con)`` on a read-only connection to the project database; ``None`` when the file does not exist
+    yet. Raises :class:`DatabaseBusy` while another process holds the write lock (a run is writing)."""
     path = Path(db.database)
     if not path.exists():
         return None
@@ -77,7 +82,7 @@ def read_stored(db: LeafLiveDB, sql: str, params: list) -> pl.DataFrame | None:
     except duckdb.IOException as exc:
         raise DatabaseBusy(f"{path}: held by a writing process ({exc}); retrying at the next tick") from None
     try:
-        return con.execute(sql, params).pl()
+        return read(con)
     finally:
         con.close()
 
@@ -110,8 +115,8 @@ def release_landed(context: SensorEvaluationContext, clock: ClockResource, calen
     requested = _load_cursor(context.cursor)
     cal_months, land_months = watched_months(at)
     try:
-        stored = read_stored(db, "SELECT indicator_id, release_at FROM releases WHERE partition_key IN "
-                             f"({', '.join('?' for _ in land_months)})", land_months)
+        stored = read_stored(db, lambda con: storage.read_table(
+            con, "releases", f"partition_key IN ({', '.join('?' for _ in land_months)})", land_months))
     except DatabaseBusy as exc:
         return SkipReason(str(exc))
     if stored is None:
@@ -149,7 +154,7 @@ def llm_nowcast_tick(context: ScheduleEvaluationContext, clock: ClockResource, d
     if message:
         return SkipReason(f"hour {key}: {message}")
     try:
-        windows = read_stored(db, "SELECT * FROM nowcast_windows WHERE opens_at <= ? AND closes_at > ?", [hour, hour])
+        windows = read_stored(db, lambda con: storage.read_table(con, "nowcast_windows", "closes_at > ?", [hour]))
     except DatabaseBusy as exc:
         return SkipReason(str(exc))
     n = 0 if windows is None else open_windows(windows, hour).height

@@ -1,0 +1,181 @@
+"""The living service's switch, schedules and event sensors: what each tick requests, and the reason it gives when
+there is nothing to do."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+from dagster import (
+    AssetKey,
+    AssetMaterialization,
+    DagsterInstance,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+    instance_for_test,
+)
+
+from leaf_live.core import storage
+from leaf_live.core.llm import NO_MODELS_MESSAGE
+from leaf_live.core.pit import days_complete
+from leaf_live.core.settings import SettingsError, get_settings
+from leaf_live.event.sources.prediction_markets import SnapshotPredictionMarkets, market_data_known_at, resolutions_landed
+from leaf_live.macro.scoring.surprises import first_releases
+from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
+from leaf_live.macro.windows import nowcast_windows
+from resources import ClockResource, LeafLiveDB, LLMResource
+from sensors import living_service
+from sensors.event import event_days_schedule_tick, event_days_tick, event_forecasts_tick
+from sensors.macro import llm_nowcast_tick
+
+UTC = timezone.utc
+NAMES = {"release_landed_sensor", "event_questions_sensor", "event_days_sensor", "llm_nowcasts_hourly_schedule",
+         "event_days_daily_schedule", "event_forecasts_daily_schedule"}
+
+
+def test_every_sensor_and_schedule_is_stopped_by_default_and_running_by_the_one_switch(monkeypatch):
+    monkeypatch.delenv("LEAF_LIVE_SCHEDULES", raising=False)
+    off = living_service(get_settings())
+    assert {d.name for d in [*off.sensors, *off.schedules]} == NAMES
+    assert {s.default_status for s in off.sensors} == {DefaultSensorStatus.STOPPED}
+    assert {s.default_status for s in off.schedules} == {DefaultScheduleStatus.STOPPED}
+    monkeypatch.setenv("LEAF_LIVE_SCHEDULES", "on")
+    on = living_service(get_settings())
+    assert {s.default_status for s in on.sensors} == {DefaultSensorStatus.RUNNING}
+    assert {s.default_status for s in on.schedules} == {DefaultScheduleStatus.RUNNING}
+    monkeypatch.setenv("LEAF_LIVE_SCHEDULES", "yes")
+    with pytest.raises(SettingsError, match="LEAF_LIVE_SCHEDULES='yes': expected 'on' or 'off'"):
+        get_settings()
+    monkeypatch.setenv("LEAF_LIVE_SCHEDULES", "off")
+    monkeypatch.setenv("LEAF_LIVE_CLOCK", "2026-02-11 14:00")
+    with pytest.raises(SettingsError, match="LEAF_LIVE_CLOCK='2026-02-11 14:00': give a time zone"):
+        get_settings()
+
+
+def test_the_weekly_retrieval_schedule_attaches_to_the_retrieval_job_when_it_exists():
+    from dagster import define_asset_job
+
+    from sensors.event import EVENT_RETRIEVAL_JOB
+
+    assert "event_retrieval_weekly_schedule" not in {s.name for s in living_service(get_settings()).schedules}
+    hook = define_asset_job(EVENT_RETRIEVAL_JOB, selection=["leaf_targets"])
+    weekly = {s.name: s for s in living_service(get_settings(), jobs=[hook]).schedules}["event_retrieval_weekly_schedule"]
+    assert weekly.job_name == EVENT_RETRIEVAL_JOB and weekly.cron_schedule == "0 5 * * 1"
+
+
+@pytest.fixture()
+def windows_db(tmp_path, snapshot_dir):
+    """A DuckDB file holding the nowcast windows of February 2026's first releases (windows open on the 25th of
+    the reference month, 00:00 New York, and close at the release)."""
+    rel = first_releases(ReleaseCalendarSnapshot(snapshot_dir).calendar(months=["2026-01", "2026-02"]))
+    win = nowcast_windows(rel.filter(pl.col("partition_key") == "2026-02"))
+    path = tmp_path / "windows.duckdb"
+    with storage.open_db(path) as con:
+        storage.replace_partition(con, "nowcast_windows", win, {"partition_key": "2026-02"})
+    return path, win
+
+
+def test_the_hourly_nowcast_tick_runs_only_hours_with_an_open_window_and_models(windows_db):
+    path, win = windows_db
+    db, models = LeafLiveDB(database=str(path)), LLMResource(models="openai/gpt-5@single")
+
+    def tick(at, llm=models):
+        return llm_nowcast_tick(build_schedule_context(scheduled_execution_time=at), clock=ClockResource(), db=db, llm=llm)
+
+    # CPI (released 2026-02-13 13:30 UTC) is open from 2026-01-25 05:00 UTC; at 13:05 every window still open counts
+    at = datetime(2026, 2, 13, 13, 5, tzinfo=UTC)
+    req = tick(at)
+    n_open = win.filter((pl.col("opens_at") <= at.replace(minute=0)) & (pl.col("closes_at") > at.replace(minute=0))).height
+    assert isinstance(req, RunRequest) and req.partition_key == "2026-02-13-13:00" and n_open >= 1
+    assert req.tags["leaf_live/open_windows"] == str(n_open)
+    # after the month's last release (PPI 2026-02-27 13:30 UTC) and before its first window opens: nothing to do
+    first_open = win["opens_at"].min()
+    for quiet in (datetime(2026, 3, 10, 12, 5, tzinfo=UTC), first_open - timedelta(minutes=55)):
+        skip = tick(quiet)
+        assert isinstance(skip, SkipReason) and "no nowcast window is open (nothing to nowcast)" in skip.skip_message
+    skip = tick(at, LLMResource())
+    assert isinstance(skip, SkipReason) and skip.skip_message == f"hour 2026-02-13-13:00: {NO_MODELS_MESSAGE}"
+    # a simulated clock (LEAF_LIVE_CLOCK) decides the hour instead of the tick time
+    sim = llm_nowcast_tick(build_schedule_context(scheduled_execution_time=datetime(2026, 3, 10, 12, 5, tzinfo=UTC)),
+                           clock=ClockResource(at="2026-02-13T13:40:00Z"), db=db, llm=models)
+    assert isinstance(sim, RunRequest) and sim.partition_key == "2026-02-13-13:00"
+
+
+def test_daily_ingestion_requests_yesterday_until_every_daily_asset_has_it():
+    with instance_for_test() as instance:
+        _daily_ingestion(instance)
+
+
+def _daily_ingestion(instance):
+    at = datetime(2026, 2, 10, 6, tzinfo=UTC)
+    ctx = build_schedule_context(instance=instance, scheduled_execution_time=at)
+    req = event_days_schedule_tick(ctx, clock=ClockResource())
+    assert isinstance(req, RunRequest) and req.partition_key == "2026-02-09"
+    assert req.tags["leaf_live/missing"] == "market_prices,weather_hourly,electricity_load,forecast_tasks"
+    for key in ("market_prices", "weather_hourly", "electricity_load", "forecast_tasks"):
+        instance.report_runless_asset_event(AssetMaterialization(asset_key=AssetKey(key), partition="2026-02-09"))
+    skip = event_days_schedule_tick(build_schedule_context(instance=instance, scheduled_execution_time=at),
+                                    clock=ClockResource())
+    assert isinstance(skip, SkipReason)
+    assert skip.skip_message == "day 2026-02-09: every daily asset is materialized already (nothing to ingest)"
+
+
+def test_daily_forecasts_skip_without_tasks_and_run_with_them(tmp_path, main_run):
+    ctx = build_schedule_context(scheduled_execution_time=datetime(2026, 2, 10, 7, tzinfo=UTC))
+    skip = event_forecasts_tick(ctx, db=LeafLiveDB(database=str(tmp_path / "empty.duckdb")))
+    assert isinstance(skip, SkipReason) and skip.skip_message == "no forecast task is stored yet (nothing to forecast)"
+    con = storage.connect_read_only(main_run["db"])
+    n = con.execute("SELECT count(*) FROM forecast_tasks").fetchone()[0]
+    con.close()
+    req = event_forecasts_tick(ctx, db=LeafLiveDB(database=str(main_run["db"])))
+    assert n > 0 and isinstance(req, RunRequest) and req.tags["leaf_live/tasks"] == str(n)
+    assert req.run_key == "forecasts/2026-02-10"
+
+
+def test_a_day_is_requested_per_source_once_its_end_plus_the_lag_has_passed():
+    assert days_complete(datetime(2026, 2, 10, 0, 59, tzinfo=UTC), timedelta(hours=1), date(2026, 2, 8)) == [date(2026, 2, 8)]
+    assert days_complete(datetime(2026, 2, 10, 1, 0, tzinfo=UTC), timedelta(hours=1), date(2026, 2, 8)) == [
+        date(2026, 2, 8), date(2026, 2, 9)]
+    instance = DagsterInstance.ephemeral()
+    cursor = json.dumps({"market_prices": "2026-02-08", "weather_hourly": "2026-02-08", "electricity_load": "2026-02-08"})
+    seen = []
+    # the clock hour by hour over 2026-02-10: prices of the 9th at 01:00 (1 h lag), load at 02:00, weather at 06:00
+    for h in range(24):
+        at = datetime(2026, 2, 10, h, tzinfo=UTC)
+        data = event_days_tick(build_sensor_context(instance=instance, cursor=cursor), clock=ClockResource(at=at.isoformat()))
+        cursor = data.cursor
+        seen += [(h, r.asset_selection[0].to_user_string(), r.partition_key) for r in data.run_requests]
+        if not data.run_requests:
+            assert "no day newly complete at any daily source" in data.skip_reason.skip_message
+    assert seen == [(1, "market_prices", "2026-02-09"), (2, "electricity_load", "2026-02-09"),
+                    (6, "weather_hourly", "2026-02-09")]
+    # a restart from the stored cursor requests nothing more that day
+    again = event_days_tick(build_sensor_context(instance=instance, cursor=cursor),
+                            clock=ClockResource(at="2026-02-10T23:00:00Z"))
+    assert again.run_requests == []
+
+
+def test_a_question_resolution_lands_once_when_the_clock_passes_it(snapshot_dir):
+    data = SnapshotPredictionMarkets(snapshot_dir).load()
+    res = data.path.filter(pl.col("kind") == "resolution").sort("available_at", "question_id")
+    qid, at = res["question_id"][0], res["available_at"][0]
+    before = market_data_known_at(data, at - timedelta(hours=1))
+    known = before.questions.filter(pl.col("question_id") == qid)
+    # listed before it resolved (or not yet listed); either way the replay shows no resolution yet
+    assert known.height == 0 or known["resolve_at"][0] is None
+    assert before.path.filter((pl.col("question_id") == qid) & (pl.col("kind") == "resolution")).height == 0
+    stored = pl.DataFrame({"question_id": [qid], "resolve_at": [None]}, schema={"question_id": pl.Utf8,
+                                                                                 "resolve_at": pl.Datetime("us", "UTC")})
+    assert resolutions_landed(before, stored, [], at - timedelta(hours=1)).height == 0
+    landed = resolutions_landed(market_data_known_at(data, at), stored, [], at)
+    assert qid in landed["question_id"].to_list()
+    assert landed.filter(pl.col("question_id") == qid)["resolved_at"][0] == at
+    assert qid not in resolutions_landed(data, stored, [qid], at)["question_id"].to_list()  # requested already
+    done = stored.with_columns(pl.lit(at).alias("resolve_at"))
+    assert qid not in resolutions_landed(data, done, [], at)["question_id"].to_list()  # stored resolved
