@@ -179,3 +179,43 @@ def test_a_question_resolution_lands_once_when_the_clock_passes_it(snapshot_dir)
     assert qid not in resolutions_landed(data, stored, [qid], at)["question_id"].to_list()  # requested already
     done = stored.with_columns(pl.lit(at).alias("resolve_at"))
     assert qid not in resolutions_landed(data, done, [], at)["question_id"].to_list()  # stored resolved
+
+
+def test_the_questions_sensor_requests_a_question_again_once_when_its_resolution_lands(snapshot_dir, tmp_path):
+    from assets.event_data import EVENT_QUESTIONS, question_keys
+    from resources.sources import EventMarketsSnapshotResource
+    from sensors.event import event_questions_tick
+
+    data = SnapshotPredictionMarkets(snapshot_dir).load()
+    keys = set(question_keys(data.questions))
+    res = data.path.filter((pl.col("kind") == "resolution") & pl.col("question_id").is_in(list(keys)))
+    # a LEAF-category question listed well before its resolution lands
+    listed = data.questions.select("question_id", pl.col("available_at").alias("listed_at"))
+    res = res.join(listed, on="question_id").filter(pl.col("available_at") - pl.col("listed_at") > timedelta(days=2))
+    qid, at = res.sort("available_at", "question_id").select("question_id", "available_at").row(0)
+    before = at - timedelta(hours=1)
+    # the store holds the question as its run saw it an hour before the resolution: unresolved
+    db_path = tmp_path / "questions.duckdb"
+    known = market_data_known_at(data, before).questions.filter(pl.col("question_id") == qid)
+    assert known.height == 1 and known["resolve_at"][0] is None
+    with storage.open_db(db_path) as con:
+        storage.replace_partition(con, "prediction_markets", known, {"partition_key": qid})
+    instance = DagsterInstance.ephemeral()
+
+    def tick(t, cursor):
+        markets = EventMarketsSnapshotResource(snapshot_dir=str(snapshot_dir), known_at=t.isoformat())
+        return event_questions_tick(build_sensor_context(instance=instance, cursor=cursor),
+                                    clock=ClockResource(at=t.isoformat()), event_markets=markets,
+                                    db=LeafLiveDB(database=str(db_path)))
+
+    first = tick(before, None)
+    listed_keys = [r.partition_key for r in first.run_requests if r.run_key.startswith("listed/")]
+    assert qid in listed_keys and not any(r.run_key == f"resolved/{qid}" for r in first.run_requests)
+    instance.add_dynamic_partitions(EVENT_QUESTIONS.name, listed_keys)  # what the daemon applies from the result
+    landed = tick(at, first.cursor)
+    mine = [r for r in landed.run_requests if r.run_key == f"resolved/{qid}"]
+    assert len(mine) == 1 and mine[0].partition_key == qid
+    assert mine[0].tags["leaf_live/resolved_at"] == at.isoformat()
+    assert not any(r.run_key.startswith("listed/") for r in landed.run_requests)  # nothing new listed since
+    later = tick(at + timedelta(hours=1), landed.cursor)
+    assert not any(r.partition_key == qid for r in later.run_requests)  # once
