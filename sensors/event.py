@@ -28,7 +28,6 @@ import json
 from datetime import date, datetime, timedelta
 
 from dagster import (
-    AssetKey,
     AssetSelection,
     DefaultScheduleStatus,
     DefaultSensorStatus,

@@ -17,7 +17,6 @@ import shutil
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-import pytest
 from dagster import AssetKey, DagsterInstance, RunRequest, build_sensor_context
 
 from leaf_live.core import storage
