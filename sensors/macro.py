@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import duckdb
-import polars as pl
 from dagster import (
     AssetSelection,
     DefaultScheduleStatus,
