@@ -7,7 +7,7 @@ adds them to the code location.
 
 Sensors: ``release_landed_sensor`` (macro, sensors/macro.py), ``event_questions_sensor`` and
 ``event_days_sensor`` (sensors/event.py). Schedules: ``llm_nowcasts_hourly_schedule``,
-``event_days_daily_schedule``, ``event_forecasts_daily_schedule`` and, once the retrieval job exists,
+``event_days_daily_schedule``, ``event_forecasts_daily_schedule``, ``event_llm_forecasts_daily_schedule`` and
 ``event_retrieval_weekly_schedule``.
 """
 
@@ -32,16 +32,14 @@ class LivingService:
     schedules: list
 
 
-def living_service(settings: Settings, jobs: list | None = None) -> LivingService:
+def living_service(settings: Settings) -> LivingService:
     """Every sensor and schedule, RUNNING by default when ``settings.schedules_on`` (``LEAF_LIVE_SCHEDULES=on``),
-    else STOPPED, with the jobs they target. ``jobs``: further jobs a schedule may attach to (the event
-    retrieval hook, ``sensors.event.EVENT_RETRIEVAL_JOB``)."""
+    else STOPPED, with the jobs they target."""
     on = settings.schedules_on
     sensor_status = DefaultSensorStatus.RUNNING if on else DefaultSensorStatus.STOPPED
     schedule_status = DefaultScheduleStatus.RUNNING if on else DefaultScheduleStatus.STOPPED
-    all_jobs = [*JOBS, *(jobs or [])]
     return LivingService(
-        jobs=all_jobs,
+        jobs=list(JOBS),
         sensors=[build_release_landed_sensor(sensor_status), *build_event_sensors(sensor_status)],
-        schedules=[build_llm_nowcast_schedule(schedule_status), *build_event_schedules(schedule_status, all_jobs)],
+        schedules=[build_llm_nowcast_schedule(schedule_status), *build_event_schedules(schedule_status)],
     )

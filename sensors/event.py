@@ -18,8 +18,9 @@ Living service (``clock`` resource gives "now"; the snapshot sources replay the 
   once per source and day (cursor: the last day requested per source).
 * :func:`event_days_schedule_tick` (daily ingestion, 06:00 UTC) requests yesterday's partition of the daily
   sources and tasks unless every daily asset already has it; :func:`event_forecasts_tick` (daily, 07:00 UTC)
-  runs the forecasts and scores when tasks exist. A weekly retrieval schedule attaches to the job named
-  :data:`EVENT_RETRIEVAL_JOB` when the event-agents work adds it (:func:`build_event_schedules`).
+  runs the baseline forecasts and scores when tasks exist; :func:`llm_forecasts_tick` (daily, 07:30 UTC) the LLM
+  forecasts of yesterday's cutoffs; :func:`weekly_retrieval_tick` (Mondays 05:00 UTC) retrieval and
+  fact-checking of every target for the week that ended.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from assets.event_data import (
     weather_hourly,
 )
 from assets.event_agents import (
+    RETRIEVAL_TARGETS,
+    RETRIEVAL_WEEKS,
     context_leaks_check,
     fact_checked_events,
     leaf_llm_forecasts,
@@ -66,7 +69,8 @@ from leaf_live.event.sources import electricity as load_source
 from leaf_live.event.sources import markets as price_source
 from leaf_live.event.sources import weather as weather_source
 from leaf_live.event.sources.prediction_markets import resolutions_landed
-from resources import ClockResource, EventMarketsResource, LeafLiveDB
+from leaf_live.core.llm import no_models_message
+from resources import ClockResource, EventMarketsResource, LeafLiveDB, LLMResource
 from sensors.macro import DatabaseBusy, read_stored
 
 event_days_job = define_asset_job(
@@ -98,9 +102,6 @@ event_analyses_job = define_asset_job(
     description="Event track: Table 2 filter rates and costs, predictability levels, alpha-consistency, living-data "
     "and fact-check ablations from the stored rows.")
 
-# The weekly retrieval schedule's job (retrieved_events -> fact_checked_events, built on the event-agents branch):
-# build_event_schedules adds the schedule when a job of this name is among the jobs it is given.
-EVENT_RETRIEVAL_JOB = "leaf_live_event_retrieval"
 # daily source asset -> its publication lag after the UTC day's end
 DAILY_SOURCES = {
     market_prices.key: price_source.PUBLICATION_LAG,
@@ -185,10 +186,38 @@ def event_forecasts_tick(context: ScheduleEvaluationContext, db: LeafLiveDB) -> 
     return RunRequest(run_key=f"forecasts/{day}", tags={"leaf_live/tasks": str(tasks)})
 
 
-def weekly_retrieval_tick(context: ScheduleEvaluationContext) -> RunRequest:
-    """Weekly event retrieval (LEAF §3.2): one run of the retrieval job per week."""
-    week = (context.scheduled_execution_time or datetime.now(UTC)).astimezone(UTC).strftime("%G-W%V")
-    return RunRequest(run_key=f"retrieval/{week}")
+def llm_forecasts_tick(context: ScheduleEvaluationContext, clock: ClockResource, db: LeafLiveDB,
+                       llm: LLMResource) -> RunRequest | SkipReason:
+    """Daily LLM event forecasts: yesterday's (UTC) partition of ``leaf_live_event_llm_forecasts`` (the tasks whose
+    cutoff falls on that day, with and without events), when models are configured and such tasks are stored."""
+    t = clock.simulated() or context.scheduled_execution_time or clock.now()
+    day = (t.astimezone(UTC) - timedelta(days=1)).date()
+    message = no_models_message(llm.config())
+    if message:
+        return SkipReason(f"day {day}: {message}")
+    try:
+        n = read_stored(db, lambda con: con.execute(
+            "SELECT count(*) FROM forecast_tasks WHERE CAST(cutoff AS DATE) = ?", [day]).fetchone()[0])
+    except DatabaseBusy as exc:
+        return SkipReason(str(exc))
+    if not n:
+        return SkipReason(f"day {day}: no forecast task has its cutoff on this day (nothing to forecast)")
+    return RunRequest(run_key=f"llm_forecasts/{day}", partition_key=day.isoformat(), tags={"leaf_live/tasks": str(n)})
+
+
+def weekly_retrieval_tick(context: ScheduleEvaluationContext, clock: ClockResource,
+                          llm: LLMResource) -> list[RunRequest] | SkipReason:
+    """Weekly event retrieval (LEAF §3.2): every target's partition of the week (Monday..Sunday) that ended before
+    the tick, when models are configured."""
+    t = (clock.simulated() or context.scheduled_execution_time or clock.now()).astimezone(UTC)
+    monday = t.date() - timedelta(days=t.weekday() + 7)
+    message = no_models_message(llm.config())
+    if message:
+        return SkipReason(f"week of {monday}: {message}")
+    if monday.isoformat() not in RETRIEVAL_WEEKS.get_partition_keys(current_time=t):
+        return SkipReason(f"week of {monday}: not a retrieval week (weeks start {RETRIEVAL_WEEKS.start:%Y-%m-%d})")
+    return [RunRequest(run_key=f"retrieval/{monday}|{target}", partition_key=f"{monday}|{target}")
+            for target in RETRIEVAL_TARGETS]
 
 
 def build_event_sensors(status: DefaultSensorStatus) -> list:
@@ -203,25 +232,26 @@ def build_event_sensors(status: DefaultSensorStatus) -> list:
     ]
 
 
-def build_event_schedules(status: DefaultScheduleStatus, jobs: list | None = None) -> list:
-    """The event track's schedules; with a job named :data:`EVENT_RETRIEVAL_JOB` in ``jobs`` (the hook for the
-    retrieval stage), the weekly retrieval schedule on it too."""
-    out = [
+def build_event_schedules(status: DefaultScheduleStatus) -> list:
+    """The event track's schedules (module docstring)."""
+    return [
         schedule(name="event_days_daily_schedule", job=event_days_job, cron_schedule="0 6 * * *",
                  execution_timezone="UTC", default_status=status,
                  description="Daily ingestion at 06:00 UTC: yesterday's prices, weather, load and series/trend tasks, "
                  "skipped when all are materialized.")(event_days_schedule_tick),
         schedule(name="event_forecasts_daily_schedule", job=event_scores_job, cron_schedule="0 7 * * *",
                  execution_timezone="UTC", default_status=status,
-                 description="Daily event forecasts and scores at 07:00 UTC, skipped while no task is stored.")(
-                     event_forecasts_tick),
+                 description="Daily baseline event forecasts and scores at 07:00 UTC, skipped while no task is "
+                 "stored.")(event_forecasts_tick),
+        schedule(name="event_llm_forecasts_daily_schedule", job=event_llm_forecasts_job, cron_schedule="30 7 * * *",
+                 execution_timezone="UTC", default_status=status,
+                 description="Daily LLM event forecasts at 07:30 UTC for the tasks whose cutoff was yesterday, "
+                 "skipped without models or tasks.")(llm_forecasts_tick),
+        schedule(name="event_retrieval_weekly_schedule", job=event_retrieval_job, cron_schedule="0 5 * * 1",
+                 execution_timezone="UTC", default_status=status,
+                 description="Weekly event retrieval and fact-checking, Mondays 05:00 UTC: every target of the week "
+                 "that ended; skipped without models.")(weekly_retrieval_tick),
     ]
-    retrieval = [j for j in (jobs or []) if j.name == EVENT_RETRIEVAL_JOB]
-    if retrieval:
-        out.append(schedule(name="event_retrieval_weekly_schedule", job=retrieval[0], cron_schedule="0 5 * * 1",
-                            execution_timezone="UTC", default_status=status,
-                            description="Weekly event retrieval and fact-checking, Mondays 05:00 UTC.")(weekly_retrieval_tick))
-    return out
 
 
 EVENT_JOBS = [event_days_job, event_questions_job, event_scores_job, event_retrieval_job, event_llm_forecasts_job,

@@ -31,12 +31,19 @@ from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 from leaf_live.macro.windows import nowcast_windows
 from resources import ClockResource, LeafLiveDB, LLMResource
 from sensors import living_service
-from sensors.event import event_days_schedule_tick, event_days_tick, event_forecasts_tick
+from sensors.event import (
+    event_days_schedule_tick,
+    event_days_tick,
+    event_forecasts_tick,
+    llm_forecasts_tick,
+    weekly_retrieval_tick,
+)
 from sensors.macro import llm_nowcast_tick
 
 UTC = timezone.utc
 NAMES = {"release_landed_sensor", "event_questions_sensor", "event_days_sensor", "llm_nowcasts_hourly_schedule",
-         "event_days_daily_schedule", "event_forecasts_daily_schedule"}
+         "event_days_daily_schedule", "event_forecasts_daily_schedule", "event_llm_forecasts_daily_schedule",
+         "event_retrieval_weekly_schedule"}
 
 
 def test_every_sensor_and_schedule_is_stopped_by_default_and_running_by_the_one_switch(monkeypatch):
@@ -58,15 +65,20 @@ def test_every_sensor_and_schedule_is_stopped_by_default_and_running_by_the_one_
         get_settings()
 
 
-def test_the_weekly_retrieval_schedule_attaches_to_the_retrieval_job_when_it_exists():
-    from dagster import define_asset_job
+def test_weekly_retrieval_requests_every_target_of_the_week_that_ended():
+    from assets.event_agents import RETRIEVAL_TARGETS
 
-    from sensors.event import EVENT_RETRIEVAL_JOB
-
-    assert "event_retrieval_weekly_schedule" not in {s.name for s in living_service(get_settings()).schedules}
-    hook = define_asset_job(EVENT_RETRIEVAL_JOB, selection=["leaf_targets"])
-    weekly = {s.name: s for s in living_service(get_settings(), jobs=[hook]).schedules}["event_retrieval_weekly_schedule"]
-    assert weekly.job_name == EVENT_RETRIEVAL_JOB and weekly.cron_schedule == "0 5 * * 1"
+    models = LLMResource(models="openai/gpt-5@single")
+    monday = datetime(2026, 3, 30, 5, tzinfo=UTC)  # a Monday: the week 2026-03-23 .. 03-29 has ended
+    reqs = weekly_retrieval_tick(build_schedule_context(scheduled_execution_time=monday), clock=ClockResource(), llm=models)
+    assert [r.partition_key for r in reqs] == [f"2026-03-23|{t}" for t in RETRIEVAL_TARGETS]
+    assert len({r.run_key for r in reqs}) == len(RETRIEVAL_TARGETS) > 0
+    skip = weekly_retrieval_tick(build_schedule_context(scheduled_execution_time=monday), clock=ClockResource(),
+                                 llm=LLMResource())
+    assert isinstance(skip, SkipReason) and skip.skip_message == f"week of 2026-03-23: {NO_MODELS_MESSAGE}"
+    early = weekly_retrieval_tick(build_schedule_context(scheduled_execution_time=datetime(2025, 9, 29, 5, tzinfo=UTC)),
+                                  clock=ClockResource(), llm=models)
+    assert isinstance(early, SkipReason) and "week of 2025-09-22: not a retrieval week" in early.skip_message
 
 
 @pytest.fixture()
@@ -132,10 +144,27 @@ def test_daily_forecasts_skip_without_tasks_and_run_with_them(tmp_path, main_run
     assert isinstance(skip, SkipReason) and skip.skip_message == "no forecast task is stored yet (nothing to forecast)"
     con = storage.connect_read_only(main_run["db"])
     n = con.execute("SELECT count(*) FROM forecast_tasks").fetchone()[0]
+    # a UTC day with cutoffs and the count of its tasks, and a day without any
+    day, n_day = con.execute("SELECT CAST(cutoff AS DATE) d, count(*) FROM forecast_tasks GROUP BY 1 ORDER BY 1 "
+                             "LIMIT 1").fetchone()
     con.close()
-    req = event_forecasts_tick(ctx, db=LeafLiveDB(database=str(main_run["db"])))
+    db = LeafLiveDB(database=str(main_run["db"]))
+    req = event_forecasts_tick(ctx, db=db)
     assert n > 0 and isinstance(req, RunRequest) and req.tags["leaf_live/tasks"] == str(n)
     assert req.run_key == "forecasts/2026-02-10"
+    # the LLM forecasts: yesterday's cutoffs, with models
+    models = LLMResource(models="openai/gpt-5@single")
+    tick_at = datetime.combine(day + timedelta(days=1), datetime.min.time(), UTC).replace(hour=7, minute=30)
+    llm_req = llm_forecasts_tick(build_schedule_context(scheduled_execution_time=tick_at), clock=ClockResource(),
+                                 db=db, llm=models)
+    assert isinstance(llm_req, RunRequest) and llm_req.partition_key == day.isoformat()
+    assert llm_req.tags["leaf_live/tasks"] == str(n_day)
+    none_day = llm_forecasts_tick(build_schedule_context(scheduled_execution_time=tick_at - timedelta(days=400)),
+                                  clock=ClockResource(), db=db, llm=models)
+    assert isinstance(none_day, SkipReason) and "no forecast task has its cutoff on this day" in none_day.skip_message
+    no_models = llm_forecasts_tick(build_schedule_context(scheduled_execution_time=tick_at), clock=ClockResource(),
+                                   db=db, llm=LLMResource())
+    assert isinstance(no_models, SkipReason) and no_models.skip_message == f"day {day}: {NO_MODELS_MESSAGE}"
 
 
 def test_a_day_is_requested_per_source_once_its_end_plus_the_lag_has_passed():
