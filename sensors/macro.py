@@ -78,8 +78,9 @@ def read_stored(db: LeafLiveDB, read: Callable[[duckdb.DuckDBPyConnection], T]) 
         return None
     try:
         con = storage.connect_read_only(path)
-    except duckdb.IOException as exc:
-        raise DatabaseBusy(f"{path}: held by a writing process ({exc}); retrying at the next tick") from None
+    except (duckdb.IOException, duckdb.ConnectionException) as exc:
+        # another process holds the write lock (IOException), or this process has it open for writing
+        raise DatabaseBusy(f"{path}: held by a writer ({exc}); retrying at the next tick") from None
     try:
         return read(con)
     finally:

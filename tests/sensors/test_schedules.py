@@ -248,3 +248,16 @@ def test_the_questions_sensor_requests_a_question_again_once_when_its_resolution
     assert not any(r.run_key.startswith("listed/") for r in landed.run_requests)  # nothing new listed since
     later = tick(at + timedelta(hours=1), landed.cursor)
     assert not any(r.partition_key == qid for r in later.run_requests)  # once
+
+
+def test_a_tick_while_the_database_is_being_written_skips_and_says_so(windows_db):
+    path, _ = windows_db
+    writer = storage.connect(path)  # a run holding the file open for writing
+    try:
+        skip = llm_nowcast_tick(build_schedule_context(scheduled_execution_time=datetime(2026, 2, 13, 13, 5, tzinfo=UTC)),
+                                clock=ClockResource(), db=LeafLiveDB(database=str(path)),
+                                llm=LLMResource(models="openai/gpt-5@single"))
+    finally:
+        writer.close()
+    assert isinstance(skip, SkipReason) and "held by a writer" in skip.skip_message
+    assert skip.skip_message.endswith("retrying at the next tick")
