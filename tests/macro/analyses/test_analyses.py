@@ -351,6 +351,20 @@ def test_final_errors_by_hand():
     assert a["final_issued_at"] == rel_at - H
 
 
+def test_final_errors_leave_out_releases_before_sigma_was_known():
+    # sigma is stamped 2025-10-31: a 2019 release (the ARIMA backtest) has no sigma known at the release
+    old_at, new_at = datetime(2019, 3, 26, 12, 30, tzinfo=UTC), datetime(2026, 4, 7, 12, 30, tzinfo=UTC)
+    old, feb = date(2019, 2, 1), date(2026, 2, 1)
+    rel = releases([("durable_goods", old, old_at, 0.4, 0.5), ("durable_goods", feb, new_at, -1.4, -1.2)])
+    rows = [("baseline/auto-arima", "durable_goods", old, old_at - 30 * 24 * H, 0.1),
+            ("baseline/auto-arima", "durable_goods", feb, new_at - 30 * 24 * H, -0.4)]
+    out = Q.final_errors(nowcasts(rows), rel, scales(durable_goods=2.0))
+    assert out["reference_period"].to_list() == [feb]
+    assert out["error_sigma"].to_list() == pytest.approx([0.5])  # (-0.4 + 1.4) / 2
+    with pytest.raises(AnalysisError, match="no sigma for 'durable_goods'"):
+        Q.final_errors(nowcasts(rows), rel, scales(cpi=0.1))
+
+
 def test_path_summary_by_hand():
     # hourly values on April 2..7 ET: 2.4 2.5 2.5 2.8 3.3 (medians by hand below); April 9: 3.0; final 3.3
     span_vals = [(_et(2, 10), 2.4), (_et(3, 10), 2.5), (_et(5, 23), 2.5), (_et(7, 23, 30), 2.8), (_et(6, 1), 3.3)]
