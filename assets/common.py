@@ -6,8 +6,10 @@ blocking SQL checks of both tracks (:func:`sql_check`, :func:`unique_key_check`)
 
 from __future__ import annotations
 
+import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -32,7 +34,7 @@ from dagster import (
     asset_check,
 )
 
-from leaf_live.core import storage
+from leaf_live.core import progress, storage
 from resources import LeafLiveDB
 
 # backfill_policy is marked beta in Dagster 1.13; the single-run policy is what lets one run backfill
@@ -183,6 +185,45 @@ def write_partitions(
     written = {k: counts.get(k, 0) for k in keys}
     record_partition_rows(written)
     return written
+
+
+def _current_context() -> AssetExecutionContext | None:
+    try:
+        return AssetExecutionContext.get()
+    except DagsterInvariantViolationError:
+        return None  # outside a Dagster run (tests, scripts)
+
+
+@contextmanager
+def step_progress(what: str, total: int, unit: str = "items", *, log_every_s: float = 15.0) -> Iterator[progress.Task]:
+    """A progress task of the current step (:func:`leaf_live.core.progress.task`: ``leaf-live run`` shows it as a
+    bar with counts and ETA) whose counts also go to the step's Dagster log: at the start, at least every
+    ``log_every_s`` seconds while it advances, and at the end. Yields the task; pass ``task.advance`` to the
+    science as its ``progress`` callback."""
+    context = _current_context()
+    name = what
+    last = [time.monotonic()]
+
+    def log(task: progress.Task, event: str) -> None:
+        if task is not current[0] or context is None:
+            return
+        now = time.monotonic()
+        if event == "advance" and (now - last[0] < log_every_s or task.done >= task.total):
+            return
+        last[0] = now
+        eta = task.eta()
+        tail = f", {task.elapsed:.0f} s" + (f", ETA {eta:.0f} s" if event == "advance" and eta is not None else "")
+        context.log.info(f"{name}: {task.done}/{task.total} {unit}{tail if event != 'start' else ''}")
+
+    current: list[progress.Task | None] = [None]
+    unsubscribe = progress.subscribe(log)
+    try:
+        with progress.task(name, total, unit) as t:
+            current[0] = t
+            log(t, "start")
+            yield t
+    finally:
+        unsubscribe()
 
 
 def record_partition_rows(written: Mapping[str, int]) -> None:

@@ -51,17 +51,22 @@ PROJECT_DAGSTER_HOME = Path(__file__).resolve().parents[1] / "dagster_home"
 
 def _instance():
     """``DAGSTER_HOME``'s instance when it is set, else the project's ``dagster_home/`` (so CLI runs appear in
-    the UI); an ephemeral one (telemetry off) only when neither exists (e.g. a non-editable install)."""
+    the UI; ``DAGSTER_HOME`` is set to it, which its dagster.yaml reads); an ephemeral one (telemetry off) only when
+    neither exists (e.g. a non-editable install)."""
     from dagster import DagsterInstance
 
+    if not os.environ.get("DAGSTER_HOME") and (PROJECT_DAGSTER_HOME / "dagster.yaml").is_file():
+        os.environ["DAGSTER_HOME"] = str(PROJECT_DAGSTER_HOME)
     if os.environ.get("DAGSTER_HOME"):
         return DagsterInstance.get()
-    if (PROJECT_DAGSTER_HOME / "dagster.yaml").is_file():
-        return DagsterInstance.from_config(str(PROJECT_DAGSTER_HOME))
     return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from leaf_live.run_progress import RunProgress
+
+    clock = RunProgress()  # stage clock from here; the display starts with the run
+    clock.stage_started("load definitions")
     from assets.macro_scoring import scoring_run_config
     from leaf_live.definitions import MAIN_JOB, build_definitions
 
@@ -75,9 +80,13 @@ def cmd_run(args: argparse.Namespace) -> int:
           "series fitted as one chain over its vintages (under 2 minutes on 2 cores for the default span; "
           "--arima-from/--arima-to narrow it)", flush=True)
     # the event track first: the main job ends with the figures and the site, which read both tracks' tables
-    if not run_event_track(event_plan, resources):
+    clock.stage_finished("load definitions")
+    clock.stage_started("event track")
+    event_ok = run_event_track(event_plan, resources)
+    clock.stage_finished("event track", failed=not event_ok)
+    if not event_ok:
         return 1
-    t0 = time.monotonic()
+    clock.stage_started("macro job definitions")
     run_config = scoring_run_config(fit_cutoff=args.fit_cutoff, backtest_start=args.backtest_start,
                                     backtest_end=args.backtest_end, boot_draws=args.boot_draws)
     # Dagster logs every partition's materialization at DEBUG; the CLI prints its own summary.
@@ -89,13 +98,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # One in-process run of the main job, recorded in the project's Dagster instance under its name. dbt's
     # log lines (dagster-dbt echoes them to stdout) stay in the run's compute logs, not in this summary.
     job = build_definitions(resources).resolve_job_def(MAIN_JOB)
-    with contextlib.redirect_stdout(io.StringIO()):
-        result = job.execute_in_process(
-            run_config=run_config,
-            instance=_instance(),
-            tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
-            raise_on_error=False,
-        )
+    clock.stage_finished("macro job definitions")
+    result = execute_with_progress(
+        job, clock, run_config=run_config, instance=_instance(),
+        tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
+    )
     checks = result.get_asset_check_evaluations()
     failed = [e for e in checks if not e.passed]
     for e in failed:
@@ -115,8 +122,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if skipped:
             print(f"not materialized: {', '.join(skipped)}", file=sys.stderr)
         print("leaf-live run: FAILED", file=sys.stderr)
+        print(stage_summary(clock), file=sys.stderr)
         return 1
-    print(f"finished in {time.monotonic() - t0:.1f} s")
+    clock.stage_started("summary and report")
     print(summary(db))
     print(f"asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed")
     print()
@@ -126,6 +134,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = write_analysis_report(db)
     print(f"\nPaper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures: {out}")
     print(f"Leaderboard site (open in a browser; figures in its figures/): {site_dir(db) / 'index.html'}")
+    clock.stage_finished("summary and report")
+    print()
+    print(stage_summary(clock))
     return 0
 
 
@@ -392,6 +403,59 @@ def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
             lines.append(f"  {cut:6} {r['model_id']:22} {r['brier']:7.4f} [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}] "
                          f"{r['n']:5d}   {adj_txt}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# run plumbing: progress display and stage clock
+# ---------------------------------------------------------------------------------------------
+
+_PROCESS_START = time.monotonic()
+
+
+def execute_with_progress(job, clock, **kwargs):
+    """``job.execute_in_process(**kwargs, raise_on_error=False)`` with its progress on stderr and every step timed
+    on ``clock`` (:class:`leaf_live.run_progress.RunProgress`): 'plan run' until the run starts, each asset step
+    by name, asset-check steps together. stdout is hidden during the run (dagster-dbt echoes dbt's log there; it
+    stays in the run's compute logs). Returns the execution result."""
+    from dagster import DagsterEventType
+    from dagster._core.utils import make_new_run_id
+
+    run_id = make_new_run_id()
+    materialized: set[str] = set()
+    planned: set[str] = set()
+
+    def on_event(entry) -> None:
+        ev = entry.dagster_event
+        if ev is None:
+            return
+        kind, step = ev.event_type, ev.step_key
+        if kind in (DagsterEventType.ASSET_MATERIALIZATION_PLANNED, DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED):
+            planned.add(step)
+        elif kind == DagsterEventType.RUN_START:
+            clock.total_steps = len(planned)  # the steps this run executes
+            clock.stage_finished("plan run")
+        elif kind == DagsterEventType.STEP_START:
+            clock.stage_started(step)
+        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
+            materialized.add(step)
+        elif kind in (DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
+            clock.stage_finished(step, failed=kind == DagsterEventType.STEP_FAILURE, check=step not in materialized,
+                                 step=True)
+
+    instance = kwargs["instance"]
+    instance.add_event_listener(run_id, on_event)
+    with clock, contextlib.redirect_stdout(io.StringIO()):
+        clock.stage_started("plan run")
+        return job.execute_in_process(run_id=run_id, raise_on_error=False, **kwargs)
+
+
+def stage_summary(clock) -> str:
+    """Where the minutes went: wall and CPU time per stage since the command started (Python start-up and imports
+    before it included in the total)."""
+    from leaf_live.run_progress import cpu_seconds, stage_table
+
+    wall = time.monotonic() - _PROCESS_START
+    return f"time per stage (CPU includes worker processes):\n{stage_table(clock.stages, total_wall=wall, total_cpu=cpu_seconds())}"
 
 
 ANALYSIS_TABLES = ("post_release_recovery", "post_release_paths", "copying_convergence", "copying_gap_bins",
