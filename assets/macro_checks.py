@@ -21,7 +21,9 @@ from __future__ import annotations
 from dagster import AssetChecksDefinition, AssetKey
 
 from assets.common import sql_check, unique_key_check
-from assets.macro_nowcasts import arima_nowcasts, comparator_nowcasts, llm_nowcasts, nowcast_windows, recorded_nowcasts
+from assets.macro_nowcasts import (
+    arima_nowcasts, comparator_nowcasts, llm_nowcasts, nowcast_windows, recorded_nowcasts, series_vintages,
+)
 from assets.macro_releases import announcement_returns, indicator_catalog, releases, surprise_events, surprise_scales
 from assets.macro_scoring import market_betas, prediction_market_prices
 from leaf_live.core import storage
@@ -80,6 +82,13 @@ MACRO_CHECKS = [
               "SELECT indicator_id, sigma FROM surprise_scales WHERE NOT (sigma > 0)"),
     unique_key_check(surprise_events, "surprise_events", _registry_key("surprise_events")),
     unique_key_check(nowcast_windows, "nowcast_windows", ("indicator_id", "reference_period")),
+    unique_key_check(series_vintages, "series_vintages", _registry_key("series_vintages")),
+    sql_check(series_vintages, "series_vintages_published_after_their_data",
+              "Point in time: every vintage is available only after the last period it observes has ended (a month, "
+              "or a quarter for FRED-QD and real-time GDP).",
+              "SELECT source, series_id, vintage, max(reference_period) AS last_period, min(available_at) AS first_seen "
+              "FROM series_vintages GROUP BY ALL HAVING min(available_at) < max(reference_period) + CASE WHEN "
+              "source = 'fred-md' THEN INTERVAL 1 MONTH ELSE INTERVAL 3 MONTH END"),
     *nowcast_checks(recorded_nowcasts, "recorded_nowcasts"),
     *nowcast_checks(comparator_nowcasts, "comparator_nowcasts"),
     *nowcast_checks(arima_nowcasts, "arima_nowcasts"),

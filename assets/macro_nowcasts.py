@@ -16,6 +16,7 @@ from dagster import (
     AssetExecutionContext,
     HourlyPartitionsDefinition,
     MaterializeResult,
+    TimeWindowPartitionMapping,
     asset,
     asset_check,
 )
@@ -26,6 +27,7 @@ from assets.common import (
     replace_producer,
     record_partition_rows,
     run_partition_keys,
+    step_progress,
     table_metadata,
     write_partitions,
 )
@@ -38,11 +40,14 @@ from leaf_live.macro.forecasters.arima import fit_cache
 from leaf_live.macro.forecasters.arima.nowcasts import AutoArima
 from leaf_live.macro.forecasters.consensus import consensus_forecasters
 from leaf_live.macro.forecasters.published import published_forecasters
+from leaf_live.macro import series_vintages as SV
 from leaf_live.macro.nowcasts import forecast_nowcasts
 from leaf_live.macro.windows import nowcast_windows as build_windows
 from leaf_live.macro.windows import open_windows
 from pydantic import Field
-from resources import FedNowcastsResource, FredMdResource, LeafLiveDB, LLMResource, RecordedNowcastsResource
+from resources import (
+    FedNowcastsResource, FredMdResource, LeafLiveDB, LLMResource, RealTimeGdpResource, RecordedNowcastsResource,
+)
 
 
 def _windows(con) -> pl.DataFrame:
@@ -127,6 +132,38 @@ def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> Ma
     return MaterializeResult(metadata={"rows": sum(written.values()), "models": str(models)})
 
 
+@asset(
+    group_name="macro_nowcasts",
+    metadata=table_metadata("series_vintages"),
+    partitions_def=RELEASE_MONTHS,
+    backfill_policy=SINGLE_RUN,
+    description="Real-time vintages the auto-ARIMA baseline fits on (App. I), long: the catalog's FRED-MD/QD columns "
+    "of every vintage (available at the end of the vintage's month) and real GDP vintages from the Philadelphia Fed's "
+    "Real-Time Data Set (extended in the snapshot by approximate vintages from first/second/third releases). "
+    "Partition = the vintage's month (the first release month also holds the 3 months before it).",
+)
+def series_vintages(
+    context: AssetExecutionContext, db: LeafLiveDB, fred_md: FredMdResource, realtime_gdp: RealTimeGdpResource
+) -> MaterializeResult:
+    keys = run_partition_keys(context)
+    first = RELEASE_MONTHS.get_first_partition_key()
+    client = fred_md.client()
+    plan = SV.vintage_plan(keys, first, client)
+    with step_progress("FRED-MD/QD vintages read", sum(map(len, plan.values())), "vintages") as task:
+        rows, report = SV.load_vintage_rows(keys, first, fred_md=client, gdp=realtime_gdp.client(), plan=plan,
+                                            progress=task.advance)
+    # A partition with a vintage that could not be read keeps its previous rows (e.g. a live vintage not yet
+    # published): it is retried by the next run.
+    failed = {SV.partition_for(name.split()[1], first) for name in report.unavailable}
+    for name, reason in report.unavailable.items():
+        context.log.warning(f"series_vintages: {name} not stored: {reason}")
+    todo = [k for k in keys if k not in failed]
+    with db.get_connection() as con:
+        written = write_partitions(con, "series_vintages", rows.filter(pl.col("partition_key").is_in(todo)), todo)
+    return MaterializeResult(metadata={"rows": sum(written.values()), "vintages": str(report.vintages),
+                                       "unavailable": str(sorted(report.unavailable))})
+
+
 class ArimaConfig(Config):
     first_month: Optional[str] = Field(
         default="2018-01",
@@ -144,16 +181,17 @@ class ArimaConfig(Config):
     metadata=table_metadata("nowcasts", "arima_fits"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
-    deps=[nowcast_windows, releases],
+    deps=[nowcast_windows, releases,
+          # a window fits on a vintage of earlier months (the nearest earlier one when the wanted one is missing)
+          AssetDep(series_vintages, partition_mapping=TimeWindowPartitionMapping(
+              start_offset=-SV.LOOKBACK_MONTHS, allow_nonexistent_upstream_partitions=True))],
     description="Auto-ARIMA baseline (App. I) as baseline/auto-arima: one forecast per window, issued at the "
     "window open and held constant; d from the FRED-MD/QD transform code, (p, q) by AIC over p<=12, q<=3, "
-    "fitted on the vintage preceding the target month; ISM as AR(1) on the log level. Each series is fitted as "
-    "one chain over its vintages; every grid is kept in the arima_fits cache, so a rerun refits only new "
-    "histories (or everything after an estimator change).",
+    "fitted on the stored vintage (series_vintages) preceding the target month; ISM as AR(1) on the log level. "
+    "Each series is fitted as one chain over its vintages; every grid is kept in the arima_fits cache, so a rerun "
+    "refits only new histories (or everything after an estimator change).",
 )
-def arima_nowcasts(
-    context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB, fred_md: FredMdResource
-) -> MaterializeResult:
+def arima_nowcasts(context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
     todo = [
         k for k in keys
@@ -165,12 +203,16 @@ def arima_nowcasts(
         win = storage.read_table(con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
         rel = storage.read_table(con, "releases")
         cached = storage.read_table(con, "arima_fits", "estimator_version = ?", [fit_cache.ESTIMATOR_VERSION])
+        vintages = SV.VintageStore(storage.read_table(con, "series_vintages"))
     win = win.filter(pl.col("partition_key").is_in(todo))
-    # One batch for the whole span: the vintages are read in one pass and each series is fitted as one chain
-    # over its vintages, the chains spread over one process pool for the run; cached grids are not refitted.
+    # One batch for the whole span: each series is fitted as one chain over its stored vintages, the chains
+    # spread over one process pool for the run; cached grids are not refitted.
     workers = config.workers or os.cpu_count() or 1
-    model = AutoArima(fred_md.client(), rel, workers=workers, known=fit_cache.grids_from_frame(cached))
-    frame = forecast_nowcasts([model], win, producer="arima_nowcasts")
+    with step_progress("histories built", win.height, "windows") as hist, \
+            step_progress("histories fitted", win.height, "histories") as fits:
+        model = AutoArima(vintages, rel, workers=workers, known=fit_cache.grids_from_frame(cached),
+                          progress={"histories": hist, "fits": fits})
+        frame = forecast_nowcasts([model], win, producer="arima_nowcasts")
     new = fit_cache.grids_frame(model.last_batch.fitted_grids()) if model.last_batch else cached.clear()
     with db.get_connection() as con:
         # Months outside [first_month, last_month] keep their rows: they are outside this run's scope.
@@ -246,5 +288,6 @@ def comparator_nowcasts_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
     return AssetCheckResult(passed=bad == 0, metadata={"mismatched": bad})
 
 
-MACRO_NOWCAST_ASSETS = [nowcast_windows, recorded_nowcasts, comparator_nowcasts, arima_nowcasts, llm_nowcasts]
+MACRO_NOWCAST_ASSETS = [nowcast_windows, recorded_nowcasts, comparator_nowcasts, series_vintages, arima_nowcasts,
+                        llm_nowcasts]
 MACRO_NOWCAST_CHECKS = [comparator_nowcasts_point_in_time]

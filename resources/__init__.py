@@ -26,6 +26,7 @@ from resources.sources import (
     FredResource,
     GridLoadResource,
     PredictionMarketsResource,
+    RealTimeGdpResource,
     RecordedEventsResource,
     RecordedNowcastsResource,
     ReleaseCalendarResource,
@@ -75,6 +76,6 @@ __all__ = [
     "ClockResource",
     "DailyPricesResource", "EventMarketsResource", "EventSearchResource", "RecordedEventsResource", "GridLoadResource", "WeatherResource",
     "FedNowcastsResource", "FredMdResource", "FredResource", "LLMResource", "LeafLiveDB", "PredictionMarketsResource",
-    "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",
+    "RealTimeGdpResource", "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",
     "default_resources", "source_resources",
 ]

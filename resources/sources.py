@@ -24,7 +24,9 @@ from dagster import ConfigurableResource, EnvVar
 from pydantic import Field, PrivateAttr
 
 from leaf_live.core.settings import Settings, parse_clock
-from leaf_live.macro.sources import fed_nowcasts, fred, fred_md, futures, polymarket, recorded_nowcasts, releases
+from leaf_live.macro.sources import (
+    fed_nowcasts, fred, fred_md, futures, polymarket, realtime_gdp, recorded_nowcasts, releases,
+)
 
 # after the macro sources: importing a track registers its tables, macro first (the README's order)
 from leaf_live.event.sources import electricity as event_load  # noqa: E402
@@ -158,6 +160,28 @@ class FredMdLiveResource(FredMdResource):
 
     def build(self) -> fred_md.FredMdLive:
         return fred_md.FredMdLive(self.base_url)
+
+
+# --- real-time GDP vintages (Philadelphia Fed RTDSM) ---------------------------------------------------
+
+
+class RealTimeGdpResource(SourceResource):
+    """Real-time real GDP vintages client (:class:`leaf_live.macro.sources.realtime_gdp.RealTimeGdpClient`)."""
+
+
+class RealTimeGdpSnapshotResource(RealTimeGdpResource):
+    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+
+    def build(self) -> realtime_gdp.RealTimeGdpSnapshot:
+        return realtime_gdp.RealTimeGdpSnapshot(_path(self.snapshot_dir))
+
+
+class RealTimeGdpLiveResource(RealTimeGdpResource):
+    base_url: str = Field(default=realtime_gdp.DEFAULT_BASE_URL, description="folder of the Philadelphia Fed's "
+                          "real-time data files (LEAF_LIVE_PHILLY_RTDSM_URL)")
+
+    def build(self) -> realtime_gdp.RealTimeGdpLive:
+        return realtime_gdp.RealTimeGdpLive(self.base_url)
 
 
 # --- Fed nowcasts ---------------------------------------------------------------------------------
@@ -386,6 +410,9 @@ SOURCES: dict[str, tuple[Builder, Builder]] = {
              lambda s: FredLiveResource(api_key=_fred_key(s))),
     "fred_md": (lambda s: FredMdSnapshotResource(snapshot_dir=_snap(s)),
                 lambda s: FredMdLiveResource(base_url=s.urls.get("LEAF_LIVE_FRED_MD_BASE_URL", fred_md.DEFAULT_BASE_URL))),
+    "realtime_gdp": (lambda s: RealTimeGdpSnapshotResource(snapshot_dir=_snap(s)),
+                     lambda s: RealTimeGdpLiveResource(base_url=s.urls.get("LEAF_LIVE_PHILLY_RTDSM_URL",
+                                                                            realtime_gdp.DEFAULT_BASE_URL))),
     "fed_nowcasts": (lambda s: FedNowcastsSnapshotResource(snapshot_dir=_snap(s)),
                      lambda s: FedNowcastsLiveResource(urls={m: s.urls[v] for m, v in FED_URL_SETTINGS.items()
                                                              if v in s.urls})),

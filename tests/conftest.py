@@ -147,3 +147,26 @@ def tsfm_extra():
         if os.environ.get("LEAF_LIVE_REQUIRE_TSFM") == "1":
             pytest.fail(f"LEAF_LIVE_REQUIRE_TSFM=1 but the tsfm extra is missing: {exc}")
         pytest.skip(f"tsfm extra not installed (pip install -e '.[tsfm]'): {exc}")
+
+
+@pytest.fixture(scope="session")
+def series_vintage_rows(snapshot_dir):
+    """The ``series_vintages`` rows of every release month from the snapshot (FRED-MD/QD archive and files, the
+    Philadelphia Fed's real-time GDP with its release-panel extension), built as the asset builds them."""
+    from leaf_live.core.pit import month_keys
+    from leaf_live.macro import series_vintages as SV
+    from leaf_live.macro.sources.fred_md import FredMdSnapshot
+    from leaf_live.macro.sources.realtime_gdp import RealTimeGdpSnapshot
+
+    rows, report = SV.load_vintage_rows(month_keys("2010-01", "2026-05"), "2010-01",
+                                        fred_md=FredMdSnapshot(snapshot_dir), gdp=RealTimeGdpSnapshot(snapshot_dir))
+    assert not report.unavailable
+    return rows
+
+
+@pytest.fixture(scope="session")
+def vintage_store(series_vintage_rows):
+    """:class:`leaf_live.macro.series_vintages.VintageStore` of :func:`series_vintage_rows`."""
+    from leaf_live.macro.series_vintages import VintageStore
+
+    return VintageStore(series_vintage_rows)

@@ -111,6 +111,10 @@ class Table:
     partition_by: tuple[str, ...] = ()  # columns that identify one replaceable slice
     primary_key: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    # False: the key is enforced by :func:`replace_partition` (within the slice it replaces) but DuckDB keeps no
+    # index for it; for large tables whose key includes the partition, where the index makes every replace
+    # several times slower (series_vintages: 1.4 M rows, 8 s instead of 1.5 s)
+    index_primary_key: bool = True
 
     @property
     def column_names(self) -> list[str]:
@@ -126,7 +130,7 @@ class Table:
         cols = ",\n  ".join(
             f'"{c.name}" {c.type}' + ("" if c.nullable else " NOT NULL") for c in self.columns
         )
-        pk = f",\n  PRIMARY KEY ({', '.join(self.primary_key)})" if self.primary_key else ""
+        pk = f",\n  PRIMARY KEY ({', '.join(self.primary_key)})" if self.primary_key and self.index_primary_key else ""
         return f'CREATE TABLE IF NOT EXISTS "{self.name}" (\n  {cols}{pk}\n)'
 
 

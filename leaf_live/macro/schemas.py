@@ -837,6 +837,32 @@ ANALYSIS_TABLES = (POST_RELEASE_RECOVERY, POST_RELEASE_PATHS, COPYING_CONVERGENC
                    CROSS_MODEL_ERRORS, NOWCAST_PATH_SUMMARIES, REVISION_ATTRIBUTIONS)
 
 
+SERIES_VINTAGES = Table(
+    name="series_vintages",
+    doc="Real-time vintages the auto-ARIMA baseline (App. I) fits on, one row per observation of a vintage: the "
+    "catalog's FRED-MD/FRED-QD columns (source fred-md / fred-qd; available_at = the end of the vintage's month) and "
+    "real GDP from the Philadelphia Fed's Real-Time Data Set (philly-rtdsm, ROUTPUT; quarterly vintages labelled with "
+    "the quarter's middle month, available_at = the end of its 15th day, New York), extended after the last recorded "
+    "vintage by approximate vintages chained from first/second/third releases (gdp-releases; available_at = the "
+    "release, 08:30 ET). Values are levels in the publisher's units; empty cells are not stored.",
+    grain="one row per (source, series_id, vintage, reference_period)",
+    columns=(
+        _c("partition_key", "VARCHAR", "release month holding the vintage: its own month (the first release month "
+           "also holds the 3 months before it)", False),
+        _c("source", "VARCHAR", "fred-md | fred-qd | philly-rtdsm | gdp-releases", False),
+        _c("series_id", "VARCHAR", "column as published (FRED-MD/QD mnemonic, e.g. CPIAUCSL, PPIFGS; ROUTPUT)", False),
+        _c("vintage", "VARCHAR", "vintage label YYYY-MM (FRED-MD/QD file month; RTDSM: the quarter's middle month; "
+           "gdp-releases: the release month)", False),
+        _REF,
+        _c("value", "DOUBLE", "observed level in the publisher's units (billions of chained dollars SAAR for GDP)", False),
+        _c("tcode", "INTEGER", "McCracken-Ng transform code of the series in that vintage (ROUTPUT: 5, as GDPC1)", False),
+        _c("available_at", "TIMESTAMPTZ", "when the vintage was published, UTC (rule per source, see doc)", False),
+    ),
+    partition_by=("partition_key",),
+    primary_key=("source", "series_id", "vintage", "reference_period"),
+    index_primary_key=False,  # a vintage lives in one partition: replace_partition enforces the key
+)
+
 ARIMA_FITS = Table(
     name="arima_fits",
     doc="Fit cache of the auto-ARIMA baseline (App. I): every (p, q) of each distinct history's AIC grid, keyed "
@@ -873,5 +899,5 @@ ARIMA_FITS = Table(
 # Later stages register their tables here too (one schema definition per table).
 
 # Registration order = the order of the README's table docs.
-for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, ARIMA_FITS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS, *ANALYSIS_TABLES):
+for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, SERIES_VINTAGES, ARIMA_FITS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS, *ANALYSIS_TABLES):
     register(_t)

@@ -46,7 +46,7 @@ import re
 import tarfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -66,6 +66,7 @@ FIRST_LIVE_VINTAGE = {"md": "1999-08", "qd": "2018-05"}
 
 ARCHIVE = "macro/fred_md/vintages_1999-08_to_2024-03_DSE3101/fred-md_vintages_1999-08_2024-03.tar.xz"
 _ARCHIVE_MEMBER = re.compile(r"(?:^|/)(\d{4}-\d{2})\.csv$")
+Columns = Sequence[str] | None  # series to keep (None: every column)
 
 
 @dataclass(frozen=True)
@@ -142,11 +143,13 @@ class FredMdClient(Protocol):
         """Vintages available, as sorted ``YYYY-MM`` labels."""
         ...
 
-    def load_vintage(self, vintage: str, kind: str = "md") -> tuple[pl.DataFrame, dict[str, int]]:
+    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
+                     ) -> tuple[pl.DataFrame, dict[str, int]]:
         """``(levels, tcodes)`` of one vintage (see :class:`FredMdSnapshot.load_vintage`)."""
         ...
 
-    def load_vintages(self, vintages: list[str], kind: str = "md") -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+    def load_vintages(self, vintages: list[str], kind: str = "md", columns: Columns = None
+                      ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """``{vintage: (levels, tcodes)}`` for several vintages."""
         ...
 
@@ -158,17 +161,19 @@ class FredMdClient(Protocol):
 class _FredMd:
     """What both implementations share: several vintages, the preceding-vintage rule."""
 
-    def load_vintage(self, vintage: str, kind: str = "md") -> tuple[pl.DataFrame, dict[str, int]]:
+    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
+                     ) -> tuple[pl.DataFrame, dict[str, int]]:
         raise NotImplementedError
 
     def list_vintages(self, kind: str = "md") -> list[str]:
         raise NotImplementedError
 
-    def load_vintages(self, vintages: list[str], kind: str = "md") -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+    def load_vintages(self, vintages: list[str], kind: str = "md", columns: Columns = None
+                      ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """Load several vintages: ``{vintage: (levels, tcodes)}`` as :meth:`load_vintage` returns them.
         Raises what :meth:`load_vintage` raises."""
         _check_kind(kind)
-        return {v: self.load_vintage(v, kind) for v in (check_vintage(v) for v in dict.fromkeys(vintages))}
+        return {v: self.load_vintage(v, kind, columns) for v in (check_vintage(v) for v in dict.fromkeys(vintages))}
 
     def vintage_preceding(self, target_month: date, kind: str = "md") -> str:
         """The vintage label to fit on for ``target_month`` (App. I): :meth:`resolve_preceding_vintage`'s
@@ -225,8 +230,10 @@ class FredMdSnapshot(_FredMd):
                 out.add(v)
         return sorted(out)
 
-    def load_vintage(self, vintage: str, kind: str = "md") -> tuple[pl.DataFrame, dict[str, int]]:
-        """Load one FRED-MD (``kind='md'``) or FRED-QD (``kind='qd'``) vintage.
+    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
+                     ) -> tuple[pl.DataFrame, dict[str, int]]:
+        """Load one FRED-MD (``kind='md'``) or FRED-QD (``kind='qd'``) vintage (only the series ``columns`` that
+        it has, when given: parsing a vintage's ~130 columns costs most of the time).
 
         Returns ``(levels, tcodes)``:
 
@@ -245,11 +252,11 @@ class FredMdSnapshot(_FredMd):
         snap = self.snapshot_dir
         single = SINGLE_FILES.get((kind, vintage))
         if single is not None and (snap / single.path).is_file():
-            return _load_single(snap, single, kind)
+            return _load_single(snap, single, kind, columns)
         if kind == "md" and (snap / ARCHIVE).is_file():
             members = _archive_index(snap / ARCHIVE)
             if vintage in members:
-                return _load_member(snap / ARCHIVE, members[vintage])
+                return _load_member(snap / ARCHIVE, members[vintage], columns)
         have = self.list_vintages(kind)
         raise SourceError(
             f"FRED-{kind.upper()} vintage {vintage} is not in the snapshot; available: "
@@ -257,7 +264,8 @@ class FredMdSnapshot(_FredMd):
             file=ARCHIVE if kind == "md" else SINGLE_FILES[("qd", "2025-03")].path,
         )
 
-    def load_vintages(self, vintages: list[str], kind: str = "md") -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+    def load_vintages(self, vintages: list[str], kind: str = "md", columns: Columns = None
+                      ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """Several vintages; the archive members are read in one pass over the xz stream (a backtest needing
         80 vintages costs one decompression instead of 80). Raises what :meth:`load_vintage` raises."""
         _check_kind(kind)
@@ -272,11 +280,11 @@ class FredMdSnapshot(_FredMd):
                 if v in members and not (single is not None and (snap / single.path).is_file()):
                     from_archive[v] = members[v]
             if from_archive:
-                parsed = _load_members(snap / ARCHIVE, list(from_archive.values()))
+                parsed = _load_members(snap / ARCHIVE, list(from_archive.values()), columns)
                 out.update({v: parsed[m] for v, m in from_archive.items()})
         for v in wanted:
             if v not in out:
-                out[v] = self.load_vintage(v, kind)
+                out[v] = self.load_vintage(v, kind, columns)
         return out
 
 
@@ -301,13 +309,14 @@ class FredMdLive(_FredMd):
         last = month_index(self._today().date())
         return [month_of_index(k) for k in range(month_index(FIRST_LIVE_VINTAGE[kind]), last + 1)]
 
-    def load_vintage(self, vintage: str, kind: str = "md") -> tuple[pl.DataFrame, dict[str, int]]:
+    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
+                     ) -> tuple[pl.DataFrame, dict[str, int]]:
         """One vintage as :meth:`FredMdSnapshot.load_vintage` returns it, downloaded. Raises
         :class:`~leaf_live.core.sources.SourceError` naming every URL tried and its HTTP status, or the URL,
         row, field and value of a malformed file."""
         check_vintage(vintage)
         _check_kind(kind)
-        return _load_live(vintage, kind, self.base_url)
+        return _load_live(vintage, kind, self.base_url, columns)
 
     def resolve_preceding_vintage(self, target_month: date, kind: str = "md") -> VintageChoice:
         """The publisher keeps every vintage: the wanted one itself (gap 0)."""
@@ -377,8 +386,10 @@ def parse_vintage_csv(
     file: str,
     transforms_text: str | None = None,
     transforms_file: str | None = None,
+    columns: Columns = None,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Parse the text of one FRED-MD / FRED-QD vintage CSV (format in the module docstring).
+    """Parse the text of one FRED-MD / FRED-QD vintage CSV (format in the module docstring); ``columns``: keep only
+    these series (those the file has; every cell of the date column and the tcode row is still checked).
 
     ``file`` names the source in error messages. ``transforms_text`` supplies the tcode row when the vintage
     file has none (header line + ``Transform:`` line, as in the snapshot's ≈2025-12 vintage). Returns
@@ -447,7 +458,10 @@ def parse_vintage_csv(
                               field="sasdate", value=f"{d:%Y-%m-%d}")
         seen[d] = i
     data = {"date": pl.Series("date", dates, dtype=pl.Date)}
+    keep = None if columns is None else set(columns)
     for j, name in enumerate(header[1:]):
+        if keep is not None and name not in keep:
+            continue
         col = [c[j].strip() for c in cells]
         try:
             arr = np.array([float(v) if v else np.nan for v in col], dtype=np.float64)
@@ -530,18 +544,23 @@ def _archive_index(path: Path) -> dict[str, str]:
     return out
 
 
-def _load_member(path: Path, member: str) -> tuple[pl.DataFrame, dict[str, int]]:
-    return _load_members(path, [member])[member]
+def _load_member(path: Path, member: str, columns: Columns = None) -> tuple[pl.DataFrame, dict[str, int]]:
+    return _load_members(path, [member], columns)[member]
 
 
-def _load_members(path: Path, members: list[str]) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+def _columns_key(columns: Columns) -> tuple:
+    return ("all",) if columns is None else tuple(sorted(set(columns)))
+
+
+def _load_members(path: Path, members: list[str], columns: Columns = None
+                  ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
     """Parse archive members, reading the xz stream once for all that are not cached yet (an xz tar is
     not seekable: each separate read decompresses from the start, ~0.5-1 s)."""
     stat = _stat_key(path)
     out: dict[str, tuple[pl.DataFrame, dict[str, int]]] = {}
     todo = set()
     for member in members:
-        hit = _cache_get(("member", *stat, member))
+        hit = _cache_get(("member", *stat, member, _columns_key(columns)))
         if hit is not None:
             out[member] = hit
         else:
@@ -557,8 +576,8 @@ def _load_members(path: Path, members: list[str]) -> dict[str, tuple[pl.DataFram
                 f = tf.extractfile(m)
                 if f is None:
                     raise SourceError("archive member is not a regular file", file=label)
-                value = parse_vintage_csv(_decode(f.read(), label), "md", file=label)
-                _cache_put(("member", *stat, m.name), value)
+                value = parse_vintage_csv(_decode(f.read(), label), "md", file=label, columns=columns)
+                _cache_put(("member", *stat, m.name, _columns_key(columns)), value)
                 out[m.name] = value
                 todo.discard(m.name)
                 if not todo:
@@ -587,17 +606,18 @@ def _decode(raw: bytes, label: str) -> str:
         raise SourceError(f"file is not UTF-8 text (byte {exc.start})", file=label) from None
 
 
-def _load_single(snap: Path, single: _SingleFile, kind: str) -> tuple[pl.DataFrame, dict[str, int]]:
+def _load_single(snap: Path, single: _SingleFile, kind: str, columns: Columns = None
+                 ) -> tuple[pl.DataFrame, dict[str, int]]:
     path = snap / single.path
     tpath = snap / single.transforms if single.transforms else None
-    key = ("single", *_stat_key(path), *(_stat_key(tpath) if tpath else ()))
+    key = ("single", *_stat_key(path), *(_stat_key(tpath) if tpath else ()), _columns_key(columns))
     hit = _cache_get(key)
     if hit is not None:
         return hit
     ttext = _read_text(tpath, single.transforms) if tpath is not None else None
     value = parse_vintage_csv(
         _read_text(path, single.path), kind, file=single.path, transforms_text=ttext,
-        transforms_file=single.transforms,
+        transforms_file=single.transforms, columns=columns,
     )
     _cache_put(key, value)
     return value
@@ -619,9 +639,10 @@ def vintage_urls(vintage: str, kind: str = "md", base_url: str = DEFAULT_BASE_UR
     return [f"{folder}/{vintage}-{kind}.csv", f"{folder}/{vintage}.csv"]
 
 
-def _load_live(vintage: str, kind: str, base_url: str) -> tuple[pl.DataFrame, dict[str, int]]:
+def _load_live(vintage: str, kind: str, base_url: str, columns: Columns = None
+               ) -> tuple[pl.DataFrame, dict[str, int]]:
     urls = vintage_urls(vintage, kind, base_url)
-    key = ("live", tuple(urls))
+    key = ("live", tuple(urls), _columns_key(columns))
     if vintage != "current":  # "current" changes every month: never cached
         hit = _cache_get(key)
         if hit is not None:
@@ -633,7 +654,7 @@ def _load_live(vintage: str, kind: str, base_url: str) -> tuple[pl.DataFrame, di
         except SourceError as exc:
             errors.append(str(exc))
             continue
-        value = parse_vintage_csv(text, kind, file=url)
+        value = parse_vintage_csv(text, kind, file=url, columns=columns)
         if vintage != "current":
             _cache_put(key, value)
         return value

@@ -31,6 +31,7 @@ from leaf_live.macro.forecasters.arima.histories import (
 from leaf_live.macro.forecasters.arima.nowcasts import MODEL_ID, arima_nowcasts, nowcast_one
 from leaf_live.macro.nowcasts import WRITER_COLUMNS
 from leaf_live.macro.scoring.surprises import first_releases
+from leaf_live.macro.series_vintages import VintageStore
 from leaf_live.macro.sources.fred_md import FredMdSnapshot
 from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 from leaf_live.core.storage import conform
@@ -249,9 +250,9 @@ def test_ism_is_ar1_on_the_log_level():
 # ------------------------------------------------------------------------------------------------
 
 
-def test_cpi_and_payroll_nowcasts_from_the_real_vintage(snapshot_dir):
+def test_cpi_and_payroll_nowcasts_from_the_real_vintage(snapshot_dir, vintage_store):
     df = arima_nowcasts([("cpi", date(2024, 3, 1)), ("nonfarm_payrolls", date(2024, 3, 1))],
-                        vintages=FredMdSnapshot(snapshot_dir))
+                        vintages=vintage_store)
     conform("nowcasts", df, deferred=WRITER_COLUMNS)
     assert df.height == 2 and df["valid"].all() and df["invalid_reason"].null_count() == 2
     assert df["producer"].null_count() == 2 and set(df["model_id"]) == {MODEL_ID}  # the writing asset stamps producer
@@ -310,21 +311,22 @@ def test_first_release_history_equals_the_investing_histories(snapshot_dir, firs
     assert ours["reference_period"].min() == date(2009, 12, 1)
 
 
-def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release_history):
+def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release_history, series_vintage_rows):
     targets = [
         ("unemployment_rate", date(2026, 3, 1)),  # beyond the archive: ~2025-12 vintage, gap reported
         ("ism_manufacturing", date(2026, 3, 1)),  # first releases, AR(1) on logs
         ("ism_services", date(2014, 3, 1)),  # first releases start 2009-12: fewer than 60
         ("new_home_sales", date(2025, 11, 1)),  # Sep/Oct 2025 first released 2026-01-13 (shutdown)
-        ("real_gdp_advance", date(2024, 1, 1)),  # no FRED-QD vintage before 2025-03 in the snapshot
+        ("real_gdp_advance", date(2024, 1, 1)),  # a store without the real-time GDP: FRED-QD from 2025-03 only
     ]
-    df = arima_nowcasts(targets, vintages=FredMdSnapshot(snapshot_dir), releases=first_release_history,
+    no_realtime_gdp = VintageStore(series_vintage_rows.filter(pl.col("series_id") != "ROUTPUT"))
+    df = arima_nowcasts(targets, vintages=no_realtime_gdp, releases=first_release_history,
                         p_max=3, q_max=1)
     conform("nowcasts", df, deferred=WRITER_COLUMNS)
     rows = {r["indicator_id"]: r for r in df.iter_rows(named=True)}
     u = rows["unemployment_rate"]
     assert u["valid"] and 3.0 < u["value"] < 6.0
-    assert "vintage 2025-12 (wanted 2026-02, not in the snapshot: 2 months older)" in u["rationale"]
+    assert "vintage 2025-12 (wanted 2026-02, not stored: 2 months older)" in u["rationale"]
     assert "1 gaps interpolated" in u["rationale"] and "h=4 months" in u["rationale"]  # Oct 2025 never published
     ism = rows["ism_manufacturing"]
     assert ism["valid"] and 40 < ism["value"] < 60 and ism["rationale"].startswith("AR(1)+const on log level")
@@ -336,5 +338,7 @@ def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release
     # window opens 2025-11-25: Aug 2025 (released 2025-09-24) is the last value known then
     assert nhs["valid"] and "..2025-08 " in nhs["rationale"] and 500 < nhs["value"] < 900
     g = rows["real_gdp_advance"]
-    assert not g["valid"] and "no FRED-QD vintage at or before 2024-02" in g["invalid_reason"]
+    assert not g["valid"] and g["invalid_reason"] == (
+        "no history: series_vintages holds no FRED-QD vintage of GDPC1 at or before 2024-02 (the one preceding "
+        "target month 2024-03) published by 2024-03-25 04:00 UTC; stored: 2025-03 .. 2025-03 (1 vintages)")
     assert g["source_variable"] == "GDPC1" and ism["source_variable"] == "ism_manufacturing"

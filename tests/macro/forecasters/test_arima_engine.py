@@ -25,7 +25,6 @@ from leaf_live.macro.forecasters.arima.engine import (
 from leaf_live.macro.forecasters.arima.estimator import ArimaError, evaluate_arima, fit_arima, fit_grid, select_order
 from leaf_live.macro.forecasters.arima.nowcasts import arima_nowcasts
 from leaf_live.macro.scoring.surprises import first_releases
-from leaf_live.macro.sources.fred_md import FredMdSnapshot
 from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 
 UTC = timezone.utc
@@ -213,13 +212,13 @@ def test_cache_rows_round_trip_through_duckdb_and_are_reused(tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 
-def test_batch_frame_takes_the_table_types_when_the_first_100_rows_are_valid(snapshot_dir):
+def test_batch_frame_takes_the_table_types_when_the_first_100_rows_are_valid(snapshot_dir, vintage_store):
     # 101 valid ISM nowcasts (AR(1), cheap), then one without 60 observations: polars used to infer the
     # invalid_reason column as NULL-typed from the first 100 rows and fail on the 102nd
     months = [date(2015 + k // 12, k % 12 + 1, 1) for k in range(101)]
     targets = [("ism_manufacturing", m) for m in months] + [("ism_services", date(2014, 3, 1))]
     releases = first_releases(ReleaseCalendarSnapshot(snapshot_dir).calendar())
-    df = arima_nowcasts(targets, vintages=FredMdSnapshot(snapshot_dir), releases=releases)
+    df = arima_nowcasts(targets, vintages=vintage_store, releases=releases)
     assert df.height == 102 and df["valid"].sum() == 101
     assert df["invalid_reason"][:101].null_count() == 101
     assert df["invalid_reason"][101].startswith("only 50 observations")

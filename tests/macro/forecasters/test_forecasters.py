@@ -15,7 +15,6 @@ from leaf_live.macro.forecasters.consensus import ConsensusForecaster, consensus
 from leaf_live.macro.forecasters.published import PublishedNowcasts, published_forecasters
 from leaf_live.macro.nowcasts import build_nowcasts, forecast_nowcasts
 from leaf_live.macro.scoring.surprises import first_releases
-from leaf_live.macro.sources.fred_md import FredMdSnapshot
 from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 from leaf_live.macro.windows import nowcast_windows
 
@@ -83,17 +82,17 @@ def first_release_table(snapshot_dir) -> pl.DataFrame:
     return first_releases(ReleaseCalendarSnapshot(snapshot_dir).calendar())
 
 
-def test_auto_arima_forecaster_is_the_batch_entry_on_the_windows(snapshot_dir, first_release_table):
+def test_auto_arima_forecaster_is_the_batch_entry_on_the_windows(snapshot_dir, first_release_table, vintage_store):
     # ISM manufacturing (AR(1) on the log level, first-release history) for two release months
     rel = first_release_table.filter(pl.col("indicator_id") == "ism_manufacturing")
     windows = nowcast_windows(rel.filter(pl.col("release_at").dt.year() == 2024).head(2))
-    model = AutoArima(FredMdSnapshot(snapshot_dir), first_release_table, workers=1)
+    model = AutoArima(vintage_store, first_release_table, workers=1)
     assert isinstance(model, Forecaster) and model.model_id == MODEL_ID
     got = model.forecast(windows)
-    direct = arima_nowcasts_for_windows(windows, vintages=FredMdSnapshot(snapshot_dir), releases=first_release_table)
+    direct = arima_nowcasts_for_windows(windows, vintages=vintage_store, releases=first_release_table)
     assert got.equals(direct) and got.height == 2 and got["valid"].all()
     assert got["partition_key"].to_list() == windows["partition_key"].to_list()  # release months, in order
     assert got["issued_at"].to_list() == windows["opens_at"].to_list()
     # without the releases table the first-release indicators get a row saying why, not an exception
-    none = AutoArima(FredMdSnapshot(snapshot_dir), None).forecast(windows)
+    none = AutoArima(vintage_store, None).forecast(windows)
     assert not none["valid"].any() and none["invalid_reason"].str.contains("pass releases=").all()

@@ -39,7 +39,8 @@ import hashlib
 import math
 import multiprocessing
 import os
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -288,14 +289,14 @@ def _fit_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int
 
 
 def fit_series_chain(chain: SeriesChain, *, known: Mapping[str, GridFit] | None = None,
-                     cold_every: int = COLD_EVERY) -> list[GridFit]:
+                     cold_every: int = COLD_EVERY, progress: Callable[[int], None] | None = None) -> list[GridFit]:
     """Fit every history of ``chain`` in vintage order (module docstring): a cold grid for the first one
     and whenever ``cold_every`` months have passed since the last cold grid, the warm route from the
     previous history's fits otherwise; a history whose :func:`content_hash` was fitted before (in this
     chain or in ``known``, a ``{content_hash: GridFit}`` cache of this series) is reused, not refitted.
 
-    Returns one :class:`GridFit` per item, in order. Raises :class:`ArimaError` for bad input (a non-finite
-    or non-1-D history, items out of order)."""
+    ``progress(1)`` is called after each item. Returns one :class:`GridFit` per item, in order. Raises
+    :class:`ArimaError` for bad input (a non-finite or non-1-D history, items out of order)."""
     if cold_every < 1:
         raise ArimaError(f"cold_every={cold_every!r}: expected a positive number of months")
     seen: dict[str, GridFit] = {}
@@ -322,12 +323,19 @@ def fit_series_chain(chain: SeriesChain, *, known: Mapping[str, GridFit] | None 
             last_cold = item.period if last_cold is None else max(last_cold, item.period)
         prev = g.orders
         out.append(g)
+        if progress is not None:
+            progress(1)
     return out
 
 
-def _limit_blas_threads() -> None:
+_progress_queue = None  # in a pool worker: where it reports each fitted history
+
+
+def _limit_blas_threads(queue=None) -> None:
     """Pool initializer: one BLAS/OpenMP thread in this worker. threadpoolctl only reaches libraries already
-    loaded, so load the estimator (numpy's and scipy's OpenBLAS, statsforecast's kernels) first."""
+    loaded, so load the estimator (numpy's and scipy's OpenBLAS, statsforecast's kernels) first. ``queue``: the
+    parent's progress queue (one put per history fitted)."""
+    global _progress_queue
     import scipy.linalg  # noqa: F401
     import scipy.optimize  # noqa: F401
     from threadpoolctl import threadpool_limits
@@ -335,11 +343,28 @@ def _limit_blas_threads() -> None:
     import leaf_live.macro.forecasters.arima.estimator  # noqa: F401
 
     threadpool_limits(limits=1)  # process-wide until the worker exits: tiny matrices, one core per worker
+    _progress_queue = queue
 
 
 def _fit_chain_job(args: tuple[SeriesChain, Mapping[str, GridFit] | None, int]) -> list[GridFit]:
     chain, known, cold_every = args
-    return fit_series_chain(chain, known=known, cold_every=cold_every)
+    queue = _progress_queue
+    return fit_series_chain(chain, known=known, cold_every=cold_every,
+                            progress=None if queue is None else (lambda n: queue.put(n)))
+
+
+def _all_known(chain: SeriesChain, known: Mapping[str, GridFit] | None) -> bool:
+    """Every history of ``chain`` is in ``known`` with a grid covering the chain's orders."""
+    if not chain.items:
+        return True
+    if not known:
+        return False
+    need = set(chain.orders)
+    for item in chain.items:
+        hit = known.get(content_hash(item.y, chain.d, chain.trend))
+        if hit is None or not set(hit.orders) >= need:
+            return False
+    return True
 
 
 def chain_cost(chain: SeriesChain) -> float:
@@ -352,26 +377,51 @@ def chain_cost(chain: SeriesChain) -> float:
 
 
 def fit_chains(chains: Sequence[SeriesChain], *, known: Mapping[str, Mapping[str, GridFit]] | None = None,
-               workers: int = 1, cold_every: int = COLD_EVERY) -> list[list[GridFit]]:
+               workers: int = 1, cold_every: int = COLD_EVERY,
+               progress: Callable[[int], None] | None = None) -> list[list[GridFit]]:
     """:func:`fit_series_chain` for every chain; ``known``: ``{series_id: {content_hash: GridFit}}`` (a fit
     cache). ``workers > 1``: one process pool (spawn start method: polars' and Dagster's threads make a forked
     child deadlock) for the whole batch, the costliest chains first, one BLAS thread per worker; ``workers
     <= 1`` fits in this process (BLAS limited to one thread for the duration). Returns the grids per chain,
-    in the order of ``chains``. Raises what :func:`fit_series_chain` raises."""
+    in the order of ``chains``; ``progress(n)`` is called as histories are done (from the workers, through a
+    queue). Raises what :func:`fit_series_chain` raises."""
     from threadpoolctl import threadpool_limits
 
     jobs = [(c, (known or {}).get(c.series_id), cold_every) for c in chains]
-    workers = min(workers, sum(1 for c in chains if c.items))
+    results: list[list[GridFit] | None] = [None] * len(jobs)
+    # chains whose every history is already fitted (a rerun on a warm cache) are read back here: no pool
+    for i, (c, k, e) in enumerate(jobs):
+        if _all_known(c, k):
+            results[i] = fit_series_chain(c, known=k, cold_every=e, progress=progress)
+    todo = [i for i in range(len(jobs)) if results[i] is None]
+    workers = min(workers, sum(1 for i in todo if jobs[i][0].items))
     if workers <= 1:
         with threadpool_limits(1):
-            return [_fit_chain_job(j) for j in jobs]
-    order = sorted(range(len(jobs)), key=lambda i: -chain_cost(jobs[i][0]))
-    results: list[list[GridFit] | None] = [None] * len(jobs)
+            for i in todo:
+                c, k, e = jobs[i]
+                results[i] = fit_series_chain(c, known=k, cold_every=e, progress=progress)
+        return [r if r is not None else [] for r in results]
+    order = sorted(todo, key=lambda i: -chain_cost(jobs[i][0]))
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_limit_blas_threads) as pool:
-        futures = {i: pool.submit(_fit_chain_job, jobs[i]) for i in order}
-        for i, fut in futures.items():
-            results[i] = fut.result()
+    queue = ctx.SimpleQueue() if progress is not None else None
+    drain = None
+    if queue is not None:
+        def forward() -> None:
+            while (n := queue.get()) is not None:
+                progress(n)
+
+        drain = threading.Thread(target=forward, name="arima-progress", daemon=True)
+        drain.start()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_limit_blas_threads,
+                                 initargs=(queue,)) as pool:
+            futures = {i: pool.submit(_fit_chain_job, jobs[i]) for i in order}
+            for i, fut in futures.items():
+                results[i] = fut.result()
+    finally:
+        if queue is not None:
+            queue.put(None)
+            drain.join()
     return [r if r is not None else [] for r in results]
 
 

@@ -41,12 +41,12 @@ import polars as pl
 
 from leaf_live.core.pit import first_per_period, period_index, period_start, require_columns
 from leaf_live.macro.catalog import Indicator
+from leaf_live.core.sources import SourceError
 from leaf_live.macro.forecasters.arima.estimator import ArimaError
-from leaf_live.macro.sources.fred_md import FredMdClient
+from leaf_live.macro.series_vintages import ALIASES, SOURCE_TEXT, VintageStore
+from leaf_live.macro.sources.fred_md import wanted_vintage
 
 AR1_LOG_INDICATORS = ("ism_manufacturing", "ism_services")  # App. I: AR(1) on the log level
-# Renamed FRED-MD columns: the PPI column was PPIFGS (finished goods) in vintages before 2016-03.
-FRED_MD_ALIASES: dict[str, tuple[str, ...]] = {"WPSFD49207": ("PPIFGS",)}
 _LOG_TCODES = (4, 5, 6)
 _TCODE_D = {1: 0, 2: 1, 3: 2, 4: 0, 5: 1, 6: 2}
 
@@ -124,44 +124,38 @@ def to_reporting(transformation: str, levels: np.ndarray, t: int, *, quarterly: 
 # ------------------------------------------------------------------------------------------------
 
 
-def _fred_column(levels: pl.DataFrame, tcodes: Mapping[str, int], column: str) -> str:
-    for name in (column, *FRED_MD_ALIASES.get(column, ())):
-        if name in levels.columns:
-            return name
-    raise ArimaError(f"column {column!r} is not in this vintage")
-
-
 def fred_history(
     ind: Indicator,
     info_month: date,
-    vintages: FredMdClient,
+    vintages: VintageStore,
     *,
-    loaded: Mapping[str, tuple[pl.DataFrame, dict[str, int]]] | None = None,
+    known_by: datetime | None = None,
 ) -> SeriesHistory:
-    """The indicator's FRED-MD (monthly) / FRED-QD (quarterly) column from the vintage preceding
-    ``info_month`` (``vintages.resolve_preceding_vintage``: nearest earlier snapshot vintage when the wanted
-    one is missing, gap recorded); ``loaded`` holds vintages already read (``{vintage: (levels, tcodes)}``).
-    Trailing months the vintage has not filled yet (the ragged edge) are dropped; interior gaps are
-    interpolated (:func:`regular_history`). Raises :class:`~leaf_live.core.sources.SourceError` /
-    :class:`ArimaError`."""
+    """The indicator's FRED-MD (monthly) / FRED-QD (quarterly; real GDP from its real-time vintages) column from
+    the stored vintage preceding ``info_month`` (:func:`~leaf_live.macro.sources.fred_md.wanted_vintage`), as
+    :meth:`~leaf_live.macro.series_vintages.VintageStore.choose` picks it: the nearest earlier stored vintage when
+    the wanted one is missing (gap recorded), published by ``known_by``. Trailing months the vintage has not filled
+    yet (the ragged edge) are not stored; interior gaps are interpolated (:func:`regular_history`). Raises
+    :class:`~leaf_live.core.sources.SourceError` when no vintage qualifies, :class:`ArimaError` when its transform
+    code is not the catalog's."""
     kind = "qd" if ind.frequency == "quarterly" else "md"
-    choice = vintages.resolve_preceding_vintage(info_month, kind)
-    if loaded is not None and choice.vintage in loaded:
-        levels, tcodes = loaded[choice.vintage]
-    else:
-        levels, tcodes = vintages.load_vintage(choice.vintage, kind)
     assert ind.fred_md_column is not None
-    col = _fred_column(levels, tcodes, ind.fred_md_column)
-    if tcodes.get(col) != ind.fred_md_tcode:
-        raise ArimaError(
-            f"FRED-{kind.upper()} vintage {choice.vintage}: tcode of {col} is {tcodes.get(col)}, catalog says "
-            f"{ind.fred_md_tcode}"
-        )
-    sub = levels.select("date", col)
-    dates, vals, filled = regular_history(sub["date"].to_list(), sub[col].to_list(),
-                                          quarterly=kind == "qd", log_fill=ind.fred_md_tcode in _LOG_TCODES)
-    return SeriesHistory(dates, vals, filled, f"FRED-{kind.upper()} {col}", col, choice.vintage, choice.wanted,
-                         choice.gap_months)
+    columns = (ind.fred_md_column, *ALIASES.get(ind.fred_md_column, ()))
+    wanted = wanted_vintage(info_month)
+    pick = vintages.choose(columns, wanted, known_by)
+    if pick is None:
+        when = f" published by {known_by:%Y-%m-%d %H:%M} UTC" if known_by is not None else ""
+        raise SourceError(f"series_vintages holds no FRED-{kind.upper()} vintage of {ind.fred_md_column} at or before "
+                          f"{wanted} (the one preceding target month {info_month:%Y-%m}){when}; stored: "
+                          f"{vintages.describe(columns)}")
+    dates, values, tcode = vintages.observations(pick)
+    if tcode != ind.fred_md_tcode:
+        raise ArimaError(f"{SOURCE_TEXT.get(pick.source, pick.source)} vintage {pick.vintage}: tcode of "
+                         f"{pick.series_id} is {tcode}, catalog says {ind.fred_md_tcode}")
+    dates, vals, filled = regular_history(dates, values.tolist(), quarterly=kind == "qd",
+                                          log_fill=ind.fred_md_tcode in _LOG_TCODES)
+    return SeriesHistory(dates, vals, filled, f"{SOURCE_TEXT.get(pick.source, pick.source)} {pick.series_id}",
+                         pick.series_id, pick.vintage, pick.wanted, pick.gap_months)
 
 
 def release_history(

@@ -13,6 +13,7 @@ from datetime import date, datetime
 import numpy as np
 import polars as pl
 
+from leaf_live.core.progress import Advance, Task
 from leaf_live.core.pit import (
     UTC, et_month_key, et_month_start, month_index, month_start_of_index, period_index, require_columns,
 )
@@ -25,7 +26,8 @@ from leaf_live.macro.forecasters.arima.histories import (
     _LOG_TCODES, _TCODE_D, AR1_LOG_INDICATORS, SeriesHistory, fred_history, release_history, to_reporting,
 )
 from leaf_live.macro.nowcasts import build_nowcasts
-from leaf_live.macro.sources.fred_md import FredMdClient, wanted_vintage
+from leaf_live.macro.series_vintages import VintageStore
+from leaf_live.macro.sources.fred_md import wanted_vintage
 from leaf_live.macro.windows import target_month, window_open
 
 MODEL_ID = "baseline/auto-arima"
@@ -137,7 +139,7 @@ def _finish(t: PreparedTarget, grid: GridFit) -> ArimaNowcast:
     if history.vintage is not None:
         vint = f", vintage {history.vintage}"
         if history.vintage_gap_months:
-            vint += f" (wanted {history.wanted_vintage}, not in the snapshot: {history.vintage_gap_months} months older)"
+            vint += f" (wanted {history.wanted_vintage}, not stored: {history.vintage_gap_months} months older)"
     model = "AR(1)+const on log level" if t.ar1 else (
         f"ARIMA({fit.p},{fit.d},{fit.q}) trend={fit.trend}{' on log level' if t.log else ''}, AIC={fit.aic:.2f}"
     )
@@ -177,9 +179,11 @@ def _history_period(history: SeriesHistory, issued_at: datetime) -> int:
 
 
 def fit_prepared(prepared: Sequence[PreparedTarget], *, p_max: int = P_MAX, q_max: int = Q_MAX, workers: int = 1,
-                 known: Mapping[str, Mapping[str, GridFit]] | None = None) -> list[GridFit]:
+                 known: Mapping[str, Mapping[str, GridFit]] | None = None,
+                 progress: Advance | None = None) -> list[GridFit]:
     """Fit the grids of prepared targets as one chain per series (:func:`.engine.fit_chains`, one process
-    pool for the batch when ``workers > 1``); returns the :class:`GridFit` of each target, in order."""
+    pool for the batch when ``workers > 1``; ``progress(n)`` as histories are done); returns the
+    :class:`GridFit` of each target, in order."""
     groups: dict[tuple, list[int]] = {}
     for i, t in enumerate(prepared):
         groups.setdefault((series_id(t.ind), t.d, t.trend, _orders(t, p_max, q_max)), []).append(i)
@@ -192,7 +196,7 @@ def fit_prepared(prepared: Sequence[PreparedTarget], *, p_max: int = P_MAX, q_ma
         chains.append(SeriesChain(sid, d, trend, items, orders))
         members.append(idx)
     out: list[GridFit | None] = [None] * len(prepared)
-    for idx, grids in zip(members, fit_chains(chains, known=known, workers=workers)):
+    for idx, grids in zip(members, fit_chains(chains, known=known, workers=workers, progress=progress)):
         for i, g in zip(idx, grids):
             out[i] = g
     return [g for g in out if g is not None]
@@ -231,15 +235,17 @@ def nowcast_one(
 def prepare_targets(
     targets: Sequence[tuple[str, date]],
     *,
-    vintages: FredMdClient,
+    vintages: VintageStore,
     releases: pl.DataFrame | None = None,
     window_opens_at: Mapping[tuple[str, date], datetime] | None = None,
     partition_key: str | Mapping[tuple[str, date], str] | None = None,
     min_obs: int = MIN_OBS,
+    progress: Advance | None = None,
 ) -> list[tuple[str, PreparedTarget | ArimaNowcast]]:
     """Everything :func:`arima_nowcast_batch` does before fitting: per target ``(partition_key, prepared)``, the
-    history (vintages read in one pass) checked against App. I's data rules, or the invalid
-    :class:`ArimaNowcast` saying why there is none. Arguments and errors as :func:`arima_nowcast_batch`."""
+    history (from the stored vintages) checked against App. I's data rules, or the invalid :class:`ArimaNowcast`
+    saying why there is none; ``progress(1)`` after each target. Arguments and errors as
+    :func:`arima_nowcast_batch`."""
     plan = []
     for indicator_id, ref in targets:
         ind = get_indicator(indicator_id)
@@ -259,21 +265,6 @@ def prepare_targets(
             pk = et_month_key(opens)
         plan.append((ind, ref, opens, info_month, pk))
 
-    # Vintages needed, read in one pass (snapshot archive), and the release history if any target needs it.
-    loaded: dict[str, dict[str, tuple[pl.DataFrame, dict[str, int]]]] = {"md": {}, "qd": {}}
-    for kind in ("md", "qd"):
-        wanted = set()
-        for ind, _, _, info_month, _ in plan:
-            if ind.fred_md_column and ind.id not in AR1_LOG_INDICATORS and (ind.frequency == "quarterly") == (kind == "qd"):
-                try:
-                    wanted.add(vintages.resolve_preceding_vintage(info_month, kind).vintage)
-                except SourceError:
-                    pass  # reported per target below
-        if wanted:
-            try:
-                loaded[kind] = vintages.load_vintages(sorted(wanted), kind)
-            except SourceError:
-                loaded[kind] = {}  # each target retries and reports its own error
     rel_error = None
     if releases is None and any(ind.fred_md_column is None or ind.id in AR1_LOG_INDICATORS for ind, *_ in plan):
         rel_error = "no first-release history for indicators outside FRED-MD: pass releases= (the releases table)"
@@ -281,10 +272,9 @@ def prepare_targets(
     # One history per target, checked against the data rules.
     results: list[PreparedTarget | ArimaNowcast] = []
     for ind, ref, opens, info_month, pk in plan:
-        kind = "qd" if ind.frequency == "quarterly" else "md"
         try:
             if ind.fred_md_column is not None and ind.id not in AR1_LOG_INDICATORS:
-                hist = fred_history(ind, info_month, vintages, loaded=loaded[kind])
+                hist = fred_history(ind, info_month, vintages, known_by=opens)
             else:
                 if rel_error is not None:
                     raise ArimaError(rel_error)
@@ -295,6 +285,8 @@ def prepare_targets(
         except (SourceError, ArimaError, ValueError) as exc:
             var = ind.fred_md_column if ind.id not in AR1_LOG_INDICATORS and ind.fred_md_column else ind.id
             results.append(ArimaNowcast(ind.id, ref, opens, None, f"no history: {exc}", var, None))
+        if progress is not None:
+            progress(1)
     return [(pk, r) for (_, _, _, _, pk), r in zip(plan, results)]
 
 
@@ -326,7 +318,7 @@ def arima_nowcasts(targets: Sequence[tuple[str, date]], **kwargs) -> pl.DataFram
 def arima_nowcast_batch(
     targets: Sequence[tuple[str, date]],
     *,
-    vintages: FredMdClient,
+    vintages: VintageStore,
     releases: pl.DataFrame | None = None,
     window_opens_at: Mapping[tuple[str, date], datetime] | None = None,
     partition_key: str | Mapping[tuple[str, date], str] | None = None,
@@ -335,14 +327,17 @@ def arima_nowcast_batch(
     q_max: int = Q_MAX,
     workers: int = 1,
     known: Mapping[str, Mapping[str, GridFit]] | None = None,
+    progress: Mapping[str, Task] | None = None,
 ) -> NowcastBatch:
     """Auto-ARIMA nowcasts (LiveMacroEval App. I) for ``targets`` = ``[(indicator_id, reference_period), ...]``.
 
     For each target: ``issued_at`` = the window open (``window_opens_at[(id, period)]``, tz-aware; default
     :func:`leaf_live.macro.windows.window_open`, the 25th 00:00 New York of the target month); the
     information month is the target month (the quarter's last month for GDP), or the month of ``issued_at`` if
-    that is earlier; the model is fitted on the FRED-MD / FRED-QD vintage immediately preceding it from
-    ``vintages`` (a snapshot that lacks it gives the nearest earlier one, gap stated in ``rationale``).
+    that is earlier; the model is fitted on the vintage immediately preceding it among the stored vintages
+    ``vintages`` (:class:`~leaf_live.macro.series_vintages.VintageStore` of the ``series_vintages`` table: FRED-MD,
+    FRED-QD, real-time GDP), published by ``issued_at``; without it, the nearest earlier one, gap stated in
+    ``rationale``.
     Indicators not in FRED-MD (ISM PMIs, existing and new home sales) use their first-release history
     (:func:`release_history`) from ``releases`` (the ``releases`` table) up to the same last month, released by
     ``issued_at``; without ``releases`` those targets get an invalid row saying so. The forecast reaches the
@@ -361,16 +356,26 @@ def arima_nowcast_batch(
     Fitting (:mod:`.engine`): the targets' histories are grouped into one chain per series in vintage
     order and fitted together, ``workers`` processes (one pool for the whole batch; 1 = in this process);
     ``known`` = ``{series_id: {content_hash: GridFit}}`` grids already fitted (a fit cache,
-    :func:`.fit_cache.grids_from_frame`), reused.
+    :func:`.fit_cache.grids_from_frame`), reused. ``progress``: ``{'histories': task, 'fits': task}``
+    (:class:`~leaf_live.core.progress.Task`), advanced per target prepared (closed when all are) and per history
+    fitted (the fits task's total is set to the number of valid histories).
 
     Raises :class:`ValueError` (unknown indicator, bad period, naive timestamp); data problems never raise,
     they become invalid rows.
     """
+    progress = progress or {}
+    histories, fits = progress.get("histories"), progress.get("fits")
     prepared = prepare_targets(targets, vintages=vintages, releases=releases, window_opens_at=window_opens_at,
-                               partition_key=partition_key, min_obs=min_obs)
+                               partition_key=partition_key, min_obs=min_obs,
+                               progress=histories.advance if histories is not None else None)
     results = [r for _, r in prepared]
     todo = [r for r in results if isinstance(r, PreparedTarget)]
-    fitted = dict(zip(map(id, todo), fit_prepared(todo, p_max=p_max, q_max=q_max, workers=workers, known=known)))
+    if histories is not None:
+        histories.close()
+    if fits is not None:
+        fits.set_total(len(todo))
+    fitted = dict(zip(map(id, todo), fit_prepared(todo, p_max=p_max, q_max=q_max, workers=workers, known=known,
+                                                  progress=fits.advance if fits is not None else None)))
     grids = [fitted.get(id(r)) for r in results]
     rows = []
     for (pk, r), grid in zip(prepared, grids):
@@ -421,20 +426,23 @@ def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
 
 class AutoArima:
     """The App. I auto-ARIMA baseline under the forecaster contract (:mod:`leaf_live.core.forecaster`):
-    ``forecast(windows)`` = :func:`arima_nowcasts_for_windows` on the FRED-MD/QD ``vintages`` client and the
-    ``releases`` table, all windows as one batch: vintages read in one pass, each series fitted as one chain
-    over its vintages, the chains spread over one pool of ``workers`` processes (:func:`.engine.fit_chains`;
-    1 = in this process); ``known`` is a fit cache (:mod:`.fit_cache`). Rows come back in partition order;
-    ``last_batch`` keeps the batch's grids for writing the cache."""
+    ``forecast(windows)`` = :func:`arima_nowcasts_for_windows` on the stored vintages (``vintages``, a
+    :class:`~leaf_live.macro.series_vintages.VintageStore` of the ``series_vintages`` table) and the ``releases``
+    table, all windows as one batch: each series fitted as one chain over its vintages, the chains spread over one
+    pool of ``workers`` processes (:func:`.engine.fit_chains`; 1 = in this process); ``known`` is a fit cache
+    (:mod:`.fit_cache`); ``progress`` maps ``'histories'`` / ``'fits'`` to progress tasks
+    (:class:`~leaf_live.core.progress.Task`). Rows come back in partition order; ``last_batch`` keeps the batch's grids for writing the cache."""
 
     model_id = MODEL_ID
 
-    def __init__(self, vintages: FredMdClient, releases: pl.DataFrame | None, *, workers: int = 1,
-                 known: Mapping[str, Mapping[str, GridFit]] | None = None) -> None:
+    def __init__(self, vintages: VintageStore, releases: pl.DataFrame | None, *, workers: int = 1,
+                 known: Mapping[str, Mapping[str, GridFit]] | None = None,
+                 progress: Mapping[str, Task] | None = None) -> None:
         self.vintages = vintages
         self.releases = releases
         self.workers = max(1, workers)
         self.known = known
+        self.progress = progress
         self.last_batch: NowcastBatch | None = None
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
@@ -442,6 +450,7 @@ class AutoArima:
             return empty_frame("nowcasts")
         require_columns(tasks, ("partition_key",), "windows")
         batch = arima_nowcast_batch(**window_targets(tasks.sort("partition_key")), vintages=self.vintages,
-                                    releases=self.releases, workers=self.workers, known=self.known)
+                                    releases=self.releases, workers=self.workers, known=self.known,
+                                    progress=self.progress)
         self.last_batch = batch
         return batch.frame
