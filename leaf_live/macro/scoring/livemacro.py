@@ -636,6 +636,28 @@ def _quad(Bm: np.ndarray, G: np.ndarray) -> np.ndarray:
     return np.einsum("bi,ij,bj->b", Bm, G, Bm, optimize=True)
 
 
+def _lmd_draws(Sh: np.ndarray, Bm: np.ndarray, r: np.ndarray | None, S: np.ndarray, chunk: int = 1000) -> np.ndarray:
+    """LMD of every beta draw (rows of ``Bm``, (B, q)): weighted sign hits of Q_hat = ``Sh`` beta^(b) against
+    y = ``r`` (target return, fixed) or y = ``S`` beta^(b) (target shock), weights |y|, a zero prediction
+    counting half (:func:`sign_hits`); NaN when every weight is 0. Draws in chunks laid out (draw, event), and
+    for a fixed y the hits are three matrix-vector products, so no (events x draws) float temporaries."""
+    out = np.empty(Bm.shape[0])
+    if r is not None:
+        w = np.abs(r)
+        w_pos, w_neg, total = w * (r > 0), w * (r < 0), w.sum()
+    for a in range(0, Bm.shape[0], chunk):
+        Q = Bm[a:a + chunk] @ Sh.T  # (b, n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if r is not None:
+                out[a:a + chunk] = ((Q > 0) @ w_pos + (Q < 0) @ w_neg + 0.5 * ((Q == 0) @ w)) / total
+            else:
+                Y = Bm[a:a + chunk] @ S.T
+                wy = np.abs(Y)
+                hits = np.where(Q == 0, 0.5, np.sign(Q) == np.sign(Y))
+                out[a:a + chunk] = (wy * hits).sum(axis=1) / wy.sum(axis=1)
+    return out
+
+
 def beta_draws(beta: np.ndarray, cov: np.ndarray, idx: np.ndarray, z: np.ndarray) -> np.ndarray:
     """beta^(b) = beta_idx + L z_idx^(b) with L the Cholesky factor of V restricted to idx (Eq. 12, K.3).
 
@@ -682,24 +704,17 @@ def bootstrap_scores(
     if target == "return":
         ss_c = np.full(Bm.shape[0], float(r @ r))
         ss_m = ss_c - 2.0 * Bm @ (Sh.T @ r) + _quad(Bm, Sh.T @ Sh)
-        y_sign = np.sign(r)[:, None]
-        w = np.abs(r)[:, None]
     elif target == "shock":
         D = S - Sh
         ss_c = _quad(Bm, S.T @ S)
         ss_m = _quad(Bm, D.T @ D)
-        Y = S @ Bm.T
-        y_sign = np.sign(Y)
-        w = np.abs(Y)
     else:
         raise ScoringError(f"target must be 'return' or 'shock', got {target!r}")
     ss_m = np.maximum(ss_m, 0.0)  # the expansion can dip below 0 by rounding only
     den = ss_c + ss_m
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = np.where(den > 0, (ss_c - ss_m) / den, np.nan)
-        q_sign = np.sign(Sh @ Bm.T)
-        hits = np.where(q_sign == 0, 0.5, q_sign == y_sign)  # sign_hits, vectorized over draws
-        lmd = (w * hits).sum(axis=0) / w.sum(axis=0)
+    lmd = _lmd_draws(Sh, Bm, r if target == "return" else None, S)
     return BootstrapResult(
         scores=scores, lmd=np.asarray(lmd, dtype=float),
         ci90=_pct(scores, 5, 95), ci95=_pct(scores, 2.5, 97.5),
@@ -773,13 +788,21 @@ def event_bootstrap_scores(
         ev = np.where(c + m > 0, (c - m) / (c + m), np.nan)
     Sh, S, r = d.S_hat[:, idx], d.S[:, idx], d.r
     comb = np.empty(K.shape[0])
+    # y^2 laid out as the (draw, event) products below, so that a zero prediction gives m == c exactly (the
+    # consensus scores exactly 0 in every draw, not +-1e-17 from a differently summed product)
+    rr = np.ascontiguousarray(np.broadcast_to(r * r, (min(chunk, K.shape[0]), n))) if target == "return" else None
     for a in range(0, K.shape[0], chunk):
         Bm = beta_draws(beta, cov, idx, z[a:a + chunk])  # (b, q)
         Kc = K[a:a + chunk]
-        Qh = Sh @ Bm.T  # (n, b)
-        Y = np.broadcast_to(r[:, None], Qh.shape) if target == "return" else S @ Bm.T
-        c = np.einsum("bn,nb->b", Kc, Y * Y, optimize=True)
-        m = np.einsum("bn,nb->b", Kc, (Y - Qh) ** 2, optimize=True)
+        Qh = Bm @ Sh.T  # (b, n): laid out as Kc
+        if target == "return":
+            c = np.einsum("bn,bn->b", Kc, rr[:Kc.shape[0]])
+            D = r[None, :] - Qh
+        else:
+            Y = Bm @ S.T
+            c = np.einsum("bn,bn->b", Kc, Y * Y)
+            D = Y - Qh
+        m = np.einsum("bn,bn->b", Kc, D * D)
         with np.errstate(invalid="ignore", divide="ignore"):
             comb[a:a + chunk] = np.where(c + m > 0, (c - m) / (c + m), np.nan)
     return EventBootstrapResult(

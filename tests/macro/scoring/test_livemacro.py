@@ -541,6 +541,17 @@ def test_event_and_combined_bootstrap_equal_draw_by_draw(scope, target):
     assert width(res.combined_ci90) >= max(width(res.event_ci90), width(par.ci90)) * 0.9
 
 
+def test_a_zero_prediction_scores_exactly_zero_in_every_bootstrap_draw():
+    # the consensus (S_hat = 0): SS_model = SS_cons in every draw, so every score is +0.0, never -1e-17 (the
+    # leaderboard would print -0.0000); on the return target its LMD is 0.5 everywhere (zero counts half)
+    d = random_design(seed=5, n=30, zero_model=True)
+    res = L.event_bootstrap_scores(d, BETA, cov_matrix(), target="return", n_draws=500, seed=7, chunk=128)
+    assert (res.combined_scores == 0).all() and not np.signbit(res.combined_scores).any()
+    assert (res.event_scores == 0).all() and res.combined_ci90 == (0.0, 0.0)
+    par = L.bootstrap_scores(d, BETA, cov_matrix(), target="return", n_draws=500, seed=7)
+    np.testing.assert_array_equal(par.lmd, np.full(500, 0.5))
+
+
 def test_paired_bootstrap_gives_no_interval_below_the_minimum_shared_events():
     d = random_design(seed=4, n=30)
     other = L.LiveDesign(d.release_at, d.r, d.S, d.S_hat * 0.5, d.released)
