@@ -7,8 +7,10 @@ monthly-partitioned assets that do nothing but report a row count per month, as 
 ``--months`` months (default 6 x 197 = 1,182 materializations), three times, each in a fresh instance directory
 (under ``--dir``, default ``build/`` on the project's disk: fsync cost is part of what differs):
 
-1. ``default``: Dagster's ``SqliteEventLogStorage``, planned events per partition, events stored one by one;
-2. ``pooled``: :class:`resources.event_log.PooledSqliteEventLogStorage` (one pooled engine per shard,
+1. ``default``: the project's ``dagster.yaml`` as Dagster opens it (``SqliteEventLogStorage``), planned events per
+   partition, events stored one by one;
+2. ``pooled``: the same directory opened with :func:`resources.event_log.pooled_instance`
+   (:class:`~resources.event_log.PooledSqliteEventLogStorage`: one pooled engine per shard,
    ``synchronous=NORMAL``), planned events per partition range (``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``),
    events one by one;
 3. ``project``: as 2 plus ``DAGSTER_EVENT_BATCH_SIZE`` (a step's materializations written in one transaction):
@@ -30,8 +32,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_YAML = "telemetry:\n  enabled: false\n"  # a DAGSTER_HOME with Dagster's default storage
-SETUPS = {  # name: (project's dagster.yaml, env)
+SETUPS = {  # name: (pooled event log, env); every instance directory gets the project's dagster.yaml
     "default": (False, {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "", "DAGSTER_EVENT_BATCH_SIZE": "0"}),
     "pooled": (True, {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1", "DAGSTER_EVENT_BATCH_SIZE": "0"}),
     "project": (True, {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1", "DAGSTER_EVENT_BATCH_SIZE": "1000"}),
@@ -62,16 +63,17 @@ def build_job(n_assets: int, months: int):
 def run(home: Path, setup: str, n_assets: int, months: int) -> tuple[float, float, list]:
     from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance
 
+    from resources.event_log import pooled_instance
+
     pooled, env = SETUPS[setup]
     home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text((ROOT / "dagster_home" / "dagster.yaml").read_text() if pooled else DEFAULT_YAML)
-    os.environ["DAGSTER_HOME"] = str(home)  # the project's dagster.yaml reads it
+    (home / "dagster.yaml").write_text((ROOT / "dagster_home" / "dagster.yaml").read_text())
     for k, v in env.items():
         if v:
             os.environ[k] = v
         else:
             os.environ.pop(k, None)
-    instance = DagsterInstance.get()
+    instance = pooled_instance(home) if pooled else DagsterInstance.from_config(str(home))
     job, keys = build_job(n_assets, months)
     t0, c0 = time.perf_counter(), time.process_time()
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

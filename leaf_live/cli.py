@@ -51,14 +51,18 @@ PROJECT_DAGSTER_HOME = Path(__file__).resolve().parents[1] / "dagster_home"
 
 def _instance():
     """``DAGSTER_HOME``'s instance when it is set, else the project's ``dagster_home/`` (so CLI runs appear in
-    the UI; ``DAGSTER_HOME`` is set to it, which its dagster.yaml reads); an ephemeral one (telemetry off) only when
-    neither exists (e.g. a non-editable install)."""
+    the UI), opened with :func:`resources.event_log.pooled_instance` (a default SQLite event log is written through
+    pooled connections, in batches); an ephemeral one (telemetry off) only when neither exists (e.g. a
+    non-editable install)."""
     from dagster import DagsterInstance
 
-    if not os.environ.get("DAGSTER_HOME") and (PROJECT_DAGSTER_HOME / "dagster.yaml").is_file():
-        os.environ["DAGSTER_HOME"] = str(PROJECT_DAGSTER_HOME)
-    if os.environ.get("DAGSTER_HOME"):
-        return DagsterInstance.get()
+    from resources.event_log import pooled_instance
+
+    home = os.environ.get("DAGSTER_HOME")
+    if home:
+        return pooled_instance(home)
+    if (PROJECT_DAGSTER_HOME / "dagster.yaml").is_file():
+        return pooled_instance(PROJECT_DAGSTER_HOME)
     return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
 
 

@@ -17,8 +17,10 @@ What changes (nothing about what is stored; same files, same tables, same schema
   base class stores the events one by one). Dagster hands a step's per-partition materializations and a run's
   planned events over as one batch when ``DAGSTER_EVENT_BATCH_SIZE`` is set, which ``leaf_live`` does.
 
-Configured in ``dagster_home/dagster.yaml`` (``event_log_storage: module: resources.event_log``); the production
-profile keeps PostgreSQL. The other supported levers are used too: ``leaf_live`` sets Dagster's
+``leaf-live run`` opens its instance with :func:`pooled_instance`: the instance its ``dagster.yaml`` describes,
+with this storage in place of Dagster's default SQLite event log on the same directory (the UI, ``dagster dev``
+and ``DagsterInstance.from_config`` read the same files with Dagster's own class); an instance configured with
+another storage (PostgreSQL in the production profile) is left as it is. The other supported levers are used too: ``leaf_live`` sets Dagster's
 ``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS`` so a single-run backfill plans each asset with one event
 instead of one per partition, and ``DAGSTER_EVENT_BATCH_SIZE`` so events reach the storage in batches.
 ``benchmarks/event_log.py`` measures the difference against Dagster's default storage.
@@ -33,8 +35,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from dagster import StringSource
-
+from dagster import DagsterInstance
+from dagster._core.instance.ref import InstanceRef
+from dagster._serdes import ConfigurableClassData
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage, create_engine
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from sqlalchemy import event
@@ -42,6 +45,10 @@ from sqlalchemy.engine import Connection, Engine
 
 # run shards kept open besides the index: a process writes one run at a time
 OPEN_SHARDS = 4
+# how Dagster names its default SQLite storages in an InstanceRef
+DEFAULT_UNIFIED = ("dagster._core.storage.sqlite_storage", "DagsterSqliteStorage")
+DEFAULT_SQLITE = {("dagster._core.storage.event_log", "SqliteEventLogStorage"),
+                  ("dagster._core.storage.event_log.sqlite.sqlite_event_log", "SqliteEventLogStorage")}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -49,9 +56,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
-    """:class:`dagster._core.storage.event_log.SqliteEventLogStorage` with one pooled engine per shard and
-    ``synchronous=NORMAL`` (module docstring). Config: ``dagster_home`` (``{env: DAGSTER_HOME}`` in the project's
-    dagster.yaml); the shards live where Dagster's default storage keeps them, ``<dagster_home>/history/runs``."""
+    """:class:`dagster._core.storage.event_log.SqliteEventLogStorage` with one pooled engine per shard,
+    ``synchronous=NORMAL`` and batched writes (module docstring); the same config (``base_dir``) and files.
+    :func:`pooled_instance` puts it in place of an instance's default SQLite event log."""
 
     def __init__(self, base_dir: str, inst_data: Any = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
@@ -62,12 +69,9 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         super().__init__(base_dir, inst_data)
 
     @classmethod
-    def config_type(cls) -> dict:
-        return {"dagster_home": StringSource}
-
-    @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> PooledSqliteEventLogStorage:
-        return cls(str(Path(config_value["dagster_home"]) / "history" / "runs"), inst_data=inst_data)
+        # the base class's config (base_dir); its from_config_value builds the base class itself
+        return cls(inst_data=inst_data, **config_value)
 
     def _engine(self, shard: str) -> Engine:
         engine = self._engines.get(shard)
@@ -124,3 +128,18 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 engine.dispose()
             self._engines.clear()
         super().dispose()
+
+
+def pooled_instance(home: str | Path) -> DagsterInstance:
+    """The Dagster instance of the directory ``home`` (its ``dagster.yaml``), with
+    :class:`PooledSqliteEventLogStorage` in place of Dagster's default SQLite event log (same ``base_dir``, same
+    files); any other configured event log storage is kept. Raises what ``DagsterInstance.from_config`` raises."""
+    ref = InstanceRef.from_dir(str(home))
+    data, unified = ref.event_storage_data, ref.storage_data
+    default_unified = unified is None or (unified.module_name, unified.class_name) == DEFAULT_UNIFIED
+    if default_unified and data is not None and (data.module_name, data.class_name) in DEFAULT_SQLITE:
+        # the default SQLite storage is a bundle of the run, event log and schedule storages on the same
+        # directories as the separate defaults the ref also holds: use those, with the pooled event log
+        ref = ref._replace(storage_data=None, event_storage_data=ConfigurableClassData(
+            __name__, PooledSqliteEventLogStorage.__name__, data.config_yaml))
+    return DagsterInstance.from_ref(ref)

@@ -1,6 +1,6 @@
-"""The project's SQLite event log (resources/event_log.py, configured in dagster_home/dagster.yaml): a single-run
-backfill's per-month materializations are stored as Dagster stores them (same records, readable by Dagster's own
-queries), in batches of one transaction per shard, with synchronous=NORMAL."""
+"""The project's SQLite event log (resources/event_log.py, the instance leaf-live run records in): a single-run
+backfill's per-month materializations are stored as Dagster stores them (same records and files, readable by
+Dagster's own class and queries), in batches of one transaction per shard, with synchronous=NORMAL."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dagster import (
     define_asset_job,
 )
 
-from resources.event_log import PooledSqliteEventLogStorage
+from resources.event_log import PooledSqliteEventLogStorage, pooled_instance
 
 ROOT = Path(__file__).resolve().parents[2]
 MONTHS = MonthlyPartitionsDefinition(start_date="2010-01", fmt="%Y-%m")
@@ -28,12 +28,32 @@ def monthly(context):
 
 
 @pytest.fixture
-def instance(tmp_path, monkeypatch):
+def instance(tmp_path):
     shutil.copy(ROOT / "dagster_home" / "dagster.yaml", tmp_path / "dagster.yaml")
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-    inst = DagsterInstance.get()
+    inst = pooled_instance(tmp_path)
     yield inst
     inst.dispose()
+
+
+def test_pooled_instance_keeps_the_default_files_and_other_storages(tmp_path, instance):
+    # same directories as Dagster's default instance of that dagster.yaml: the UI reads what a run writes
+    plain = DagsterInstance.from_config(str(tmp_path))
+    try:
+        assert type(plain.event_log_storage).__name__ == "SqliteEventLogStorage"
+        assert instance.event_log_storage._base_dir == plain.event_log_storage._base_dir
+        assert instance.run_storage._conn_string == plain.run_storage._conn_string
+    finally:
+        plain.dispose()
+    # an instance with another event log (here: in memory, as a stand-in for PostgreSQL) is left as it is
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "dagster.yaml").write_text("event_log_storage:\n  module: dagster._core.storage.event_log\n"
+                                        "  class: InMemoryEventLogStorage\n")
+    inst = pooled_instance(other)
+    try:
+        assert type(inst.event_log_storage).__name__ == "InMemoryEventLogStorage"
+    finally:
+        inst.dispose()
 
 
 def test_backfill_materializations_are_stored_in_batches(instance, monkeypatch):
