@@ -125,8 +125,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         skipped = sorted(k.to_user_string() for k in job.asset_layer.executable_asset_keys if k not in done)
         if skipped:
             print(f"not materialized: {', '.join(skipped)}", file=sys.stderr)
-        print("leaf-live run: FAILED", file=sys.stderr)
         print(stage_summary(clock), file=sys.stderr)
+        print("leaf-live run: FAILED", file=sys.stderr)  # the last line, as for every other failure
         return 1
     clock.stage_started("summary and report")
     print(summary(db))
