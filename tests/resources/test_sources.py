@@ -20,7 +20,7 @@ from dagster import DagsterInstance, EnvVar, materialize
 from assets.macro_releases import release_calendar
 from leaf_live.core import storage
 from leaf_live.core.settings import Settings
-from leaf_live.macro.sources import fed_nowcasts, fred_md, polymarket
+from leaf_live.macro.sources import fed_nowcasts, fred_md, polymarket, realtime_gdp
 from leaf_live.macro.sources.releases import LIVE_FILE
 from resources import default_resources
 from resources.sources import (
@@ -59,17 +59,18 @@ def test_one_place_chooses_snapshot_or_live_for_every_source(tmp_path):
     assert set(snap) == set(live) == set(SOURCES)
     assert [type(r).__name__ for r in snap.values()] == [
         "ReleaseCalendarSnapshotResource", "WindowPricesSnapshotResource", "FredSnapshotResource",
-        "FredMdSnapshotResource", "FedNowcastsSnapshotResource", "PolymarketSnapshotResource", "RecordedNowcastsResource",
+        "FredMdSnapshotResource", "RealTimeGdpSnapshotResource", "FedNowcastsSnapshotResource", "PolymarketSnapshotResource", "RecordedNowcastsResource",
         "DailyPricesSnapshotResource", "WeatherSnapshotResource", "GridLoadSnapshotResource", "EventMarketsSnapshotResource",
         "RecordedEventsResource", "EventSearchSnapshotResource"]
     assert [type(r).__name__ for r in live.values()] == [
         "ReleaseCalendarLiveResource", "WindowPricesLiveResource", "FredLiveResource", "FredMdLiveResource",
-        "FedNowcastsLiveResource", "PolymarketLiveResource", "RecordedNowcastsResource",
+        "RealTimeGdpLiveResource", "FedNowcastsLiveResource", "PolymarketLiveResource", "RecordedNowcastsResource",
         "DailyPricesLiveResource", "WeatherLiveResource", "GridLoadLiveResource", "EventMarketsLiveResource",
         "RecordedEventsResource", "EventSearchLiveResource"]
     assert live["event_search"].client() is None  # live: each model's own provider web search
     # settings reach the live clients; the secret travels as an EnvVar, never as its value
     assert live["fred_md"].client().base_url == "http://127.0.0.1:9/md"
+    assert live["realtime_gdp"].client().base_url == realtime_gdp.DEFAULT_BASE_URL  # LEAF_LIVE_PHILLY_RTDSM_URL unset
     assert live["fed_nowcasts"].urls == {fed_nowcasts.NYFED: "http://ny"}
     assert live["fed_nowcasts"].client().urls[fed_nowcasts.NYFED] == "http://ny"
     assert isinstance(live["fred"].api_key, EnvVar) and live["fred"].api_key.env_var_name == "FRED_API_KEY"
