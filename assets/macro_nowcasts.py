@@ -31,7 +31,7 @@ from assets.common import (
     table_metadata,
     write_partitions,
 )
-from assets.macro_releases import releases
+from assets.macro_releases import release_calendar, releases
 from leaf_live.core import storage
 from leaf_live.core.llm import llm_calls_frame, no_models_message
 from leaf_live.core.pit import first_per_period
@@ -43,7 +43,7 @@ from leaf_live.macro.forecasters.published import published_forecasters
 from leaf_live.macro import series_vintages as SV
 from leaf_live.macro.nowcasts import forecast_nowcasts
 from leaf_live.macro.windows import nowcast_windows as build_windows
-from leaf_live.macro.windows import open_windows
+from leaf_live.macro.windows import open_windows, scheduled_releases
 from pydantic import Field
 from resources import (
     FedNowcastsResource, FredMdResource, LeafLiveDB, LLMResource, RealTimeGdpResource, RecordedNowcastsResource,
@@ -72,15 +72,24 @@ def _plugin(con, windows: pl.DataFrame):
     metadata=table_metadata("nowcast_windows"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
-    deps=[releases],
+    deps=[releases, release_calendar],
     description="Nowcast windows per indicator and reference period: open 00:00 ET on the 25th of the target "
-    "month, close at the scheduled release (LiveMacroEval §3.4). Partition = release month.",
+    "month, close at the scheduled release (LiveMacroEval §3.4), for every stored first release and every "
+    "scheduled release of the calendar that has not landed yet (so live windows are open before their "
+    "release). Partition = release month.",
 )
 def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
+    span = [min(keys), max(keys)]
     with db.get_connection() as con:
-        rel = storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
-        win = build_windows(first_per_period(rel)).filter(pl.col("partition_key").is_in(keys))
+        rel = first_per_period(storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", span))
+        cal = storage.read_table(con, "release_calendar", "partition_key BETWEEN ? AND ?", span)
+        # every stored first release up to the span: a GDP advance estimate that landed last month means this
+        # month's scheduled second estimate is not a window
+        landed = storage.read_table(con, "releases", "partition_key <= ?", [span[1]])
+        due = scheduled_releases(cal, landed)
+        both = pl.concat([rel.select("indicator_id", "reference_period", "release_at"), due])
+        win = build_windows(both).filter(pl.col("partition_key").is_in(keys))
         written = write_partitions(con, "nowcast_windows", win, keys)
     return MaterializeResult(metadata={"rows": sum(written.values()), "partitions": len(keys)})
 

@@ -36,12 +36,13 @@ from dagster import (
     sensor,
 )
 
-from assets.macro_nowcasts import llm_nowcasts
-from assets.macro_releases import release_calendar
+from assets.common import RELEASE_MONTHS
+from assets.macro_nowcasts import llm_nowcasts, nowcast_windows
+from assets.macro_releases import release_calendar, releases
 from assets.macro_scoring import DEFAULT_MODES
 from leaf_live.core import storage
 from leaf_live.core.llm import no_models_message
-from leaf_live.core.pit import UTC
+from leaf_live.core.pit import UTC, et_month_key, shift_month_key
 from leaf_live.macro.landing import LANDING_LOOKBACK, landing_status, watched_months
 from leaf_live.macro.windows import open_windows
 from resources import ClockResource, LeafLiveDB, LLMResource, ReleaseCalendarResource
@@ -58,6 +59,16 @@ release_landing_job = define_asset_job(
 )
 LANDING_SENSOR_INTERVAL_S = 300
 RELEASES_TAG = "leaf_live/releases"
+
+WINDOWS_JOB = "macro_windows_ahead"
+# A month's calendar and windows before any of its releases lands: a window opens on the 25th of its target
+# month, so the hourly nowcasts need it stored before its release month's first landing.
+windows_ahead_job = define_asset_job(
+    WINDOWS_JOB, selection=AssetSelection.assets(release_calendar, releases, nowcast_windows),
+    description="A release month's calendar, the first releases landed so far and the nowcast windows (landed and "
+    "scheduled releases), ahead of its landings. Requested by windows_ahead_sensor, once per month.",
+)
+WINDOWS_SENSOR_INTERVAL_S = 3600
 
 # the hourly nowcast job (one partition per UTC hour); its schedule ticks five minutes past each hour
 llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts])
@@ -139,6 +150,21 @@ def release_landed(context: SensorEvaluationContext, clock: ClockResource, calen
     return SensorResult(run_requests=runs, cursor=_dump_cursor(requested, at))
 
 
+def windows_ahead(context: SensorEvaluationContext, clock: ClockResource) -> SensorResult | SkipReason:
+    """One evaluation of :func:`windows_ahead_sensor`: the clock's ET release month and the next one (when it is
+    a partition already), each requested once (cursor: the months requested, the last 12 kept)."""
+    at = clock.now()
+    done = json.loads(context.cursor) if context.cursor else []
+    existing = set(RELEASE_MONTHS.get_partition_keys())  # what the instance accepts now (not the simulated clock)
+    month = et_month_key(at)
+    todo = [m for m in (month, shift_month_key(month, 1)) if m in existing and m not in done]
+    if not todo:
+        return SkipReason(f"{at:%Y-%m-%d %H:%M}Z: the windows of {month} and the next month were requested already "
+                          "(or the next month is not a partition yet)")
+    return SensorResult(run_requests=[RunRequest(run_key=f"windows/{m}", partition_key=m) for m in todo],
+                        cursor=json.dumps(sorted({*done, *todo})[-12:]))
+
+
 def nowcast_hour(t: datetime) -> datetime:
     """The UTC hour holding the instant ``t`` (the partition an hourly tick at ``t`` nowcasts)."""
     return t.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
@@ -171,6 +197,15 @@ def build_release_landed_sensor(status: DefaultSensorStatus):
         "per release: polls the calendar for first releases whose time has passed and whose actual is at the "
         "source but not stored. Cursor: the releases requested in the last 31 days.",
     )(release_landed)
+
+
+def build_windows_ahead_sensor(status: DefaultSensorStatus):
+    return sensor(
+        name="windows_ahead_sensor", job=windows_ahead_job, minimum_interval_seconds=WINDOWS_SENSOR_INTERVAL_S,
+        default_status=status,
+        description="Stores the current and the next release month's calendar and nowcast windows (scheduled "
+        "releases included) once per month, so a window is open for the hourly nowcasts before its release lands.",
+    )(windows_ahead)
 
 
 def build_llm_nowcast_schedule(status: DefaultScheduleStatus):

@@ -128,6 +128,30 @@ def nowcast_windows(releases: pl.DataFrame, *, open_day: int = OPEN_DAY) -> pl.D
     return conform("nowcast_windows", out).sort("closes_at", "indicator_id")
 
 
+def scheduled_releases(calendar: pl.DataFrame, releases: pl.DataFrame) -> pl.DataFrame:
+    """Scheduled first releases that have not landed: what a live window closes on before its value exists.
+
+    ``calendar`` is a ``release_calendar`` frame; a row without ``actual`` is scheduled, not released (the live
+    calendar's empty A). ``releases`` holds the stored first releases (``indicator_id``, ``reference_period``).
+    Returns ``indicator_id``, ``reference_period``, ``release_at`` for every (indicator, period) that has a
+    scheduled row with a reference period, is not a source-marked revision, and has no stored first release:
+    the earliest scheduled row per period (so a GDP period whose advance estimate has landed gets no window
+    from its second estimate; LiveMacroEval App. K.1's first-release rule). Feed the result, stacked on the
+    first releases, to :func:`nowcast_windows`. Raises :class:`WindowError` naming a missing column."""
+    need = ("indicator_id", "reference_period", "release_at", "actual", "marked_revision")
+    require_columns(calendar, need, "release_calendar", WindowError)
+    require_columns(releases, ("indicator_id", "reference_period"), "releases", WindowError)
+    keys = ["indicator_id", "reference_period"]
+    return (
+        calendar.filter(pl.col("actual").is_null() & pl.col("reference_period").is_not_null()
+                        & ~pl.col("marked_revision").fill_null(False))
+        .join(releases.select(keys).unique(), on=keys, how="anti")
+        .sort("release_at")
+        .unique(keys, keep="first", maintain_order=True)
+        .select(*keys, "release_at")
+    )
+
+
 def _as_utc(value: Any, field: str) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise WindowError(f"window field {field}={value!r}: expected a tz-aware datetime")

@@ -13,6 +13,7 @@ from leaf_live.macro.windows import (
     hourly_issue_times,
     mark_after_release,
     nowcast_windows,
+    scheduled_releases,
     target_month,
 )
 from leaf_live.core.storage import conform
@@ -123,3 +124,56 @@ def test_mark_after_release_uses_greater_or_equal(windows):
     assert out.get_column("value").to_list() == [3.0, 3.3, 3.3, 0.1]
     with pytest.raises(WindowError, match="more than one window"):
         mark_after_release(nc, pl.concat([windows, windows]))
+
+
+def test_live_windows_exist_before_their_release_lands():
+    """Live operation: the calendar replayed at 2026-02-10 00:00 UTC shows February's later releases as scheduled
+    (no actual). Windows from the landed first releases plus the scheduled ones equal the windows built once
+    every value is known, so the hourly nowcasts find a release's window open before it lands; a GDP period
+    whose advance estimate landed gets no second window from its later estimates."""
+    from leaf_live.core.settings import get_settings
+    from leaf_live.macro.scoring.surprises import first_releases
+    from leaf_live.macro.sources.releases import calendar_known_at
+    from leaf_live.macro.windows import open_windows, scheduled_releases
+    from resources.sources import source_resources
+
+    months = ["2026-01", "2026-02", "2026-03"]
+    cal = source_resources(get_settings(), "snapshot")["calendar"].client().calendar(months=months)
+    at = datetime(2026, 2, 10, tzinfo=UTC)
+    known = calendar_known_at(cal, at)
+    landed = first_releases(known)
+    due = scheduled_releases(known, landed)
+    assert due.height > 0 and (due["release_at"] > at).all()
+    cols = ["indicator_id", "reference_period", "release_at"]
+    live = nowcast_windows(pl.concat([landed.select(cols), due]))
+    full = nowcast_windows(first_releases(cal).select(cols))
+    assert live.sort("indicator_id", "reference_period").equals(full.sort("indicator_id", "reference_period"))
+    # every window open at the clock closes on a release that has not landed yet
+    now_open = open_windows(live, at)
+    assert now_open.height > 0 and now_open.join(landed, on=["indicator_id", "reference_period"], how="semi").is_empty()
+    # GDP: the (delayed) 2025Q4 advance estimate is due on 2026-02-20 and its window is open at the clock; the
+    # source-marked later estimate of 2026-03-13 opens no second window
+    gdp = "real_gdp_advance"
+    assert due.filter(pl.col("indicator_id") == gdp).rows() == [(gdp, date(2025, 10, 1), datetime(2026, 2, 20, 13, 30, tzinfo=UTC))]
+    assert now_open.filter(pl.col("indicator_id") == gdp)["reference_period"].to_list() == [date(2025, 10, 1)]
+    assert live.filter(pl.col("indicator_id") == gdp).group_by("reference_period").len()["len"].max() == 1
+
+
+def test_scheduled_releases_rule_on_a_constructed_calendar():
+    t = lambda d, h: datetime(2026, 3, d, h, 30, tzinfo=UTC)  # noqa: E731
+    cal = pl.DataFrame({
+        "indicator_id": ["cpi", "cpi", "gdp", "gdp", "retail_sales", "retail_sales", "ppi"],
+        "reference_period": [date(2026, 2, 1), date(2026, 2, 1), date(2025, 10, 1), date(2026, 1, 1),
+                             date(2026, 2, 1), date(2026, 2, 1), None],
+        "release_at": [t(11, 12), t(11, 12), t(26, 12), t(27, 12), t(17, 12), t(18, 12), t(12, 12)],
+        "actual": [None, None, None, None, None, None, None],
+        "marked_revision": [False, False, False, False, True, False, False],
+    }, schema_overrides={"actual": pl.Float64})
+    landed = pl.DataFrame({"indicator_id": ["gdp"], "reference_period": [date(2025, 10, 1)]})
+    got = scheduled_releases(cal, landed).sort("indicator_id").rows()
+    # cpi listed by two sources -> once; gdp 2025Q4 landed -> its later estimate dropped, 2026Q1 kept;
+    # a source-marked revision never counts; a row without a reference period cannot close a window
+    assert got == [("cpi", date(2026, 2, 1), t(11, 12)), ("gdp", date(2026, 1, 1), t(27, 12)),
+                   ("retail_sales", date(2026, 2, 1), t(18, 12))]
+    with pytest.raises(WindowError, match="actual"):
+        scheduled_releases(cal.drop("actual"), landed)

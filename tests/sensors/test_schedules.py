@@ -41,7 +41,7 @@ from sensors.event import (
 from sensors.macro import llm_nowcast_tick
 
 UTC = timezone.utc
-NAMES = {"release_landed_sensor", "event_questions_sensor", "event_days_sensor", "llm_nowcasts_hourly_schedule",
+NAMES = {"release_landed_sensor", "windows_ahead_sensor", "event_questions_sensor", "event_days_sensor", "llm_nowcasts_hourly_schedule",
          "event_days_daily_schedule", "event_forecasts_daily_schedule", "event_llm_forecasts_daily_schedule",
          "event_retrieval_weekly_schedule"}
 
