@@ -71,13 +71,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     clock = RunProgress()  # stage clock from here; the display starts with the run
     clock.stage_started("load definitions")
-    from assets.macro_scoring import scoring_run_config
-    from leaf_live.definitions import MAIN_JOB, build_definitions
+    import leaf_live.definitions  # noqa: F401  (timed as the "load definitions" stage)
 
     event_plan = check_event_args(args)  # event-track flags, checked before anything runs
     plan = check_run_args(args)  # every flag, path and span checked before any work: one line each
-    resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
+    db = plan.db
     storage.connect(db).close()  # a file built by another schema version stops here, in one line
+    with storage.writer_lock(db):  # one leaf-live writer per database for the whole run
+        return _run(args, clock, plan, event_plan)
+
+
+def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
+    from assets.macro_scoring import scoring_run_config
+    from leaf_live.definitions import MAIN_JOB, build_definitions
+
+    resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     arima_span = f"{args.arima_from or args.backtest_start or '2018-01'} .. {args.arima_to or end}"
     print(f"auto-ARIMA nowcasts for release months {arima_span}: a 52-order AIC grid per distinct history, each "
@@ -568,7 +576,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="materialize the main job for every release month the sources cover")
     r.add_argument("--snapshot", help="snapshot directory (default LEAF_LIVE_SNAPSHOT or ../shared/data)")
-    r.add_argument("--db", help=f"DuckDB file (default LEAF_LIVE_DB or {get_settings().db_path})")
+    try:
+        default_db = get_settings().db_path
+    except SettingsError as exc:  # a bad LEAF_LIVE_* variable: one line before any command
+        print(f"leaf-live: {exc}", file=sys.stderr)
+        return 1
+    r.add_argument("--db", help=f"DuckDB file (default LEAF_LIVE_DB or {default_db})")
     r.add_argument("--start", help="first release month YYYY-MM (default: first month in the sources, >= 2010-01)")
     r.add_argument("--end", help="last release month YYYY-MM (default: last month in the sources)")
     r.add_argument("--fit-cutoff", help="last release month of the backtest beta fit (default 2017-12)")

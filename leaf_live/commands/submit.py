@@ -61,27 +61,30 @@ def cmd_submit(args: argparse.Namespace) -> int:
         from leaf_live.macro import submissions as track
     else:
         from leaf_live.event import submissions as track
-    sub = read_submission(path, required=track.REQUIRED, optional=track.OPTIONAL)
-    now = datetime.now(timezone.utc)
-    con = storage.connect(db)
-    try:
-        if args.track == "macro":
-            written, replaced, slices = _store_macro(con, sub, model, now, db)
-            what = f"nowcasts in {slices} run slice{'s' if slices != 1 else ''} of nowcasts"
-        else:
-            written, replaced = _store_event(con, sub, model, now, db)
-            what = "task forecasts in leaf_forecasts"
-    finally:
-        con.close()
-    print(f"leaf-live submit: {path} ({fmt}, sha256 {sub.sha256[:16]}): {written} {what} stored as {model} "
-          f"(producer {PRODUCER}) in {db}; replaced {replaced} rows of its previous submission", flush=True)
-    if args.no_score:
-        print(f"scores not updated: run `leaf-live rescore --track {args.track} --db {db}`")
+    if not db.is_file():
+        raise CommandError(f"--db {db}: no database file (run `leaf-live run` first)")
+    with storage.writer_lock(db):  # one leaf-live writer per database while storing and rescoring
+        sub = read_submission(path, required=track.REQUIRED, optional=track.OPTIONAL)
+        now = datetime.now(timezone.utc)
+        con = storage.connect(db)
+        try:
+            if args.track == "macro":
+                written, replaced, slices = _store_macro(con, sub, model, now, db)
+                what = f"nowcasts in {slices} run slice{'s' if slices != 1 else ''} of nowcasts"
+            else:
+                written, replaced = _store_event(con, sub, model, now, db)
+                what = "task forecasts in leaf_forecasts"
+        finally:
+            con.close()
+        print(f"leaf-live submit: {path} ({fmt}, sha256 {sub.sha256[:16]}): {written} {what} stored as {model} "
+              f"(producer {PRODUCER}) in {db}; replaced {replaced} rows of its previous submission", flush=True)
+        if args.no_score:
+            print(f"scores not updated: run `leaf-live rescore --track {args.track} --db {db}`")
+            return 0
+        if not rescore(args.track, db):
+            return 1
+        _print_model_board(args.track, db, model)
         return 0
-    if not rescore(args.track, db):
-        return 1
-    _print_model_board(args.track, db, model)
-    return 0
 
 
 def _store_macro(con, sub, model: str, now: datetime, db: Path) -> tuple[int, int, int]:
@@ -192,4 +195,7 @@ def _scored(con, table: str, model: str) -> bool:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     db = check_writable_db(db_path(args.db))
-    return 0 if rescore(args.track, db) else 1
+    if not db.is_file():
+        raise CommandError(f"--db {db}: no database file (run `leaf-live run` first)")
+    with storage.writer_lock(db):
+        return 0 if rescore(args.track, db) else 1

@@ -17,6 +17,7 @@ Reference periods are ``DATE`` of the period's first day (2026-01-01 for 2026Q1)
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -92,6 +93,34 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                 raise DatabaseLockedError(msg, pid=pid, holder=cmd) from None
             time.sleep(min(delay, left))
             delay = min(delay * 2, 1.0)
+
+
+@contextmanager
+def writer_lock(path: str | Path):
+    """Hold the leaf-live writer lock of the database ``path`` for a whole command (an ``flock`` on ``<db>.lock``
+    beside it, holding the PID). DuckDB's own lock lasts only while a connection is open, and a run opens one per
+    step, so without this a second ``leaf-live run``/``submit``/``rescore`` on the same file would interleave its
+    steps with the first. Released when the block exits (also when the process dies). Raises
+    :class:`DatabaseLockedError` naming the holder's PID and command when another process holds it."""
+    p = Path(path)
+    fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.pread(fd, 64, 0).decode(errors="replace").split()
+        os.close(fd)
+        pid = int(text[0]) if text and text[0].isdigit() else None
+        cmd = (_process_command(pid) if pid else None) or "unknown command"
+        raise DatabaseLockedError(f"{p} is being written by another leaf-live process, PID {pid} ({cmd}): one writer "
+                                  "at a time; try again when it finishes", pid=pid, holder=cmd) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield p
+    finally:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -238,3 +238,42 @@ def test_several_slices_replaced_in_one_transaction(con):
         storage.replace_partition(con, "announcement_returns", pl.concat([new, stray]),
                                   {"partition_key": ["2010-01", "2010-02"]})
     assert dict(con.execute("SELECT partition_key, count(*) FROM announcement_returns GROUP BY 1").fetchall()) == counts
+
+
+def test_writer_lock_refuses_a_second_writer_naming_the_holder(tmp_path):
+    import os
+
+    db = tmp_path / "w.duckdb"
+    with storage.writer_lock(db):
+        # a second holder (another open file description, as another process has) is refused, naming this PID
+        with pytest.raises(storage.DatabaseLockedError, match=rf"PID {os.getpid()} \(") as err:
+            with storage.writer_lock(db):
+                pass
+        assert err.value.pid == os.getpid()
+    with storage.writer_lock(db):  # released on exit
+        pass
+
+
+def test_a_run_while_another_writer_holds_the_database_is_one_line(tmp_path, snapshot_dir, capsys):
+    import os
+
+    from leaf_live.cli import main
+
+    db = tmp_path / "held.duckdb"
+    storage.connect(db).close()
+    with storage.writer_lock(db):
+        rc = main(["run", "--snapshot", str(snapshot_dir), "--db", str(db), "--start", "2026-01", "--end", "2026-02"])
+        submit = main(["rescore", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert rc == 1 and submit == 1 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and all(f"is being written by another leaf-live process, PID {os.getpid()}" in ln for ln in lines)
+
+
+def test_a_bad_environment_variable_is_one_line(monkeypatch, capsys):
+    from leaf_live.cli import main
+
+    monkeypatch.setenv("LEAF_LIVE_TRANSPORT", "bogus")
+    assert main(["sql", "SELECT 1"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "LEAF_LIVE_TRANSPORT='bogus'" in err and "Traceback" not in err
