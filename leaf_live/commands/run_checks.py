@@ -80,5 +80,24 @@ def check_run_args(args: argparse.Namespace) -> RunPlan:
     if args.end and args.end < max(first, FIRST_MONTH):
         raise CommandError(f"--end {args.end} is before the first release month the calendar sources hold "
                            f"({max(first, FIRST_MONTH)})")
+    _check_backtest(args, last)
     start, end = args.start or max(first, FIRST_MONTH), args.end or last
     return RunPlan(db, resources, start, end, first, last)
+
+
+def _check_backtest(args: argparse.Namespace, last: str) -> None:
+    """The backtest with its defaults filled in (assets.macro_scoring): scored months the sources hold, and a
+    beta fit that ends before the first scored month (LiveMacroEval App. K: the backtest is out of sample)."""
+    from assets.macro_scoring import DEFAULT_FIT_WINDOWS, DEFAULT_MODES
+
+    mode = next(m for m in DEFAULT_MODES if m["name"] == "backtest")
+    fit = next(f for f in DEFAULT_FIT_WINDOWS if f["name"] == "backtest")
+    bs, be = args.backtest_start or mode["first_month"], args.backtest_end or mode["last_month"]
+    cutoff = args.fit_cutoff or fit["last_month"]
+    if bs > last:
+        raise CommandError(f"--backtest-start {bs} is after the last release month the calendar sources hold ({last})")
+    if be < bs:
+        raise CommandError(f"the backtest ends ({be}) before it starts ({bs}): set --backtest-start/--backtest-end")
+    if cutoff >= bs:
+        raise CommandError(f"--fit-cutoff {cutoff} is not before the backtest's first month {bs}: the beta fit would "
+                           "see the releases the backtest scores (set --backtest-start after it)")

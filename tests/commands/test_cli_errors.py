@@ -150,6 +150,12 @@ def test_from_another_directory_the_default_snapshot_is_the_checkouts(tmp_path, 
     (["--start", "2020-5"], "--start '2020-5': expected a month YYYY-MM"),
     (["--start", "2009-12"], "--start 2009-12: release months start at 2010-01"),
     (["--boot-draws", "0"], "--boot-draws 0: expected a positive integer"),
+    (["--fit-cutoff", "2019-06"], "--fit-cutoff 2019-06 is not before the backtest's first month 2018-01: the beta "
+     "fit would see the releases the backtest scores (set --backtest-start after it)"),
+    (["--backtest-start", "2030-01", "--backtest-end", "2030-02"],
+     "--backtest-start 2030-01 is after the last release month the calendar sources hold (2026-05)"),
+    (["--backtest-start", "2025-12"], "the backtest ends (2025-10) before it starts (2025-12): set "
+     "--backtest-start/--backtest-end"),
 ])
 def test_run_span_errors_are_one_line(tmp_path, capsys, snapshot_dir, instance_home, argv, line):
     db = tmp_path / "store.duckdb"
