@@ -3,6 +3,7 @@ result formats (``table`` without truncation, ``csv``, ``parquet``, ``markdown``
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -111,7 +112,13 @@ def _polars(rel: duckdb.DuckDBPyRelation, table) -> pl.DataFrame:
 
 
 def render(frame: pl.DataFrame, fmt: str) -> str:
-    """Every row and column of ``frame`` as a table (box drawing) or Markdown; text cells are never cut."""
+    """Every row and column of ``frame`` as a table (box drawing) or Markdown; no cell is cut (lists and structs
+    are shown as JSON text in full, one line per cell)."""
+    nested = [c for c, t in frame.schema.items() if t.is_nested()]
+    if nested:
+        frame = frame.with_columns(
+            pl.Series(c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String)
+            for c in nested)
     cells = [len(str(v)) for c in frame.columns for v in frame[c].to_list() if v is not None]
     widest = max(cells + [len(c) for c in frame.columns] + [10])
     opts = dict(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=widest + 2, fmt_table_cell_list_len=-1,

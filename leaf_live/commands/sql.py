@@ -38,9 +38,15 @@ def cmd_sql(args: argparse.Namespace) -> int:
     out = check_format(args.format, args.output)
     if args.wait < 0:
         raise CommandError(f"--wait {args.wait:g}: expected seconds >= 0")
+    if not args.query.strip():
+        raise CommandError("empty query: give one SQL statement")
     con = read_only(db_path(args.db), args.wait)
     try:
         try:
+            # Read-only also for files: no COPY ... TO, no export, no reading or attaching other files.
+            con.execute("SET enable_external_access = false")
+            if len(duckdb.extract_statements(args.query)) != 1:
+                raise CommandError("give one SQL statement per call (the query holds several)")
             rel = con.sql(args.query)
             if rel is None:  # a statement without a result (SET, PRAGMA ...)
                 return 0

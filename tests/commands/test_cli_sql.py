@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import polars as pl
 import pytest
@@ -66,12 +68,18 @@ def test_csv_markdown_parquet_hold_the_same_rows(db, capsys, tmp_path):
     ("DELETE FROM notes", 'leaf-live sql: Invalid Input Error: Cannot execute statement of type "DELETE" on database '
                           '"store" which is attached in read-only mode!'),
     ("SELECT error('boom')", "leaf-live sql: Invalid Input Error: boom"),
+    ("SELECT 1; SELECT 2", "leaf-live sql: give one SQL statement per call (the query holds several)"),
+    ("   ", "leaf-live sql: empty query: give one SQL statement"),
+    # read-only for files too: no COPY ... TO, no reading other files
+    ("COPY notes TO '/tmp/leaf_live_sql_copy_test.csv'", 'leaf-live sql: Permission Error: Cannot access file '
+     '"/tmp/leaf_live_sql_copy_test.csv" - file system operations are disabled by configuration'),
 ])
 def test_sql_errors_are_one_line(db, capsys, query, line):
     rc, out, err = run(capsys, query, "--db", str(db))
     assert (rc, out, err) == (1, "", line + "\n")
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM notes").fetchall() == [(45,)]  # nothing written
+    assert not Path("/tmp/leaf_live_sql_copy_test.csv").exists()
     con.close()
 
 
@@ -90,3 +98,14 @@ def test_bad_paths_and_flags_are_one_line(db, capsys, tmp_path):
     for argv, line in cases:
         rc, out, err = run(capsys, *argv)
         assert (rc, out, err) == (1, "", line + "\n"), argv
+
+
+def test_list_cells_are_shown_in_full(db, capsys):
+    values = [0.123456789012345, -9.87654321e-15, *range(14)]  # 16 values, one tiny
+    query = f"SELECT {values}::DOUBLE[] AS cov_row"
+    for fmt in ("table", "markdown"):
+        rc, out, err = run(capsys, query, "--db", str(db), "--format", fmt)
+        assert rc == 0 and err == ""
+        assert "0.123456789012345" in out and "-9.87654321e-15" in out and "13.0" in out
+        body = [ln for ln in out.splitlines() if "0.123456789012345" in ln]
+        assert len(body) == 1  # one line per cell, so a Markdown row stays a row
