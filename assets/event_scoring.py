@@ -10,10 +10,22 @@ Both are unpartitioned: one statsforecast call covers every stored task series.
 """
 
 import polars as pl
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 from pydantic import Field
 
-from assets.common import replace_producer, sql_check, table_metadata, unique_key_check, write_partitions
+from assets.common import (
+    replace_producer,
+    sql_check,
+    table_metadata,
+    unique_key_check,
+    write_partitions,
+)
 from assets.event_data import prediction_markets
 from assets.event_tasks import event_tasks, forecast_tasks
 from leaf_live.core import storage
@@ -64,10 +76,22 @@ def leaf_forecasts(context: AssetExecutionContext, config: LeafForecastsConfig, 
         tasks = _tasks(con)
         res = baselines.resolutions_frame(storage.read_table(con, "prediction_markets"),
                                           storage.read_table(con, "market_price_path", "kind = 'resolution'"))
-    frame = run_forecasters(event_forecasters(config, res), tasks, "leaf_forecasts", columns={"producer": BASELINE_PRODUCER})
+        stored = storage.read_table(con, "leaf_forecasts", "producer = ?", [BASELINE_PRODUCER])
+    forecasters = event_forecasters(config, res)
+    # statsforecast paths depend only on the task's frozen bundle: reuse the stored rows of unchanged bundles
+    sf = [f for f in forecasters if isinstance(f, baselines.StatsForecastBaselines)]
+    sf_ids = [baselines.SF_MODEL_IDS[m] for f in sf for m in f.models]
+    reused, todo = baselines.reusable_rows(stored, tasks, sf_ids)
+    own = {"producer": BASELINE_PRODUCER}
+    frames = [run_forecasters([f for f in forecasters if f not in sf], tasks, "leaf_forecasts", columns=own),
+              run_forecasters(sf, todo, "leaf_forecasts", columns=own), reused]
+    frame = pl.concat([f for f in frames if f.height], how="vertical") if any(f.height for f in frames) else frames[0]
+    context.log.info(f"statsforecast: {todo.height} task(s) forecast, {reused.height} stored row(s) of unchanged "
+                     "bundles reused")
     with db.get_connection() as con:
         written = replace_producer(con, "leaf_forecasts", BASELINE_PRODUCER, frame)
-    return MaterializeResult(metadata={"rows": frame.height, "tasks": tasks.height,
+    return MaterializeResult(metadata={"rows": frame.height, "tasks": tasks.height, "statsforecast_tasks": todo.height,
+                                       "statsforecast_rows_reused": reused.height,
                                        "models": MetadataValue.json({k: v for k, v in written.items() if v})})
 
 

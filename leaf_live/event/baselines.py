@@ -326,6 +326,24 @@ def resolutions_frame(questions: pl.DataFrame, path: pl.DataFrame) -> pl.DataFra
     return res.join(questions.select("question_id", "category"), on="question_id")
 
 
+def reusable_rows(stored: pl.DataFrame, tasks: pl.DataFrame, model_ids: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split the work of forecasters whose rows depend only on a task's frozen bundle (statsforecast paths).
+
+    ``stored``: ``leaf_forecasts`` rows; ``tasks``: ``forecast_tasks`` rows (``task_id``, ``bundle_hash``);
+    ``model_ids``: the models to reuse. Returns ``(reused, todo)``: the stored rows of ``model_ids`` for every
+    task whose stored rows of all those models carry its current ``bundle_hash`` (valid or invalid alike), and
+    the tasks that still need a forecast (new tasks, changed bundles, a model added). Same columns as the
+    inputs; nothing is reused when ``model_ids`` is empty."""
+    if not model_ids or stored.is_empty():
+        return stored.head(0), tasks
+    rows = stored.filter(pl.col("model_id").is_in(list(model_ids)))
+    current = rows.join(tasks.select("task_id", "bundle_hash"), on=["task_id", "bundle_hash"], how="semi")
+    complete = (current.group_by("task_id").agg(pl.col("model_id").n_unique().alias("_n"))
+                .filter(pl.col("_n") == len(set(model_ids))).select("task_id"))
+    return (current.join(complete, on="task_id", how="semi"),
+            tasks.join(complete, on="task_id", how="anti"))
+
+
 def default_forecasters(resolutions: pl.DataFrame, *, statistical: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"),
                         n_jobs: int = 1) -> list:
     """The baselines the main job runs: LVB, HMB, statsforecast models, market price, base rate, always 0.5."""

@@ -180,3 +180,36 @@ def test_a_bundle_with_a_row_after_its_cutoff_fails_the_blocking_check_and_stops
     done = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert not done & {"leaf_forecasts", "leaf_scores"}  # neither the forecasts nor the scores ran
     assert _counts(db, "leaf_scores") == scores_before
+
+
+def test_a_rerun_reuses_the_statsforecast_rows_of_unchanged_bundles(built, snapshot_dir, tmp_path):
+    """leaf_forecasts keeps the statsforecast rows of tasks whose frozen bundle did not change (a warm rerun
+    fits nothing) and refits a task whose bundle changed; the rows equal a cold fit's."""
+    from assets.event_scoring import leaf_forecasts
+
+    db = _copy(built, tmp_path)
+    resources = default_resources(db=db, snapshot=snapshot_dir)
+    cfg = {"ops": {"leaf_forecasts": {"config": {"statistical": ["AutoETS"]}}}, **QUIET}
+
+    def run() -> tuple[dict, pl.DataFrame]:
+        res = materialize([leaf_forecasts], resources=resources, instance=DagsterInstance.ephemeral(), run_config=cfg)
+        assert res.success
+        meta = res.asset_materializations_for_node("leaf_forecasts")[0].metadata
+        rows = _read(db, "leaf_forecasts", "model_id = 'baseline/auto-ets'").drop("available_at").sort("task_id")
+        return {k: meta[k].value for k in ("statsforecast_tasks", "statsforecast_rows_reused")}, rows
+
+    cold_meta, cold = run()
+    n_tasks = _read(db, "forecast_tasks").height
+    assert cold_meta == {"statsforecast_tasks": n_tasks, "statsforecast_rows_reused": 0} and cold.height > 0
+    warm_meta, warm = run()
+    assert warm_meta == {"statsforecast_tasks": n_tasks - cold["task_id"].n_unique(), "statsforecast_rows_reused": cold.height}
+    assert warm.equals(cold)
+    # one task's bundle changes: only it is refitted
+    tid = cold["task_id"][0]
+    con = storage.connect(db)
+    con.execute("UPDATE leaf_forecasts SET bundle_hash = 'stale' WHERE task_id = ? AND model_id = 'baseline/auto-ets'", [tid])
+    con.close()
+    again_meta, again = run()
+    assert again_meta == {"statsforecast_tasks": warm_meta["statsforecast_tasks"] + 1,
+                          "statsforecast_rows_reused": cold.height - 1}
+    assert again.equals(cold)

@@ -16,7 +16,7 @@ from scipy import integrate, stats
 from leaf_live.core.forecaster import Forecaster, run_forecasters
 from leaf_live.core.storage import StorageError
 from leaf_live.event import baselines as B
-from leaf_live.event import pipeline, scoring, tasks
+from leaf_live.event import pipeline, scoring
 from leaf_live.event.tasks import freeze_bundle
 
 UTC = timezone.utc
@@ -323,3 +323,23 @@ def test_analysis_only_alpha_variants_stay_off_the_boards():
     assert sorted(board["model_id"].to_list()) == ["x/a@single:events", "x/a@single:ts"]
     assert board["n"].to_list() == [4, 4]
     assert board.filter(pl.col("model_id") == "x/a@single:ts")["mean"].item() == 0.75
+
+
+def test_reusable_rows_keep_only_unchanged_complete_bundles():
+    from leaf_live.event.baselines import reusable_rows
+
+    ets, theta = "baseline/auto-ets", "baseline/auto-theta"
+    stored = pl.DataFrame({
+        "model_id": [ets, theta, ets, theta, ets, "baseline/last-value"],
+        "task_id": ["a", "a", "b", "b", "c", "d"],
+        "bundle_hash": ["h1", "h1", "old", "old", "h3", "h4"],
+        "valid": [True, False, True, True, True, True],
+    })
+    tasks = pl.DataFrame({"task_id": ["a", "b", "c", "d", "e"], "bundle_hash": ["h1", "h2", "h3", "h4", "h5"]})
+    reused, todo = reusable_rows(stored, tasks, [ets, theta])
+    # a: both models stored on its current bundle (an invalid row is reused as it is); b: bundle changed;
+    # c: one model missing; d: not a statsforecast model; e: new
+    assert sorted(reused.select("model_id", "task_id").rows()) == [(ets, "a"), (theta, "a")]
+    assert todo["task_id"].to_list() == ["b", "c", "d", "e"]
+    none, all_tasks = reusable_rows(stored, tasks, [])
+    assert none.is_empty() and all_tasks.equals(tasks)
