@@ -26,7 +26,7 @@ Living service (``clock`` resource gives "now"; the snapshot sources replay the 
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 from dagster import (
     AssetSelection,
@@ -172,7 +172,7 @@ def event_days_schedule_tick(context: ScheduleEvaluationContext, clock: ClockRes
     return RunRequest(run_key=f"daily/{day}", partition_key=day, tags={"leaf_live/missing": ",".join(missing)})
 
 
-def event_forecasts_tick(context: ScheduleEvaluationContext, db: LeafLiveDB) -> RunRequest | SkipReason:
+def event_forecasts_tick(context: ScheduleEvaluationContext, clock: ClockResource, db: LeafLiveDB) -> RunRequest | SkipReason:
     """Daily event forecasts: the baselines (and any forecaster of ``leaf_forecasts``) and the scores, when tasks
     are stored."""
     try:
@@ -182,7 +182,7 @@ def event_forecasts_tick(context: ScheduleEvaluationContext, db: LeafLiveDB) -> 
     tasks = 0 if n is None else int(n)
     if tasks == 0:
         return SkipReason("no forecast task is stored yet (nothing to forecast)")
-    day = (context.scheduled_execution_time or datetime.now(UTC)).astimezone(UTC).date().isoformat()
+    day = (clock.simulated() or context.scheduled_execution_time or clock.now()).astimezone(UTC).date().isoformat()
     return RunRequest(run_key=f"forecasts/{day}", tags={"leaf_live/tasks": str(tasks)})
 
 

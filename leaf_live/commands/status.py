@@ -23,10 +23,18 @@ from pathlib import Path
 
 import polars as pl
 
-from leaf_live.commands.common import READ_WAIT_S, CommandError, db_path, query_frame, read_only, render
+from leaf_live.commands.common import (
+    READ_WAIT_S,
+    CommandError,
+    db_path,
+    query_frame,
+    read_only,
+    render,
+)
 from leaf_live.core import storage
 from leaf_live.core.settings import get_settings
 from leaf_live.core.submissions import parse_timestamp
+from leaf_live.macro.windows import open_windows
 
 N_RUNS = 5
 
@@ -110,9 +118,8 @@ def next_releases(con, at: datetime, n: int) -> tuple[pl.DataFrame, pl.DataFrame
         "any_value(consensus ORDER BY source) AS consensus, string_agg(DISTINCT source, ', ') AS sources "
         "FROM release_calendar WHERE release_at > ? GROUP BY ALL ORDER BY release_at, indicator_id LIMIT ?",
         params=[at, n])
-    open_ = query_frame(con,
-        "SELECT indicator_id, reference_period, opens_at, closes_at FROM nowcast_windows "
-        "WHERE opens_at <= ? AND closes_at > ? ORDER BY closes_at, indicator_id", params=[at, at])
+    open_ = (open_windows(storage.read_table(con, "nowcast_windows", "closes_at > ?", [at]), at)
+             .select("indicator_id", "reference_period", "opens_at", "closes_at").sort("closes_at", "indicator_id"))
     last = con.execute("SELECT max(release_at) FROM release_calendar").fetchall()[0][0]
     return up, open_, last
 
@@ -153,11 +160,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         con.close()
 
-    from leaf_live.cli import _instance
-    from leaf_live.definitions import build_definitions
-    from resources import default_resources
     from assets.common import table_writers
-    from leaf_live.definitions import ALL_ASSETS
+    from leaf_live.cli import _instance
+    from leaf_live.definitions import ALL_ASSETS, build_definitions
+    from resources import default_resources
 
     instance = _instance()
     defs = build_definitions(default_resources(db=db))

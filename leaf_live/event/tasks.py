@@ -220,10 +220,6 @@ def market_tasks(
     return b.result()
 
 
-def _month_key(d: date) -> int:
-    return d.year * 12 + d.month - 1
-
-
 def midcap_tasks(
     prices: pl.DataFrame,
     symbols: Sequence[str],
@@ -240,7 +236,7 @@ def midcap_tasks(
     pit.require_columns(prices, ["symbol", "session_date", "close", "available_at"], "market_prices", TaskError)
     th = catalog.TREND_THRESHOLDS[domain]
     b = _Builder()
-    m0, m1 = _month_key(first_month), _month_key(last_month)
+    m0, m1 = pit.month_index(first_month), pit.month_index(last_month)
     for sym in symbols:
         s = prices.filter(pl.col("symbol") == sym).sort("session_date")
         if s.height == 0:

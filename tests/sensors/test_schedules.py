@@ -140,7 +140,7 @@ def _daily_ingestion(instance):
 
 def test_daily_forecasts_skip_without_tasks_and_run_with_them(tmp_path, main_run):
     ctx = build_schedule_context(scheduled_execution_time=datetime(2026, 2, 10, 7, tzinfo=UTC))
-    skip = event_forecasts_tick(ctx, db=LeafLiveDB(database=str(tmp_path / "empty.duckdb")))
+    skip = event_forecasts_tick(ctx, clock=ClockResource(), db=LeafLiveDB(database=str(tmp_path / "empty.duckdb")))
     assert isinstance(skip, SkipReason) and skip.skip_message == "no forecast task is stored yet (nothing to forecast)"
     con = storage.connect_read_only(main_run["db"])
     n = con.execute("SELECT count(*) FROM forecast_tasks").fetchone()[0]
@@ -149,7 +149,7 @@ def test_daily_forecasts_skip_without_tasks_and_run_with_them(tmp_path, main_run
                              "LIMIT 1").fetchone()
     con.close()
     db = LeafLiveDB(database=str(main_run["db"]))
-    req = event_forecasts_tick(ctx, db=db)
+    req = event_forecasts_tick(ctx, clock=ClockResource(), db=db)
     assert n > 0 and isinstance(req, RunRequest) and req.tags["leaf_live/tasks"] == str(n)
     assert req.run_key == "forecasts/2026-02-10"
     # the LLM forecasts: yesterday's cutoffs, with models
