@@ -16,7 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from leaf_live.core.pit import ET, UTC, et_month_key, flag_at_or_after, require_columns, require_tz_aware
+from leaf_live.core.pit import (
+    ET, UTC, et_month_key, first_per_period, flag_at_or_after, require_columns, require_tz_aware,
+)
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.macro.catalog import get_indicator
 
@@ -142,14 +144,10 @@ def scheduled_releases(calendar: pl.DataFrame, releases: pl.DataFrame) -> pl.Dat
     require_columns(calendar, need, "release_calendar", WindowError)
     require_columns(releases, ("indicator_id", "reference_period"), "releases", WindowError)
     keys = ["indicator_id", "reference_period"]
-    return (
-        calendar.filter(pl.col("actual").is_null() & pl.col("reference_period").is_not_null()
-                        & ~pl.col("marked_revision").fill_null(False))
-        .join(releases.select(keys).unique(), on=keys, how="anti")
-        .sort("release_at")
-        .unique(keys, keep="first", maintain_order=True)
-        .select(*keys, "release_at")
-    )
+    due = (calendar.filter(pl.col("actual").is_null() & pl.col("reference_period").is_not_null()
+                           & ~pl.col("marked_revision").fill_null(False))
+           .join(releases.select(keys).unique(), on=keys, how="anti"))
+    return first_per_period(due, keys).select(*keys, "release_at")
 
 
 def _as_utc(value: Any, field: str) -> datetime:
