@@ -39,7 +39,9 @@ from resources import LeafLiveDB
 
 # backfill_policy is marked beta in Dagster 1.13; the single-run policy is what lets one run backfill
 # 197 months without 197 process start-ups.
-warnings.filterwarnings("ignore", message=r".*(backfill_policy|allow_nonexistent_upstream_partitions|execution_type).*beta.*")
+warnings.filterwarnings(
+    "ignore", message=r".*(backfill_policy|allow_nonexistent_upstream_partitions|execution_type).*beta.*"
+)
 
 # Release months, America/New_York calendar (release times are defined there), 2010-01 onward; the current
 # month is included (end_offset=1) because releases land every month before it closes. Keys stay YYYY-MM.
@@ -75,9 +77,10 @@ def _op_in_pool(op: OpDefinition, pool: str) -> OpDefinition:
 
 
 def in_duckdb_pool(defs: Sequence[AssetsDefinition], pool: str = DUCKDB_POOL) -> list[AssetsDefinition]:
-    """``defs`` with every asset / asset-check op that requires a DuckDB resource (:data:`DUCKDB_RESOURCE_KEYS`)
-    assigned to the concurrency ``pool``; the others unchanged. Applied once, where Definitions are assembled
-    (``leaf_live/definitions.py``), so an asset module never has to remember it.
+    """``defs`` with every asset / asset-check op that requires a DuckDB resource
+    (:data:`DUCKDB_RESOURCE_KEYS`) assigned to the concurrency ``pool``; the others unchanged. Applied once,
+    where Definitions are assembled (``leaf_live/definitions.py``), so an asset module never has to remember
+    it.
 
     Raises ``ValueError`` for a DuckDB op already in another pool, or one backed by a graph (a graph's ops
     would each need the pool; none exists today).
@@ -92,7 +95,11 @@ def in_duckdb_pool(defs: Sequence[AssetsDefinition], pool: str = DUCKDB_POOL) ->
             raise ValueError(f"{ad.node_def.name}: graph-backed DuckDB steps need the pool on each op")
         if op.pool not in (None, pool):
             raise ValueError(f"{op.name}: already in pool {op.pool!r}, but it opens DuckDB (pool {pool!r})")
-        out.append(ad if op.pool == pool else ad.__class__(**{**ad.get_attributes_dict(), "node_def": _op_in_pool(op, pool)}))
+        out.append(
+            ad
+            if op.pool == pool
+            else ad.__class__(**{**ad.get_attributes_dict(), "node_def": _op_in_pool(op, pool)})
+        )
     return out
 
 
@@ -113,7 +120,9 @@ def table_schema(name: str) -> TableSchema:
         other.append(f"replaced by slice ({', '.join(t.partition_by)})")
     return TableSchema(
         columns=[
-            TableColumn(c.name, c.type, description=c.doc, constraints=TableColumnConstraints(nullable=c.nullable))
+            TableColumn(
+                c.name, c.type, description=c.doc, constraints=TableColumnConstraints(nullable=c.nullable)
+            )
             for c in t.columns
         ],
         constraints=TableConstraints(other=other),
@@ -163,9 +172,9 @@ def write_partitions(
     keys: Sequence[str],
     extra_where: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
-    """Replace the partitions in ``keys`` with their rows of ``frame`` (empty slices delete stale rows), all in
-    one transaction (``storage.replace_partition`` with the list of keys): a run's range is written whole or,
-    on an error, not at all.
+    """Replace the partitions in ``keys`` with their rows of ``frame`` (empty slices delete stale rows), all
+    in one transaction (``storage.replace_partition`` with the list of keys): a run's range is written whole
+    or, on an error, not at all.
 
     Rows of ``frame`` outside ``keys`` raise :class:`leaf_live.core.storage.StorageError` before any write.
     Returns rows written per key. Inside a partitioned asset's run, each key's count is recorded on that
@@ -177,8 +186,8 @@ def write_partitions(
     stray = frame.filter(~pl.col("partition_key").is_in(keys)) if frame.height else frame
     if stray.height:
         raise storage.StorageError(
-            f"table {table}: row with partition_key={stray.get_column('partition_key')[0]!r} outside this run's "
-            f"partitions {min(keyset)}..{max(keyset)}"
+            f"table {table}: row with partition_key={stray.get_column('partition_key')[0]!r} outside this"
+            f" run's partitions {min(keyset)}..{max(keyset)}"
         )
     counts = dict(frame.group_by("partition_key").len().iter_rows()) if frame.height else {}
     storage.replace_partition(con, table, frame, {"partition_key": keys, **(extra_where or {})})
@@ -195,9 +204,11 @@ def _current_context() -> AssetExecutionContext | None:
 
 
 @contextmanager
-def step_progress(what: str, total: int, unit: str = "items", *, log_every_s: float = 15.0) -> Iterator[progress.Task]:
-    """A progress task of the current step (:func:`leaf_live.core.progress.task`: ``leaf-live run`` shows it as a
-    bar with counts and ETA) whose counts also go to the step's Dagster log: at the start, at least every
+def step_progress(
+    what: str, total: int, unit: str = "items", *, log_every_s: float = 15.0
+) -> Iterator[progress.Task]:
+    """A progress task of the current step (:func:`leaf_live.core.progress.task`: ``leaf-live run`` shows it
+    as a bar with counts and ETA) whose counts also go to the step's Dagster log: at the start, at least every
     ``log_every_s`` seconds while it advances, and at the end. Yields the task; pass ``task.advance`` to the
     science as its ``progress`` callback."""
     context = _current_context()
@@ -212,7 +223,9 @@ def step_progress(what: str, total: int, unit: str = "items", *, log_every_s: fl
             return
         last[0] = now
         eta = task.eta()
-        tail = f", {task.elapsed:.0f} s" + (f", ETA {eta:.0f} s" if event == "advance" and eta is not None else "")
+        tail = f", {task.elapsed:.0f} s" + (
+            f", ETA {eta:.0f} s" if event == "advance" and eta is not None else ""
+        )
         context.log.info(f"{name}: {task.done}/{task.total} {unit}{tail if event != 'start' else ''}")
 
     current: list[progress.Task | None] = [None]
@@ -245,10 +258,15 @@ def replace_producer(
     con: duckdb.DuckDBPyConnection, table: str, producer: str, frame: pl.DataFrame
 ) -> dict[str, int]:
     """Replace every slice ``(producer, partition_key)`` of ``table`` that ``frame`` holds or the table
-    held before (a slice the producer no longer emits is emptied), in one transaction. For unpartitioned assets
-    that own several partition keys of a shared table (e.g. recorded runs, one key per file; the event
+    held before (a slice the producer no longer emits is emptied), in one transaction. For unpartitioned
+    assets that own several partition keys of a shared table (e.g. recorded runs, one key per file; the event
     baselines, one key per model)."""
-    old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}" WHERE producer = ?', [producer]).fetchall()}
+    old = {
+        r[0]
+        for r in con.execute(
+            f'SELECT DISTINCT partition_key FROM "{table}" WHERE producer = ?', [producer]
+        ).fetchall()
+    }
     new = set(frame["partition_key"].unique().to_list()) if frame.height else set()
     return write_partitions(con, table, frame, sorted(old | new), extra_where={"producer": producer})
 
@@ -260,32 +278,50 @@ def replace_producer(
 SAMPLE = 3  # offending keys shown in a check's metadata
 
 
-def sql_check(asset, name: str, description: str, violations_sql: str, params: Sequence = (),
-              **extra: str) -> AssetChecksDefinition:
-    """Blocking check ``name`` on ``asset``: passes when ``violations_sql`` (one row per violation, offending key
-    columns first; ``params`` bound to its ``?``) returns no row. Metadata: the violation count, the first
+def sql_check(
+    asset, name: str, description: str, violations_sql: str, params: Sequence = (), **extra: str
+) -> AssetChecksDefinition:
+    """Blocking check ``name`` on ``asset``: passes when ``violations_sql`` (one row per violation, offending
+    key columns first; ``params`` bound to its ``?``) returns no row. Metadata: the violation count, the first
     offending rows and ``extra``."""
 
     @asset_check(asset=asset, name=name, blocking=True, description=description)
     def _check(db: LeafLiveDB) -> AssetCheckResult:
         with db.get_connection() as con:
             rows = con.execute(violations_sql, list(params)).fetchall()
-        return AssetCheckResult(passed=not rows, metadata={
-            "violations": len(rows), "first": MetadataValue.text(str(rows[:SAMPLE])),
-            **{k: MetadataValue.text(v) for k, v in extra.items()}})
+        return AssetCheckResult(
+            passed=not rows,
+            metadata={
+                "violations": len(rows),
+                "first": MetadataValue.text(str(rows[:SAMPLE])),
+                **{k: MetadataValue.text(v) for k, v in extra.items()},
+            },
+        )
 
     return _check
 
 
-def unique_key_check(asset, table: str, key: Sequence[str], *, producer: str | None = None, where: str | None = None,
-                     name: str | None = None) -> AssetChecksDefinition:
-    """At most one row of ``table`` per ``key``, restricted to ``producer``'s slice of a shared table and to the
-    SQL condition ``where``; named ``<producer or table>_unique_key`` unless ``name`` is given."""
+def unique_key_check(
+    asset,
+    table: str,
+    key: Sequence[str],
+    *,
+    producer: str | None = None,
+    where: str | None = None,
+    name: str | None = None,
+) -> AssetChecksDefinition:
+    """At most one row of ``table`` per ``key``, restricted to ``producer``'s slice of a shared table and to
+    the SQL condition ``where``; named ``<producer or table>_unique_key`` unless ``name`` is given."""
     cols = ", ".join(f'"{c}"' for c in key)
     conds = (["producer = ?"] if producer else []) + ([f"({where})"] if where else [])
     scope = (f" (rows of {producer})" if producer else "") + (f" where {where}" if where else "")
     return sql_check(
-        asset, name or f"{producer or table}_unique_key", f"One row per ({', '.join(key)}) in {table}{scope}.",
-        f'SELECT {cols}, count(*) AS n FROM "{table}" ' + (f"WHERE {' AND '.join(conds)} " if conds else "")
+        asset,
+        name or f"{producer or table}_unique_key",
+        f"One row per ({', '.join(key)}) in {table}{scope}.",
+        f'SELECT {cols}, count(*) AS n FROM "{table}" '
+        + (f"WHERE {' AND '.join(conds)} " if conds else "")
         + "GROUP BY ALL HAVING n > 1",
-        [producer] if producer else [], key=", ".join(key))
+        [producer] if producer else [],
+        key=", ".join(key),
+    )

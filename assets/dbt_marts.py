@@ -8,7 +8,6 @@ dagster-dbt reports as asset checks) runs against the file of the ``db`` resourc
 as the ``leaf_live_db`` var. The views live in that file, so analysts query them read-only like any table.
 """
 
-
 import json
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,8 +39,10 @@ class LeafLiveDbtTranslator(DagsterDbtTranslator):
     def _source_writers(self, props: Mapping[str, Any]) -> list[AssetKey]:
         table = props["name"]
         if table not in self._writers:
-            raise ValueError(f"dbt source {props['source_name']}.{table}: no asset writes table {table!r}; "
-                             f"tables with writers: {sorted(self._writers)}")
+            raise ValueError(
+                f"dbt source {props['source_name']}.{table}: no asset writes table {table!r}; "
+                f"tables with writers: {sorted(self._writers)}"
+            )
         return self._writers[table]
 
     def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project) -> AssetSpec:
@@ -64,7 +65,9 @@ class LeafLiveDbtTranslator(DagsterDbtTranslator):
         return GROUP
 
 
-TRANSLATOR = LeafLiveDbtTranslator(table_writers([*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS]))
+TRANSLATOR = LeafLiveDbtTranslator(
+    table_writers([*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS])
+)
 
 
 def _db_file(db: LeafLiveDB) -> str:
@@ -73,7 +76,9 @@ def _db_file(db: LeafLiveDB) -> str:
     return str(Path(db.database).resolve())
 
 
-@dbt_assets(manifest=prepare_dbt_project(), project=DBT_PROJECT, dagster_dbt_translator=TRANSLATOR, name="dbt_marts")
+@dbt_assets(
+    manifest=prepare_dbt_project(), project=DBT_PROJECT, dagster_dbt_translator=TRANSLATOR, name="dbt_marts"
+)
 def dbt_marts(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) -> Iterator:
     """``dbt build`` of the selected models (views) and their tests on the ``db`` resource's file."""
     # DuckDB has one writer: the in-process executor runs this step alone, after the writing steps closed

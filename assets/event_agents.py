@@ -1,32 +1,35 @@
-"""Event track (LEAF), agent stage: retrieval, dual fact-check, the recorded SEER events and the LLM forecasters
-with and without events (LEAF §3.2, §4.1-4.4; issue 11).
+"""Event track (LEAF), agent stage: retrieval, dual fact-check, the recorded SEER events and the LLM
+forecasters with and without events (LEAF §3.2, §4.1-4.4; issue 11).
 
-Wiring only: the science is ``leaf_live.event.agents`` (retrieval, fact-check, forecasters), ``leaf_live.event.dedup``
-and ``leaf_live.event.sources.recorded_events``; every model call goes through the run's one
+Wiring only: the science is ``leaf_live.event.agents`` (retrieval, fact-check, forecasters),
+``leaf_live.event.dedup`` and ``leaf_live.event.sources.recorded_events``; every model call goes through the
+run's one
 :class:`~leaf_live.core.llm.LLMClient` (:class:`resources.LLMResource`) and is stored in ``llm_calls``.
 
 Partitions:
 
 * ``retrieved_events`` and ``fact_checked_events``: **week x target** (:data:`RETRIEVAL_PARTITIONS`; key
-  ``<Monday>|<target_id>``, the science's own ``partition_key(interval_start, target)``). DESIGN.md schedules the
-  event retrieval weekly, and LEAF's agent searches multi-day intervals; a week per target is one retrieval of
-  ``rounds`` calls and one fact-check of its events, and a week partition exists once the week has ended (its
-  interval Monday..Sunday is over), so a search never asks about days still to come. Targets with two domains
-  (Boston and San Francisco are weather cities and load areas) are one partition: events attach to the target id.
-* ``leaf_llm_forecasts`` and ``predictability_ratings``: **UTC day of the cutoff** (:data:`EVENT_DAYS`); the table
-  slice is ``llm:<day>`` (``forecasters.llm_partition_key``), so a backfill of one day replaces only that day's
-  forecasts, trials and calls.
+  ``<Monday>|<target_id>``, the science's own ``partition_key(interval_start, target)``). DESIGN.md schedules
+  the event retrieval weekly, and LEAF's agent searches multi-day intervals; a week per target is one
+  retrieval of ``rounds`` calls and one fact-check of its events, and a week partition exists once the week
+  has ended (its interval Monday..Sunday is over), so a search never asks about days still to come. Targets
+  with two domains (Boston and San Francisco are weather cities and load areas) are one partition: events
+  attach to the target id.
+* ``leaf_llm_forecasts`` and ``predictability_ratings``: **UTC day of the cutoff** (:data:`EVENT_DAYS`); the
+table
+  slice is ``llm:<day>`` (``forecasters.llm_partition_key``), so a backfill of one day replaces only that
+  day's forecasts, trials and calls.
 * ``recorded_events``: unpartitioned; writes the SEER case's ``<window start>|<ticker>`` slices (retriever
   ``recorded/seer``) of ``retrieved_events`` / ``fact_checked_events`` and ``recorded_case_checks``.
 
-With no model configured (no ``LEAF_LIVE_LLM_MODELS``) the LLM assets log the message and succeed writing nothing.
-The blocking check :func:`context_leaks_check` refuses any stored LLM forecast whose frozen context holds an event
-dated after its task's cutoff day (or, under the strict rule, known after the cutoff): it stops ``leaf_scores``.
+With no model configured (no ``LEAF_LIVE_LLM_MODELS``) the LLM assets log the message and succeed writing
+nothing. The blocking check :func:`context_leaks_check` refuses any stored LLM forecast whose frozen context
+holds an event dated after its task's cutoff day (or, under the strict rule, known after the cutoff): it stops
+``leaf_scores``.
 """
 
-
 import asyncio
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 from dagster import (
@@ -94,7 +97,8 @@ RETRIEVAL_TARGETS = _retrieval_targets()
 RETRIEVAL_WEEKS = WeeklyPartitionsDefinition(start_date="2025-09-29", day_offset=1, fmt="%Y-%m-%d")
 # Dimension names sort "date" < "target", so a key reads "<Monday>|<target_id>" = seer.partition_key(...).
 RETRIEVAL_PARTITIONS = MultiPartitionsDefinition(
-    {"date": RETRIEVAL_WEEKS, "target": StaticPartitionsDefinition(list(RETRIEVAL_TARGETS))})
+    {"date": RETRIEVAL_WEEKS, "target": StaticPartitionsDefinition(list(RETRIEVAL_TARGETS))}
+)
 
 
 def _week_target(key: str) -> tuple[date, date, RetrievalTarget]:
@@ -118,13 +122,15 @@ def _pick(cfg, wanted: list[str], field: str) -> list[ModelSpec]:
     have = {s.model_id: s for s in cfg.models}
     for m in wanted:
         if m not in have:
-            raise ValueError(f"{field}: {m!r} is not a configured model (LEAF_LIVE_LLM_MODELS: {sorted(have)})")
+            raise ValueError(
+                f"{field}: {m!r} is not a configured model (LEAF_LIVE_LLM_MODELS: {sorted(have)})"
+            )
     return [have[m] for m in wanted] if wanted else list(cfg.models)
 
 
 def _write_calls(con, client: LLMClient, start: int, key: str) -> int:
-    """The run's calls since record ``start`` as the ``llm_calls`` slice ``key`` (written before the rows that cite
-    them, so every stored answer has its raw response)."""
+    """The run's calls since record ``start`` as the ``llm_calls`` slice ``key`` (written before the rows that
+    cite them, so every stored answer has its raw response)."""
     calls = llm_calls_frame(client.records[start:], key)
     storage.replace_partition(con, "llm_calls", calls, {"partition_key": key})
     return calls.height
@@ -136,8 +142,13 @@ def _write_calls(con, client: LLMClient, start: int, key: str) -> int:
 
 
 class RetrievalConfig(Config):
-    retriever: str = Field(default="", description="configured model (provider/model@design) of the retrieval agent "
-                           "(default: the first of LEAF_LIVE_LLM_MODELS)")
+    retriever: str = Field(
+        default="",
+        description=(
+            "configured model (provider/model@design) of the retrieval agent "
+            "(default: the first of LEAF_LIVE_LLM_MODELS)"
+        ),
+    )
     rounds: int = Field(default=DEFAULT_ROUNDS, description="search rounds per week and target (LEAF: 3)")
     k_docs: int = Field(default=8, description="documents per round from the offline store")
 
@@ -147,15 +158,22 @@ class RetrievalConfig(Config):
     partitions_def=RETRIEVAL_PARTITIONS,
     deps=[leaf_targets],
     metadata=table_metadata("retrieved_events", "event_merges", "llm_calls"),
-    description="Retrieval agent (LEAF §3.2, Fig. 7) for one week (Monday..Sunday) and target: several rounds of "
-    "search restricted to the week, each round shown the events found so far; the search backend is the "
-    "event_search resource (snapshot: BM25 over recorded documents published by the week's end; live: the "
-    "model's provider web search). Every item, valid or not, is a retrieved_events row; near-duplicates "
-    "within the slice are recorded in event_merges; calls in llm_calls (slice retrieval:<key>). With no "
-    "LEAF_LIVE_LLM_MODELS it does nothing.",
+    description=(
+        "Retrieval agent (LEAF §3.2, Fig. 7) for one week (Monday..Sunday) and target: several rounds of"
+        " search restricted to the week, each round shown the events found so far; the search backend is the"
+        " event_search resource (snapshot: BM25 over recorded documents published by the week's end; live:"
+        " the model's provider web search). Every item, valid or not, is a retrieved_events row;"
+        " near-duplicates within the slice are recorded in event_merges; calls in llm_calls (slice"
+        " retrieval:<key>). With no LEAF_LIVE_LLM_MODELS it does nothing."
+    ),
 )
-def retrieved_events(context: AssetExecutionContext, config: RetrievalConfig, db: LeafLiveDB, llm: LLMResource,
-                     event_search: EventSearchResource) -> MaterializeResult:
+def retrieved_events(
+    context: AssetExecutionContext,
+    config: RetrievalConfig,
+    db: LeafLiveDB,
+    llm: LLMResource,
+    event_search: EventSearchResource,
+) -> MaterializeResult:
     got = _configured(llm, context)
     if got is None:
         return MaterializeResult(metadata={"status": "no model configured"})
@@ -166,22 +184,39 @@ def retrieved_events(context: AssetExecutionContext, config: RetrievalConfig, db
     for key in run_partition_keys(context):
         start, end, target = _week_target(key)
         n0 = len(client.records)
-        ev = asyncio.run(retrieve_events(client, spec, target, start, end, rounds=config.rounds, store=store,
-                                         k_docs=config.k_docs))
+        ev = asyncio.run(
+            retrieve_events(
+                client, spec, target, start, end, rounds=config.rounds, store=store, k_docs=config.k_docs
+            )
+        )
         merges = find_merges(ev) if ev.height else storage.empty_frame("event_merges")
         with db.get_connection() as con:
             calls += _write_calls(con, client, n0, f"retrieval:{key}")
             written = write_partitions(con, "retrieved_events", ev, [key])
             storage.replace_partition(con, "event_merges", merges, {"partition_key": key})
         rows, merged = rows + written[key], merged + merges.height
-    return MaterializeResult(metadata={"rows": rows, "merged": merged, "calls": calls, "retriever": spec.model_id,
-                                       "backend": "offline_store" if store is not None else "web_search"})
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "merged": merged,
+            "calls": calls,
+            "retriever": spec.model_id,
+            "backend": "offline_store" if store is not None else "web_search",
+        }
+    )
 
 
 class FactCheckConfig(Config):
-    checker_a: str = Field(default="", description="configured model of checker a (default: the first configured)")
-    checker_b: str = Field(default="", description="configured model of checker b, a different model (default: the "
-                           "first configured model after checker a with another litellm model)")
+    checker_a: str = Field(
+        default="", description="configured model of checker a (default: the first configured)"
+    )
+    checker_b: str = Field(
+        default="",
+        description=(
+            "configured model of checker b, a different model (default: the "
+            "first configured model after checker a with another litellm model)"
+        ),
+    )
 
 
 def _checkers(cfg, config: FactCheckConfig) -> tuple[ModelSpec, ModelSpec] | str:
@@ -190,8 +225,10 @@ def _checkers(cfg, config: FactCheckConfig) -> tuple[ModelSpec, ModelSpec] | str
         return a, _pick(cfg, [config.checker_b], "checker_b")[0]
     other = [s for s in cfg.models if s.litellm_model != a.litellm_model]
     if not other:
-        return (f"the dual fact-check needs two different models; LEAF_LIVE_LLM_MODELS has only "
-                f"{sorted({s.litellm_model for s in cfg.models})}")
+        return (
+            "the dual fact-check needs two different models; LEAF_LIVE_LLM_MODELS has only "
+            f"{sorted({s.litellm_model for s in cfg.models})}"
+        )
     return a, other[0]
 
 
@@ -200,14 +237,18 @@ def _checkers(cfg, config: FactCheckConfig) -> tuple[ModelSpec, ModelSpec] | str
     partitions_def=RETRIEVAL_PARTITIONS,
     deps=[retrieved_events],
     metadata=table_metadata("fact_checked_events", "fact_checks", "llm_calls"),
-    description="Dual fact-check (LEAF §3.2, Fig. 8, 18-19) of the week's valid retrieved events of a target: two "
-    "checkers on different models each give a factual verdict and the realisation date; kept only if both say "
-    "factual, the dates agree and the date is not after the week's last day. Near-duplicates merged at retrieval "
-    "are recorded as dropped 'merged' without a call. Verdicts in fact_checks, calls in llm_calls (slice "
-    "fact_check:<key>). With no LEAF_LIVE_LLM_MODELS, or only one model, it does nothing.",
+    description=(
+        "Dual fact-check (LEAF §3.2, Fig. 8, 18-19) of the week's valid retrieved events of a target: two"
+        " checkers on different models each give a factual verdict and the realisation date; kept only if"
+        " both say factual, the dates agree and the date is not after the week's last day. Near-duplicates"
+        " merged at retrieval are recorded as dropped 'merged' without a call. Verdicts in fact_checks, calls"
+        " in llm_calls (slice fact_check:<key>). With no LEAF_LIVE_LLM_MODELS, or only one model, it does"
+        " nothing."
+    ),
 )
-def fact_checked_events(context: AssetExecutionContext, config: FactCheckConfig, db: LeafLiveDB,
-                        llm: LLMResource) -> MaterializeResult:
+def fact_checked_events(
+    context: AssetExecutionContext, config: FactCheckConfig, db: LeafLiveDB, llm: LLMResource
+) -> MaterializeResult:
     got = _configured(llm, context)
     if got is None:
         return MaterializeResult(metadata={"status": "no model configured"})
@@ -222,7 +263,9 @@ def fact_checked_events(context: AssetExecutionContext, config: FactCheckConfig,
         with db.get_connection() as con:
             ev = storage.read_table(con, "retrieved_events", "partition_key = ?", [key])
             merges = storage.read_table(con, "event_merges", "partition_key = ?", [key])
-        names = {t: RETRIEVAL_TARGETS[t].name for t in ev["target_id"].unique().to_list() if t in RETRIEVAL_TARGETS}
+        names = {
+            t: RETRIEVAL_TARGETS[t].name for t in ev["target_id"].unique().to_list() if t in RETRIEVAL_TARGETS
+        }
         n0 = len(client.records)
         checks, decided = asyncio.run(fact_check_events(client, a, b, ev, merges=merges, target_names=names))
         with db.get_connection() as con:
@@ -231,7 +274,9 @@ def fact_checked_events(context: AssetExecutionContext, config: FactCheckConfig,
             write_partitions(con, "fact_checked_events", decided, [key])
         kept += int(decided["kept"].sum()) if decided.height else 0
         dropped += decided.height - (int(decided["kept"].sum()) if decided.height else 0)
-    return MaterializeResult(metadata={"kept": kept, "dropped": dropped, "checker_a": a.model_id, "checker_b": b.model_id})
+    return MaterializeResult(
+        metadata={"kept": kept, "dropped": dropped, "checker_a": a.model_id, "checker_b": b.model_id}
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,23 +288,33 @@ def fact_checked_events(context: AssetExecutionContext, config: FactCheckConfig,
     group_name=GROUP,
     deps=[market_prices],
     metadata=table_metadata("recorded_case_checks", "retrieved_events", "fact_checked_events"),
-    description="The recorded SEER case Stock-Basket50 (cutoff 2026-03-25; 3,871 distinct fact-checked events of 50 "
-    "large caps) as retriever recorded/seer rows of retrieved_events and fact_checked_events (check_mode "
-    "'recorded', available at the cutoff close), one slice per stock (<window start>|<ticker>), and "
-    "recorded_case_checks: its closes against market_prices and its realised next-day labels against the "
-    "App. C.1 labels our trend tasks compute (needs market_prices for 2026-02-20 .. 2026-04-10).",
+    description=(
+        "The recorded SEER case Stock-Basket50 (cutoff 2026-03-25; 3,871 distinct fact-checked events of 50 "
+        "large caps) as retriever recorded/seer rows of retrieved_events and fact_checked_events (check_mode "
+        "'recorded', available at the cutoff close), one slice per stock (<window start>|<ticker>), and "
+        "recorded_case_checks: its closes against market_prices and its realised next-day labels against the "
+        "App. C.1 labels our trend tasks compute (needs market_prices for 2026-02-20 .. 2026-04-10)."
+    ),
 )
-def recorded_events(context: AssetExecutionContext, db: LeafLiveDB, recorded_events: RecordedEventsResource) -> MaterializeResult:
+def recorded_events(
+    context: AssetExecutionContext, db: LeafLiveDB, recorded_events: RecordedEventsResource
+) -> MaterializeResult:
     case = recorded_events.client()
     retrieved, checked = seer.seer_events(case)
     keys = sorted(set(retrieved["partition_key"]))
     weekly = set(RETRIEVAL_WEEKS.get_partition_keys())
     clash = [k for k in keys if k.split("|", 1)[0] in weekly]
     if clash:  # the agent's week slices and the recorded slices must never replace each other
-        raise ValueError(f"recorded slice {clash[0]!r} starts on a retrieval week: it would share that partition")
+        raise ValueError(
+            f"recorded slice {clash[0]!r} starts on a retrieval week: it would share that partition"
+        )
     with db.get_connection() as con:
-        old = {r[0] for r in con.execute("SELECT DISTINCT partition_key FROM retrieved_events WHERE retriever = ?",
-                                         [seer.RETRIEVER]).fetchall()}
+        old = {
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT partition_key FROM retrieved_events WHERE retriever = ?", [seer.RETRIEVER]
+            ).fetchall()
+        }
         prices = storage.read_table(con, "market_prices")
         checks = seer.case_checks(case, prices.filter(pl.col("symbol").is_in(case.tickers)))
         all_keys = sorted(old | set(keys))
@@ -268,18 +323,36 @@ def recorded_events(context: AssetExecutionContext, db: LeafLiveDB, recorded_eve
         storage.replace_partition(con, "recorded_case_checks", checks, {"partition_key": seer.CASE_NAME})
     agree = int(checks["agree"].fill_null(False).sum())
     if checks["our_label"].null_count():
-        context.log.warning(f"{checks['our_label'].null_count()} stocks have no label from our prices: materialize "
-                            "market_prices for the days around 2026-03-25")
-    return MaterializeResult(metadata={"events": retrieved.height, "stocks": len(keys), "labels_agree": agree,
-                                       "labels_compared": checks.height - checks["our_label"].null_count()})
+        context.log.warning(
+            f"{checks['our_label'].null_count()} stocks have no label from our prices: materialize "
+            "market_prices for the days around 2026-03-25"
+        )
+    return MaterializeResult(
+        metadata={
+            "events": retrieved.height,
+            "stocks": len(keys),
+            "labels_agree": agree,
+            "labels_compared": checks.height - checks["our_label"].null_count(),
+        }
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # LLM forecasts and predictability ratings (UTC day of the cutoff)
 # ---------------------------------------------------------------------------------------------
 
-TASK_COLUMNS = ("task_id", "domain", "target_id", "task_kind", "horizon", "horizon_steps", "frequency", "cutoff",
-                "bundle", "bundle_hash")
+TASK_COLUMNS = (
+    "task_id",
+    "domain",
+    "target_id",
+    "task_kind",
+    "horizon",
+    "horizon_steps",
+    "frequency",
+    "cutoff",
+    "bundle",
+    "bundle_hash",
+)
 
 
 def _every_partition_of(*assets) -> list[AssetDep]:
@@ -288,21 +361,34 @@ def _every_partition_of(*assets) -> list[AssetDep]:
 
 
 class LLMForecastsConfig(Config):
-    models: list[str] = Field(default=[], description="configured models to run (default: every LEAF_LIVE_LLM_MODELS)")
-    context_kinds: list[str] = Field(default=["ts", "events"], description="ts (series only) | events (fact-checked "
-                                     "events) | events_unfiltered (retrieved events, for the fact-check ablation) | "
-                                     "alpha / other_alpha (the alpha-consistency contexts of §3.2: analysis only)")
+    models: list[str] = Field(
+        default=[], description="configured models to run (default: every LEAF_LIVE_LLM_MODELS)"
+    )
+    context_kinds: list[str] = Field(
+        default=["ts", "events"],
+        description=(
+            "ts (series only) | events (fact-checked "
+            "events) | events_unfiltered (retrieved events, for the fact-check ablation) | "
+            "alpha / other_alpha (the alpha-consistency contexts of §3.2: analysis only)"
+        ),
+    )
     trials: int = Field(default=TRIALS, description="calls per task, averaged (LEAF §4.1: 3)")
     domains: list[str] = Field(default=[], description="task domains (default all)")
     task_kinds: list[str] = Field(default=[], description="trend3 | trend5 | series | event (default all)")
-    retrievers: list[str] = Field(default=[], description="use the events of these retrievers only (default all, e.g. "
-                                  "recorded/seer)")
-    require_known_by_cutoff: bool = Field(default=True, description="events must also be stored (available_at) by "
-                                          "the cutoff; off only for a backtest over a time-restricted retrieval")
+    retrievers: list[str] = Field(
+        default=[], description="use the events of these retrievers only (default all, e.g. recorded/seer)"
+    )
+    require_known_by_cutoff: bool = Field(
+        default=True,
+        description=(
+            "events must also be stored (available_at) by "
+            "the cutoff; off only for a backtest over a time-restricted retrieval"
+        ),
+    )
 
 
 def _day_tasks(con, day: str, config: LLMForecastsConfig) -> pl.DataFrame:
-    lo = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+    lo = datetime.fromisoformat(day).replace(tzinfo=UTC)
     t = storage.read_table(con, "forecast_tasks", "cutoff >= ? AND cutoff < ?", [lo, lo + timedelta(days=1)])
     t = t.select(TASK_COLUMNS).sort("task_id")
     if config.domains:
@@ -318,35 +404,73 @@ def _events(con, table: str, retrievers: list[str]) -> pl.DataFrame:
     return ev.filter(pl.col("retriever").is_in(retrievers)) if retrievers else ev
 
 
-def _forecasters(client, specs, config: LLMForecastsConfig, tasks: pl.DataFrame, con) -> list[tuple[LLMForecaster, pl.DataFrame]]:
+def _forecasters(
+    client, specs, config: LLMForecastsConfig, tasks: pl.DataFrame, con
+) -> list[tuple[LLMForecaster, pl.DataFrame]]:
     """(forecaster, its tasks) per model x context kind."""
     bad = [k for k in config.context_kinds if k not in CONTEXT_KINDS]
     if bad:
         raise ValueError(f"context_kinds: {bad[0]!r} is not one of {list(CONTEXT_KINDS)}")
     kw = dict(trials=config.trials, require_known_by_cutoff=config.require_known_by_cutoff)
     names = {t.target_id: t.name for t in catalog.ALL_TARGETS}
-    kept = _events(con, "fact_checked_events", config.retrievers) if set(config.context_kinds) - {"ts"} else None
+    kept = (
+        _events(con, "fact_checked_events", config.retrievers) if set(config.context_kinds) - {"ts"} else None
+    )
     out = []
     for spec in specs:
         for kind in config.context_kinds:
             if kind == "ts":
                 out.append((LLMForecaster(client, spec, context_kind="ts", target_names=names, **kw), tasks))
             elif kind == "events":
-                out.append((LLMForecaster(client, spec, context_kind="events", events=kept, target_names=names, **kw), tasks))
+                out.append(
+                    (
+                        LLMForecaster(
+                            client, spec, context_kind="events", events=kept, target_names=names, **kw
+                        ),
+                        tasks,
+                    )
+                )
             elif kind == "events_unfiltered":
                 raw = _events(con, "retrieved_events", config.retrievers)
-                out.append((LLMForecaster(client, spec, context_kind="events_unfiltered", events=raw, target_names=names,
-                                          events_source="retrieved_events", **kw), tasks))
-            else:  # alpha contexts: built from the realised changes, so an analysis, never a leaderboard entry
-                outcomes = storage.read_table(con, "task_outcomes").filter(pl.col("task_id").is_in(tasks["task_id"]))
+                out.append(
+                    (
+                        LLMForecaster(
+                            client,
+                            spec,
+                            context_kind="events_unfiltered",
+                            events=raw,
+                            target_names=names,
+                            events_source="retrieved_events",
+                            **kw,
+                        ),
+                        tasks,
+                    )
+                )
+            # alpha contexts: built from the realised changes, so an analysis, never a leaderboard entry
+            else:
+                outcomes = storage.read_table(con, "task_outcomes").filter(
+                    pl.col("task_id").is_in(tasks["task_id"])
+                )
                 ids = sorted(tasks["target_id"].unique().to_list())
-                other = {t: ids[(i + 1) % len(ids)] for i, t in enumerate(ids)} if kind == "other_alpha" else None
+                other = (
+                    {t: ids[(i + 1) % len(ids)] for i, t in enumerate(ids)} if kind == "other_alpha" else None
+                )
                 ctx = analyses.alpha_contexts(kept, tasks, outcomes, other_target=other)
                 for a, by_task in ctx.items():
                     if by_task:
-                        out.append((LLMForecaster(client, spec, context_kind=f"{kind}={a:g}", contexts=by_task,
-                                                  target_names=names, **kw),
-                                    tasks.filter(pl.col("task_id").is_in(list(by_task)))))
+                        out.append(
+                            (
+                                LLMForecaster(
+                                    client,
+                                    spec,
+                                    context_kind=f"{kind}={a:g}",
+                                    contexts=by_task,
+                                    target_names=names,
+                                    **kw,
+                                ),
+                                tasks.filter(pl.col("task_id").is_in(list(by_task))),
+                            )
+                        )
     return out
 
 
@@ -357,15 +481,18 @@ def _forecasters(client, specs, config: LLMForecastsConfig, tasks: pl.DataFrame,
     # a day reads its own tasks, and events of any week, question or recorded case
     deps=[forecast_tasks, *_every_partition_of(event_tasks, fact_checked_events), recorded_events],
     metadata=table_metadata("leaf_forecasts", "leaf_forecast_trials", "llm_calls"),
-    description="LLM forecasters through the forecaster contract (LEAF §4.1-4.3, App. C.3) for the tasks whose cutoff "
-    "falls on the partition's UTC day: every configured model without events (ts) and with the fact-checked "
-    "events known by the cutoff (events), 3 trials averaged with a 4,096-token budget and no web search, each "
-    "forecast storing its frozen context. Writes the producer 'leaf_llm_forecasts' slice llm:<day> of "
-    "leaf_forecasts, its trials and its calls, so a one-day backfill reruns only that day. With no "
-    "LEAF_LIVE_LLM_MODELS it does nothing.",
+    description=(
+        "LLM forecasters through the forecaster contract (LEAF §4.1-4.3, App. C.3) for the tasks whose cutoff"
+        " falls on the partition's UTC day: every configured model without events (ts) and with the"
+        " fact-checked events known by the cutoff (events), 3 trials averaged with a 4,096-token budget and"
+        " no web search, each forecast storing its frozen context. Writes the producer 'leaf_llm_forecasts'"
+        " slice llm:<day> of leaf_forecasts, its trials and its calls, so a one-day backfill reruns only that"
+        " day. With no LEAF_LIVE_LLM_MODELS it does nothing."
+    ),
 )
-def leaf_llm_forecasts(context: AssetExecutionContext, config: LLMForecastsConfig, db: LeafLiveDB,
-                       llm: LLMResource) -> MaterializeResult:
+def leaf_llm_forecasts(
+    context: AssetExecutionContext, config: LLMForecastsConfig, db: LeafLiveDB, llm: LLMResource
+) -> MaterializeResult:
     got = _configured(llm, context)
     if got is None:
         return MaterializeResult(metadata={"status": "no model configured"})
@@ -380,7 +507,7 @@ def leaf_llm_forecasts(context: AssetExecutionContext, config: LLMForecastsConfi
         n0 = len(client.records)
 
         async def run_all():
-            return await asyncio.gather(*(f.run(t) for f, t in plan))
+            return await asyncio.gather(*(f.run(t) for f, t in plan))  # noqa: B023 (awaited in this iteration)
 
         out = asyncio.run(run_all()) if plan else []
         fc = pl.concat([f for f, _ in out]) if out else storage.empty_frame("leaf_forecasts")
@@ -398,14 +525,23 @@ def leaf_llm_forecasts(context: AssetExecutionContext, config: LLMForecastsConfi
         total["trials"] += tr.height
         if not tasks.height:
             context.log.info(f"day {day}: no forecast tasks with a cutoff on this UTC day")
-    return MaterializeResult(metadata={**total, "models": MetadataValue.json([s.model_id for s in specs]),
-                                       "context_kinds": MetadataValue.json(list(config.context_kinds))})
+    return MaterializeResult(
+        metadata={
+            **total,
+            "models": MetadataValue.json([s.model_id for s in specs]),
+            "context_kinds": MetadataValue.json(list(config.context_kinds)),
+        }
+    )
 
 
 class PredictabilityConfig(Config):
-    rater: str = Field(default="", description="configured model that rates predictability (default: the first)")
-    context_kinds: list[str] = Field(default=["ts", "events"], description="ts | events: rate with the series only "
-                                     "or also the fact-checked events")
+    rater: str = Field(
+        default="", description="configured model that rates predictability (default: the first)"
+    )
+    context_kinds: list[str] = Field(
+        default=["ts", "events"],
+        description="ts | events: rate with the series only or also the fact-checked events",
+    )
 
 
 @asset(
@@ -414,12 +550,16 @@ class PredictabilityConfig(Config):
     backfill_policy=SINGLE_RUN,
     deps=[forecast_tasks, *_every_partition_of(fact_checked_events), recorded_events],
     metadata=table_metadata("predictability_ratings", "llm_calls"),
-    description="Predictability levels (LEAF §3.2, §4.4, Fig. 20): at each cutoff of the day, one call rates every "
-    "large- and mid-cap stock with a trend task on 5 levels, with the series only (ts) and with the events. "
-    "Slice llm:<day>; calls in llm_calls slice rating:<day>. With no LEAF_LIVE_LLM_MODELS it does nothing.",
+    description=(
+        "Predictability levels (LEAF §3.2, §4.4, Fig. 20): at each cutoff of the day, one call rates every"
+        " large- and mid-cap stock with a trend task on 5 levels, with the series only (ts) and with the"
+        " events. Slice llm:<day>; calls in llm_calls slice rating:<day>. With no LEAF_LIVE_LLM_MODELS it"
+        " does nothing."
+    ),
 )
-def predictability_ratings(context: AssetExecutionContext, config: PredictabilityConfig, db: LeafLiveDB,
-                           llm: LLMResource) -> MaterializeResult:
+def predictability_ratings(
+    context: AssetExecutionContext, config: PredictabilityConfig, db: LeafLiveDB, llm: LLMResource
+) -> MaterializeResult:
     got = _configured(llm, context)
     if got is None:
         return MaterializeResult(metadata={"status": "no model configured"})
@@ -431,8 +571,14 @@ def predictability_ratings(context: AssetExecutionContext, config: Predictabilit
             tasks = _day_tasks(con, day, LLMForecastsConfig())
             kept = _events(con, "fact_checked_events", [])
         n0 = len(client.records)
-        frames = [asyncio.run(rate_predictability(client, spec, tasks, events=kept, context_kind=k))
-                  for k in config.context_kinds] if tasks.height else []
+        frames = (
+            [
+                asyncio.run(rate_predictability(client, spec, tasks, events=kept, context_kind=k))
+                for k in config.context_kinds
+            ]
+            if tasks.height
+            else []
+        )
         frames = [f for f in frames if f.height]
         rt = pl.concat(frames) if frames else storage.empty_frame("predictability_ratings")
         with db.get_connection() as con:
@@ -443,23 +589,44 @@ def predictability_ratings(context: AssetExecutionContext, config: Predictabilit
     return MaterializeResult(metadata={"rows": rows, "rater": spec.model_id})
 
 
-@asset_check(asset=leaf_llm_forecasts, name="context_leaks", blocking=True,
-             description="Point in time (DESIGN.md principle 1): every stored LLM forecast's frozen context holds only "
-             "events dated on or before its task's cutoff day and, under the strict rule, stored by the cutoff "
-             "(forecasters.context_leaks). Blocking: a leak stops leaf_scores.")
+@asset_check(
+    asset=leaf_llm_forecasts,
+    name="context_leaks",
+    blocking=True,
+    description=(
+        "Point in time (DESIGN.md principle 1): every stored LLM forecast's frozen context holds only "
+        "events dated on or before its task's cutoff day and, under the strict rule, stored by the cutoff "
+        "(forecasters.context_leaks). Blocking: a leak stops leaf_scores."
+    ),
+)
 def context_leaks_check(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         fc = storage.read_table(con, "leaf_forecasts", "context IS NOT NULL")
         tasks = storage.read_table(con, "forecast_tasks").select("task_id", "cutoff")
-        ev = pl.concat([storage.read_table(con, t).select("event_id", "available_at")
-                        for t in ("fact_checked_events", "retrieved_events")]).unique("event_id", keep="first")
+        ev = pl.concat(
+            [
+                storage.read_table(con, t).select("event_id", "available_at")
+                for t in ("fact_checked_events", "retrieved_events")
+            ]
+        ).unique("event_id", keep="first")
     leaks = context_leaks(fc, tasks, ev)
-    return AssetCheckResult(passed=leaks.height == 0, metadata={
-        "forecasts_checked": fc.height, "leaks": leaks.height,
-        "first": MetadataValue.text(str(leaks.head(SAMPLE).rows()))})
+    return AssetCheckResult(
+        passed=leaks.height == 0,
+        metadata={
+            "forecasts_checked": fc.height,
+            "leaks": leaks.height,
+            "first": MetadataValue.text(str(leaks.head(SAMPLE).rows())),
+        },
+    )
 
 
-EVENT_AGENT_ASSETS = [retrieved_events, fact_checked_events, recorded_events, leaf_llm_forecasts, predictability_ratings]
+EVENT_AGENT_ASSETS = [
+    retrieved_events,
+    fact_checked_events,
+    recorded_events,
+    leaf_llm_forecasts,
+    predictability_ratings,
+]
 EVENT_AGENT_CHECKS = [
     context_leaks_check,
     unique_key_check(leaf_llm_forecasts, "leaf_forecasts", ("model_id", "task_id"), producer=LLM_PRODUCER),

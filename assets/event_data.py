@@ -51,7 +51,9 @@ def result(written: dict[str, int], **extra) -> MaterializeResult:
     return MaterializeResult(metadata=meta)
 
 
-def write_days(db: LeafLiveDB, table: str, rows: pl.DataFrame, keys: Sequence[str], **extra) -> MaterializeResult:
+def write_days(
+    db: LeafLiveDB, table: str, rows: pl.DataFrame, keys: Sequence[str], **extra
+) -> MaterializeResult:
     """Replace the run's day partitions of ``table`` with their ``rows`` (rows of other days are dropped: a
     source answers for whole days around the range)."""
     with db.get_connection() as con:
@@ -66,8 +68,8 @@ def question_keys(questions: pl.DataFrame) -> list[str]:
 
 
 def register_questions(instance: DagsterInstance, markets: EventMarketsResource) -> list[str]:
-    """Add a partition of :data:`EVENT_QUESTIONS` for every question of the source's list in the LEAF categories
-    that has none yet; returns every partition key of the instance (insertion order)."""
+    """Add a partition of :data:`EVENT_QUESTIONS` for every question of the source's list in the LEAF
+    categories that has none yet; returns every partition key of the instance (insertion order)."""
     keys = question_keys(markets.client().load().questions)
     have = set(instance.get_dynamic_partitions(EVENT_QUESTIONS.name))
     new = [k for k in keys if k not in have]
@@ -76,8 +78,14 @@ def register_questions(instance: DagsterInstance, markets: EventMarketsResource)
     return list(instance.get_dynamic_partitions(EVENT_QUESTIONS.name))
 
 
-@asset(group_name=GROUP, metadata=table_metadata("leaf_targets"), description="LEAF forecasting targets (App. C.2): 30 large caps, 40 mid caps, 10 commodity "
-       "futures, 10 US cities with coordinates, 3 electricity load areas, from leaf_live.event.catalog.")
+@asset(
+    group_name=GROUP,
+    metadata=table_metadata("leaf_targets"),
+    description=(
+        "LEAF forecasting targets (App. C.2): 30 large caps, 40 mid caps, 10 commodity "
+        "futures, 10 US cities with coordinates, 3 electricity load areas, from leaf_live.event.catalog."
+    ),
+)
 def leaf_targets(db: LeafLiveDB) -> MaterializeResult:
     with db.get_connection() as con:
         n = storage.replace_partition(con, "leaf_targets", targets_frame())
@@ -90,11 +98,15 @@ def leaf_targets(db: LeafLiveDB) -> MaterializeResult:
     backfill_policy=SINGLE_RUN,
     deps=[leaf_targets],
     metadata=table_metadata("market_prices"),
-    description="Daily OHLCV bars of the 70 stocks and 10 commodity futures (yfinance live; the yfinance-style "
-    "snapshot CSVs with their folder precedence and back-adjusted splice), close on the series' newest basis. "
-    "available_at = the session close (16:00 / 17:00 New York). Partition = session date.",
+    description=(
+        "Daily OHLCV bars of the 70 stocks and 10 commodity futures (yfinance live; the yfinance-style"
+        " snapshot CSVs with their folder precedence and back-adjusted splice), close on the series' newest"
+        " basis. available_at = the session close (16:00 / 17:00 New York). Partition = session date."
+    ),
 )
-def market_prices(context: AssetExecutionContext, db: LeafLiveDB, daily_prices: DailyPricesResource) -> MaterializeResult:
+def market_prices(
+    context: AssetExecutionContext, db: LeafLiveDB, daily_prices: DailyPricesResource
+) -> MaterializeResult:
     keys = run_partition_keys(context)
     bars = to_market_prices(daily_prices.client().daily_bars(MARKET_SYMBOLS, *day_span(keys)))
     return write_days(db, "market_prices", bars, keys, symbols=bars["symbol"].n_unique())
@@ -106,11 +118,15 @@ def market_prices(context: AssetExecutionContext, db: LeafLiveDB, daily_prices: 
     backfill_policy=SINGLE_RUN,
     deps=[leaf_targets],
     metadata=table_metadata("weather_hourly"),
-    description="Hourly 2 m temperature (degC), humidity and wind of the 10 LEAF cities in UTC (Meteostat then "
-    "Open-Meteo live; the Open-Meteo snapshot files, degF and local time converted). available_at = the end of "
-    "the hour. Partition = UTC date of the hour's start.",
+    description=(
+        "Hourly 2 m temperature (degC), humidity and wind of the 10 LEAF cities in UTC (Meteostat then"
+        " Open-Meteo live; the Open-Meteo snapshot files, degF and local time converted). available_at = the"
+        " end of the hour. Partition = UTC date of the hour's start."
+    ),
 )
-def weather_hourly(context: AssetExecutionContext, db: LeafLiveDB, weather: WeatherResource) -> MaterializeResult:
+def weather_hourly(
+    context: AssetExecutionContext, db: LeafLiveDB, weather: WeatherResource
+) -> MaterializeResult:
     keys = run_partition_keys(context)
     rows = weather.client().hourly(catalog.CITIES, *day_span(keys))
     return write_days(db, "weather_hourly", rows, keys, cities=rows["city"].n_unique())
@@ -122,11 +138,15 @@ def weather_hourly(context: AssetExecutionContext, db: LeafLiveDB, weather: Weat
     backfill_policy=SINGLE_RUN,
     deps=[leaf_targets],
     metadata=table_metadata("electricity_load"),
-    description="Hourly electricity load (MW) of New York City, Boston and San Francisco: gridstatus 5-minute "
-    "readings averaged per hour (live, App. C.2.4) or the cleaned EIA-930 hour-ending files (snapshot). "
-    "available_at = the end of the hour. Partition = UTC date of the hour's start.",
+    description=(
+        "Hourly electricity load (MW) of New York City, Boston and San Francisco: gridstatus 5-minute "
+        "readings averaged per hour (live, App. C.2.4) or the cleaned EIA-930 hour-ending files (snapshot). "
+        "available_at = the end of the hour. Partition = UTC date of the hour's start."
+    ),
 )
-def electricity_load(context: AssetExecutionContext, db: LeafLiveDB, grid_load: GridLoadResource) -> MaterializeResult:
+def electricity_load(
+    context: AssetExecutionContext, db: LeafLiveDB, grid_load: GridLoadResource
+) -> MaterializeResult:
     keys = run_partition_keys(context)
     rows = grid_load.client().hourly_load(catalog.ELECTRICITY_AREAS, *day_span(keys))
     return write_days(db, "electricity_load", rows, keys, areas=rows["area"].n_unique())
@@ -137,11 +157,16 @@ def electricity_load(context: AssetExecutionContext, db: LeafLiveDB, grid_load: 
     partitions_def=EVENT_QUESTIONS,
     backfill_policy=SINGLE_RUN,
     metadata=table_metadata("prediction_markets", "market_price_path"),
-    description="Binary prediction-market questions (Polymarket through the ForecastBench question sets and the "
-    "FOMC trade series; Gamma/CLOB live) with their YES-price paths and resolutions (tables prediction_markets "
-    "and market_price_path). Partition = question id, one per question of the LEAF categories (C.2.5).",
+    description=(
+        "Binary prediction-market questions (Polymarket through the ForecastBench question sets and the FOMC"
+        " trade series; Gamma/CLOB live) with their YES-price paths and resolutions (tables"
+        " prediction_markets and market_price_path). Partition = question id, one per question of the LEAF"
+        " categories (C.2.5)."
+    ),
 )
-def prediction_markets(context: AssetExecutionContext, db: LeafLiveDB, event_markets: EventMarketsResource) -> MaterializeResult:
+def prediction_markets(
+    context: AssetExecutionContext, db: LeafLiveDB, event_markets: EventMarketsResource
+) -> MaterializeResult:
     keys = run_partition_keys(context)
     data = event_markets.client().load()
     questions = data.questions.filter(pl.col("partition_key").is_in(keys))
@@ -149,8 +174,11 @@ def prediction_markets(context: AssetExecutionContext, db: LeafLiveDB, event_mar
     with db.get_connection() as con:
         written = write_partitions(con, "prediction_markets", questions, keys)
         prices = write_partitions(con, "market_price_path", path, keys)
-    return result(written, path_rows=sum(prices.values()),
-                  resolved=int(path.filter(pl.col("kind") == "resolution").height))
+    return result(
+        written,
+        path_rows=sum(prices.values()),
+        resolved=int(path.filter(pl.col("kind") == "resolution").height),
+    )
 
 
 EVENT_DATA_ASSETS = [leaf_targets, market_prices, weather_hourly, electricity_load, prediction_markets]
@@ -160,6 +188,11 @@ EVENT_DATA_CHECKS = [
     unique_key_check(electricity_load, "electricity_load", ("area", "interval_start")),
     unique_key_check(prediction_markets, "prediction_markets", ("question_id",)),
     # a question resolves once: two resolution rows (at different times) would give two outcomes
-    unique_key_check(prediction_markets, "market_price_path", ("question_id",), where="kind = 'resolution'",
-                     name="one_resolution_per_question"),
+    unique_key_check(
+        prediction_markets,
+        "market_price_path",
+        ("question_id",),
+        where="kind = 'resolution'",
+        name="one_resolution_per_question",
+    ),
 ]

@@ -4,8 +4,8 @@ per-task scores of every model (LEAF §4.1 metrics, CRPS / quantile loss / cover
 Wiring only: the science is ``leaf_live.event.baselines`` (forecasters through the one contract,
 ``leaf_live.core.forecaster``), ``leaf_live.event.tsfm`` (optional foundation models) and
 ``leaf_live.event.scoring``. ``leaf_forecasts`` is shared like the macro ``nowcasts``: this asset owns the
-``producer = 'leaf_forecasts'`` slices (one per baseline model); the LLM forecasters (issue 11) write their own
-producer slices. ``leaf_scores`` scores every model's valid forecasts made from its task's stored bundle.
+``producer = 'leaf_forecasts'`` slices (one per baseline model); the LLM forecasters (issue 11) write their
+own producer slices. ``leaf_scores`` scores every model's valid forecasts made from its task's stored bundle.
 Both are unpartitioned: one statsforecast call covers every stored task series.
 """
 
@@ -35,20 +35,43 @@ from leaf_live.event.pipeline import BASELINE_PRODUCER, DEFAULT_STATISTICAL
 from resources import LeafLiveDB
 
 GROUP = "event_scoring"
-TASK_COLUMNS = ("task_id", "domain", "target_id", "task_kind", "horizon", "horizon_steps", "frequency", "cutoff",
-                "last_value", "bundle", "bundle_hash")
+TASK_COLUMNS = (
+    "task_id",
+    "domain",
+    "target_id",
+    "task_kind",
+    "horizon",
+    "horizon_steps",
+    "frequency",
+    "cutoff",
+    "last_value",
+    "bundle",
+    "bundle_hash",
+)
 
 
 class LeafForecastsConfig(Config):
-    statistical: list[str] = Field(default=list(DEFAULT_STATISTICAL), description="statsforecast models: AutoETS, "
-                                   "AutoTheta, AutoARIMA (opt-in: about 5 minutes more on the snapshot's series)")
+    statistical: list[str] = Field(
+        default=list(DEFAULT_STATISTICAL),
+        description=(
+            "statsforecast models: AutoETS, "
+            "AutoTheta, AutoARIMA (opt-in: about 5 minutes more on the snapshot's series)"
+        ),
+    )
     n_jobs: int = Field(default=1, description="statsforecast worker processes")
-    tsfm: list[str] = Field(default=[], description="time-series foundation models, 'chronos:<path or hub name>' or "
-                            "'timesfm:<path or hub name>' (pip install -e '.[tsfm]'; offline runs need a local path)")
+    tsfm: list[str] = Field(
+        default=[],
+        description=(
+            "time-series foundation models, 'chronos:<path or hub name>' or "
+            "'timesfm:<path or hub name>' (pip install -e '.[tsfm]'; offline runs need a local path)"
+        ),
+    )
 
 
 def _tasks(con) -> pl.DataFrame:
-    return storage.read_table(con, "forecast_tasks").select(TASK_COLUMNS).sort("task_id")  # typed even when empty
+    return (
+        storage.read_table(con, "forecast_tasks").select(TASK_COLUMNS).sort("task_id")
+    )  # typed even when empty
 
 
 def event_forecasters(config: LeafForecastsConfig, resolutions: pl.DataFrame) -> list:
@@ -65,17 +88,23 @@ def event_forecasters(config: LeafForecastsConfig, resolutions: pl.DataFrame) ->
     group_name=GROUP,
     deps=[forecast_tasks, event_tasks, prediction_markets],
     metadata=table_metadata("leaf_forecasts"),
-    description="Forecasts of the baselines for every stored task, through the forecaster contract (LEAF §4.1): "
-    "last value and historical mean, statsforecast AutoETS / AutoTheta (AutoARIMA opt-in) with 80/95% intervals, "
-    "each series model's implied trend class, the market price at the cutoff, the point-in-time category base "
-    "rate and always 0.5 for events; optional foundation models (tsfm extra). Writes the producer "
-    "'leaf_forecasts' slices of leaf_forecasts (partition_key = model_id).",
+    description=(
+        "Forecasts of the baselines for every stored task, through the forecaster contract (LEAF §4.1): last"
+        " value and historical mean, statsforecast AutoETS / AutoTheta (AutoARIMA opt-in) with 80/95%"
+        " intervals, each series model's implied trend class, the market price at the cutoff, the"
+        " point-in-time category base rate and always 0.5 for events; optional foundation models (tsfm"
+        " extra). Writes the producer 'leaf_forecasts' slices of leaf_forecasts (partition_key = model_id)."
+    ),
 )
-def leaf_forecasts(context: AssetExecutionContext, config: LeafForecastsConfig, db: LeafLiveDB) -> MaterializeResult:
+def leaf_forecasts(
+    context: AssetExecutionContext, config: LeafForecastsConfig, db: LeafLiveDB
+) -> MaterializeResult:
     with db.get_connection() as con:
         tasks = _tasks(con)
-        res = baselines.resolutions_frame(storage.read_table(con, "prediction_markets"),
-                                          storage.read_table(con, "market_price_path", "kind = 'resolution'"))
+        res = baselines.resolutions_frame(
+            storage.read_table(con, "prediction_markets"),
+            storage.read_table(con, "market_price_path", "kind = 'resolution'"),
+        )
         stored = storage.read_table(con, "leaf_forecasts", "producer = ?", [BASELINE_PRODUCER])
     forecasters = event_forecasters(config, res)
     # statsforecast paths depend only on the task's frozen bundle: reuse the stored rows of unchanged bundles
@@ -83,26 +112,46 @@ def leaf_forecasts(context: AssetExecutionContext, config: LeafForecastsConfig, 
     sf_ids = [baselines.SF_MODEL_IDS[m] for f in sf for m in f.models]
     reused, todo = baselines.reusable_rows(stored, tasks, sf_ids)
     own = {"producer": BASELINE_PRODUCER}
-    frames = [run_forecasters([f for f in forecasters if f not in sf], tasks, "leaf_forecasts", columns=own),
-              run_forecasters(sf, todo, "leaf_forecasts", columns=own), reused]
-    frame = pl.concat([f for f in frames if f.height], how="vertical") if any(f.height for f in frames) else frames[0]
-    context.log.info(f"statsforecast: {todo.height} task(s) forecast, {reused.height} stored row(s) of unchanged "
-                     "bundles reused")
+    frames = [
+        run_forecasters([f for f in forecasters if f not in sf], tasks, "leaf_forecasts", columns=own),
+        run_forecasters(sf, todo, "leaf_forecasts", columns=own),
+        reused,
+    ]
+    frame = (
+        pl.concat([f for f in frames if f.height], how="vertical")
+        if any(f.height for f in frames)
+        else frames[0]
+    )
+    context.log.info(
+        f"statsforecast: {todo.height} task(s) forecast, {reused.height} stored row(s) of unchanged "
+        "bundles reused"
+    )
     with db.get_connection() as con:
         written = replace_producer(con, "leaf_forecasts", BASELINE_PRODUCER, frame)
-    return MaterializeResult(metadata={"rows": frame.height, "tasks": tasks.height, "statsforecast_tasks": todo.height,
-                                       "statsforecast_rows_reused": reused.height,
-                                       "models": MetadataValue.json({k: v for k, v in written.items() if v})})
+    return MaterializeResult(
+        metadata={
+            "rows": frame.height,
+            "tasks": tasks.height,
+            "statsforecast_tasks": todo.height,
+            "statsforecast_rows_reused": reused.height,
+            "models": MetadataValue.json({k: v for k, v in written.items() if v}),
+        }
+    )
 
 
 @asset(
     group_name=GROUP,
-    deps=[leaf_forecasts, "leaf_llm_forecasts"],  # the LLM slices (assets/event_agents.py), behind their leak check
+    deps=[
+        leaf_forecasts,
+        "leaf_llm_forecasts",
+    ],  # the LLM slices (assets/event_agents.py), behind their leak check
     metadata=table_metadata("leaf_scores"),
-    description="Per-task scores of every model's valid forecasts made from the task's stored bundle (LEAF §4.1): "
-    "trend accuracy, MAPE / RMSE / distance to last value for prices, MAE / MSE of z-scores (look-back "
-    "statistics) for weather and load, Brier for events, and pinball loss, CRPS and 80/95% coverage where a "
-    "model gives intervals. Partition key = model_id.",
+    description=(
+        "Per-task scores of every model's valid forecasts made from the task's stored bundle (LEAF §4.1):"
+        " trend accuracy, MAPE / RMSE / distance to last value for prices, MAE / MSE of z-scores (look-back"
+        " statistics) for weather and load, Brier for events, and pinball loss, CRPS and 80/95% coverage"
+        " where a model gives intervals. Partition key = model_id."
+    ),
 )
 def leaf_scores(db: LeafLiveDB) -> MaterializeResult:
     with db.get_connection() as con:
@@ -113,15 +162,24 @@ def leaf_scores(db: LeafLiveDB) -> MaterializeResult:
         old = [r[0] for r in con.execute("SELECT DISTINCT partition_key FROM leaf_scores").fetchall()]
         keys = sorted(set(old) | set(scores["partition_key"].unique().to_list()))
         written = write_partitions(con, "leaf_scores", scores, keys)
-    return MaterializeResult(metadata={"rows": scores.height, "models": MetadataValue.json({k: v for k, v in written.items() if v})})
+    return MaterializeResult(
+        metadata={
+            "rows": scores.height,
+            "models": MetadataValue.json({k: v for k, v in written.items() if v}),
+        }
+    )
 
 
 forecasts_use_stored_bundles = sql_check(
-    leaf_forecasts, "forecasts_use_stored_bundles", "Every valid forecast answers a stored task from that task's "
+    leaf_forecasts,
+    "forecasts_use_stored_bundles",
+    "Every valid forecast answers a stored task from that task's "
     "frozen bundle (same bundle_hash), and the baselines issue at the cutoff. Blocking: stops leaf_scores.",
-    "SELECT f.producer, f.model_id, f.task_id, f.bundle_hash, t.bundle_hash FROM leaf_forecasts f LEFT JOIN "
-    "forecast_tasks t USING (task_id) WHERE f.valid AND (t.task_id IS NULL OR f.bundle_hash <> t.bundle_hash OR "
-    "(f.producer = ? AND f.issued_at <> t.cutoff))", [BASELINE_PRODUCER])
+    "SELECT f.producer, f.model_id, f.task_id, f.bundle_hash, t.bundle_hash FROM leaf_forecasts f LEFT JOIN"
+    " forecast_tasks t USING (task_id) WHERE f.valid AND (t.task_id IS NULL OR f.bundle_hash <> t.bundle_hash"
+    " OR (f.producer = ? AND f.issued_at <> t.cutoff))",
+    [BASELINE_PRODUCER],
+)
 
 
 EVENT_SCORING_ASSETS = [leaf_forecasts, leaf_scores]

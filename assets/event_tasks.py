@@ -31,7 +31,15 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.common import SAMPLE, SINGLE_RUN, run_partition_keys, sql_check, table_metadata, unique_key_check, write_partitions
+from assets.common import (
+    SAMPLE,
+    SINGLE_RUN,
+    run_partition_keys,
+    sql_check,
+    table_metadata,
+    unique_key_check,
+    write_partitions,
+)
 from assets.event_data import (
     EVENT_DAYS,
     EVENT_QUESTIONS,
@@ -49,28 +57,53 @@ from resources import LeafLiveDB
 GROUP = "event"
 _DEFAULT = Spans()
 # a cutoff day reads its look-back (mid caps: 3 months) before and its horizon (mid caps: 6 months) after
-INPUT_DAYS = TimeWindowPartitionMapping(start_offset=-100, end_offset=190, allow_nonexistent_upstream_partitions=True)
+INPUT_DAYS = TimeWindowPartitionMapping(
+    start_offset=-100, end_offset=190, allow_nonexistent_upstream_partitions=True
+)
 
 
 class EventSpansConfig(Config):
-    """Task spans, inclusive, as ``YYYY-MM-DD`` (defaults: the snapshot's closest to LEAF's, ``pipeline.Spans``)."""
+    """Task spans, inclusive, as ``YYYY-MM-DD`` (defaults: the snapshot's closest to LEAF's,
+    ``pipeline.Spans``)."""
 
-    markets_start: str = Field(default=_DEFAULT.markets[0].isoformat(), description="large caps and commodities: first cutoff span day")
-    markets_end: str = Field(default=_DEFAULT.markets[1].isoformat(), description="large caps and commodities: last span day")
-    mid_cap_start: str = Field(default=_DEFAULT.mid_cap_months[0].isoformat(), description="mid caps: first month (its first day)")
-    mid_cap_end: str = Field(default=_DEFAULT.mid_cap_months[1].isoformat(), description="mid caps: last month (its first day)")
-    weather_start: str = Field(default=_DEFAULT.weather[0].isoformat(), description="weather: first local span day")
-    weather_end: str = Field(default=_DEFAULT.weather[1].isoformat(), description="weather: last local span day")
-    electricity_start: str = Field(default=_DEFAULT.electricity[0].isoformat(), description="electricity: first local span day")
-    electricity_end: str = Field(default=_DEFAULT.electricity[1].isoformat(), description="electricity: last local span day")
+    markets_start: str = Field(
+        default=_DEFAULT.markets[0].isoformat(),
+        description="large caps and commodities: first cutoff span day",
+    )
+    markets_end: str = Field(
+        default=_DEFAULT.markets[1].isoformat(), description="large caps and commodities: last span day"
+    )
+    mid_cap_start: str = Field(
+        default=_DEFAULT.mid_cap_months[0].isoformat(), description="mid caps: first month (its first day)"
+    )
+    mid_cap_end: str = Field(
+        default=_DEFAULT.mid_cap_months[1].isoformat(), description="mid caps: last month (its first day)"
+    )
+    weather_start: str = Field(
+        default=_DEFAULT.weather[0].isoformat(), description="weather: first local span day"
+    )
+    weather_end: str = Field(
+        default=_DEFAULT.weather[1].isoformat(), description="weather: last local span day"
+    )
+    electricity_start: str = Field(
+        default=_DEFAULT.electricity[0].isoformat(), description="electricity: first local span day"
+    )
+    electricity_end: str = Field(
+        default=_DEFAULT.electricity[1].isoformat(), description="electricity: last local span day"
+    )
 
     def spans(self) -> Spans:
-        """The science's :class:`~leaf_live.event.pipeline.Spans`; raises :class:`ValueError` naming the field."""
+        """The science's :class:`~leaf_live.event.pipeline.Spans`; raises :class:`ValueError` naming the
+        field."""
         return spans_from_fields(self.model_dump())
 
 
-SPAN_FIELDS = {"markets": ("markets_start", "markets_end"), "mid_cap_months": ("mid_cap_start", "mid_cap_end"),
-               "weather": ("weather_start", "weather_end"), "electricity": ("electricity_start", "electricity_end")}
+SPAN_FIELDS = {
+    "markets": ("markets_start", "markets_end"),
+    "mid_cap_months": ("mid_cap_start", "mid_cap_end"),
+    "weather": ("weather_start", "weather_end"),
+    "electricity": ("electricity_start", "electricity_end"),
+}
 
 
 def spans_from_fields(values: dict[str, str]) -> Spans:
@@ -93,20 +126,28 @@ def spans_from_fields(values: dict[str, str]) -> Spans:
 
 
 def _read_days(con, table: str, first: date, last: date) -> pl.DataFrame:
-    return storage.read_table(con, table, "partition_key BETWEEN ? AND ?", [first.isoformat(), last.isoformat()])
+    return storage.read_table(
+        con, table, "partition_key BETWEEN ? AND ?", [first.isoformat(), last.isoformat()]
+    )
 
 
 @asset(
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
-    deps=[AssetDep(market_prices, partition_mapping=INPUT_DAYS), AssetDep(weather_hourly, partition_mapping=INPUT_DAYS),
-          AssetDep(electricity_load, partition_mapping=INPUT_DAYS)],
+    deps=[
+        AssetDep(market_prices, partition_mapping=INPUT_DAYS),
+        AssetDep(weather_hourly, partition_mapping=INPUT_DAYS),
+        AssetDep(electricity_load, partition_mapping=INPUT_DAYS),
+    ],
     metadata=table_metadata("forecast_tasks", "task_outcomes"),
-    description="Series and trend forecast tasks (LEAF §3.1, §4.1, App. C.1) of the large caps (1/2/3/7 sessions), "
-    "commodities (3/7), mid caps (3/6 months) and weather / load (3/7 days, hourly), each with its frozen input "
-    "bundle (only rows with available_at <= the cutoff) and SHA-256, plus the outcomes (table task_outcomes, "
-    "never given to forecasters). Partition = UTC cutoff day; run config = the task spans.",
+    description=(
+        "Series and trend forecast tasks (LEAF §3.1, §4.1, App. C.1) of the large caps (1/2/3/7 sessions),"
+        " commodities (3/7), mid caps (3/6 months) and weather / load (3/7 days, hourly), each with its"
+        " frozen input bundle (only rows with available_at <= the cutoff) and SHA-256, plus the outcomes"
+        " (table task_outcomes, never given to forecasters). Partition = UTC cutoff day; run config = the"
+        " task spans."
+    ),
 )
 def forecast_tasks(context: AssetExecutionContext, config: EventSpansConfig, db: LeafLiveDB):
     keys = run_partition_keys(context)
@@ -114,8 +155,9 @@ def forecast_tasks(context: AssetExecutionContext, config: EventSpansConfig, db:
     days = source_days(spans)
     with db.get_connection() as con:
         inputs = {t: _read_days(con, t, *days[t]) for t in days}
-        built = series_tasks(inputs["market_prices"], inputs["weather_hourly"], inputs["electricity_load"], spans,
-                             days=keys)
+        built = series_tasks(
+            inputs["market_prices"], inputs["weather_hourly"], inputs["electricity_load"], spans, days=keys
+        )
         written = write_partitions(con, "forecast_tasks", built.tasks, keys)
         write_partitions(con, "task_outcomes", built.outcomes, keys)
     counts = built.tasks.group_by("domain").len().sort("domain")
@@ -128,10 +170,12 @@ def forecast_tasks(context: AssetExecutionContext, config: EventSpansConfig, db:
     backfill_policy=SINGLE_RUN,
     deps=[prediction_markets],
     metadata=table_metadata("forecast_tasks", "task_outcomes"),
-    description="Event forecast tasks (LEAF §4.1): each resolved question at 100%, 80%, 60%, 40%, 20% and 10% of "
-    "its time to resolution, with the question and the YES-price path known by the cutoff as the frozen bundle "
-    "(and the market price at the cutoff where the data has one); outcomes in task_outcomes. Written to "
-    "forecast_tasks with partition_key = question id. Partition = question id.",
+    description=(
+        "Event forecast tasks (LEAF §4.1): each resolved question at 100%, 80%, 60%, 40%, 20% and 10% of its"
+        " time to resolution, with the question and the YES-price path known by the cutoff as the frozen"
+        " bundle (and the market price at the cutoff where the data has one); outcomes in task_outcomes."
+        " Written to forecast_tasks with partition_key = question id. Partition = question id."
+    ),
 )
 def event_tasks(context: AssetExecutionContext, db: LeafLiveDB):
     keys = run_partition_keys(context)
@@ -146,33 +190,57 @@ def event_tasks(context: AssetExecutionContext, db: LeafLiveDB):
 
 
 def _bundle_check(asset_def, name: str):
-    @asset_check(asset=asset_def, name=name, blocking=True,
-                 description="Point in time: no stored task bundle holds a row knowable after the task's cutoff "
-                 "(tasks.bundle_leaks: max_input_available_at > cutoff), over every task in forecast_tasks. "
-                 "Blocking: a failure stops leaf_forecasts and leaf_scores.")
+    @asset_check(
+        asset=asset_def,
+        name=name,
+        blocking=True,
+        description=(
+            "Point in time: no stored task bundle holds a row knowable after the task's cutoff "
+            "(tasks.bundle_leaks: max_input_available_at > cutoff), over every task in forecast_tasks. "
+            "Blocking: a failure stops leaf_forecasts and leaf_scores."
+        ),
+    )
     def _check(db: LeafLiveDB) -> AssetCheckResult:
         with db.get_connection() as con:
-            t = pl.from_arrow(con.sql("SELECT task_id, cutoff, max_input_available_at FROM forecast_tasks").arrow())
+            t = pl.from_arrow(
+                con.sql("SELECT task_id, cutoff, max_input_available_at FROM forecast_tasks").arrow()
+            )
         leaks = tasks.bundle_leaks(t)
-        return AssetCheckResult(passed=leaks.height == 0, metadata={
-            "tasks": t.height, "leaking": leaks.height,
-            "first": MetadataValue.text(str(leaks.head(SAMPLE).rows()))})
+        return AssetCheckResult(
+            passed=leaks.height == 0,
+            metadata={
+                "tasks": t.height,
+                "leaking": leaks.height,
+                "first": MetadataValue.text(str(leaks.head(SAMPLE).rows())),
+            },
+        )
 
     return _check
 
 
 tasks_have_one_outcome = sql_check(
-    forecast_tasks, "tasks_have_one_outcome", "Every task has exactly one outcome row and every outcome a task "
+    forecast_tasks,
+    "tasks_have_one_outcome",
+    "Every task has exactly one outcome row and every outcome a task "
     "(outcomes are kept apart from the tasks, in task_outcomes).",
     "SELECT coalesce(t.task_id, o.task_id), count(o.task_id) FROM forecast_tasks t FULL JOIN task_outcomes o "
-    "USING (task_id) GROUP BY 1 HAVING count(o.task_id) <> 1 OR count(t.task_id) = 0")
+    "USING (task_id) GROUP BY 1 HAVING count(o.task_id) <> 1 OR count(t.task_id) = 0",
+)
 
 forecast_tasks_point_in_time = _bundle_check(forecast_tasks, "forecast_tasks_point_in_time")
 event_tasks_point_in_time = _bundle_check(event_tasks, "event_tasks_point_in_time")
 # one task per target x cutoff x horizon x kind, whatever its id says
-task_key_unique = unique_key_check(forecast_tasks, "forecast_tasks", ("domain", "target_id", "task_kind", "horizon", "cutoff"))
+task_key_unique = unique_key_check(
+    forecast_tasks, "forecast_tasks", ("domain", "target_id", "task_kind", "horizon", "cutoff")
+)
 
 EVENT_TASK_ASSETS = [forecast_tasks, event_tasks]
-EVENT_TASK_CHECKS = [forecast_tasks_point_in_time, event_tasks_point_in_time, task_key_unique, tasks_have_one_outcome]
-# the checks the scores' run evaluates again over the whole store (blocking: they gate leaf_forecasts/leaf_scores)
+EVENT_TASK_CHECKS = [
+    forecast_tasks_point_in_time,
+    event_tasks_point_in_time,
+    task_key_unique,
+    tasks_have_one_outcome,
+]
+# the checks the scores' run evaluates again over the whole store (blocking: they gate
+# leaf_forecasts/leaf_scores)
 TASK_GATE_CHECKS = [forecast_tasks_point_in_time, task_key_unique, tasks_have_one_outcome]

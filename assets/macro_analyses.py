@@ -2,14 +2,13 @@
 
 Wiring only: each asset reads the stored ``nowcasts``, ``releases`` and ``surprise_scales`` through the
 ``LeafLiveDB`` resource, calls :mod:`leaf_live.macro.analyses` and replaces one slice per analysed model
-(``partition_key`` = model_id; a model no longer present has its slice emptied). Options are Dagster ``Config``
-with the paper's settings as defaults (permutations B = 1,000, +-24 h windows, the Table 15 span, the App. R
-event window and gasoline share).
+(``partition_key`` = model_id; a model no longer present has its slice emptied). Options are Dagster
+``Config`` with the paper's settings as defaults (permutations B = 1,000, +-24 h windows, the Table 15 span,
+the App. R event window and gasoline share).
 """
 
 from collections.abc import Iterator
 from datetime import date, datetime
-from typing import Optional
 
 import polars as pl
 from dagster import AssetCheckResult, AssetKey, AssetSpec, Config, MaterializeResult, asset_check, multi_asset
@@ -26,18 +25,23 @@ from resources import LeafLiveDB
 
 GROUP = "macro_analyses"
 # Asset keys, not imported objects: the analyses read whatever the nowcast producers and release stages wrote.
-NOWCAST_PRODUCER_KEYS = [AssetKey(k) for k in ("recorded_nowcasts", "comparator_nowcasts", "arima_nowcasts", "llm_nowcasts")]
+NOWCAST_PRODUCER_KEYS = [
+    AssetKey(k) for k in ("recorded_nowcasts", "comparator_nowcasts", "arima_nowcasts", "llm_nowcasts")
+]
 DEPS = [*NOWCAST_PRODUCER_KEYS, AssetKey("releases"), AssetKey("surprise_scales")]
 
 
 def _inputs(con, where: str = "valid") -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    return (storage.read_table(con, "nowcasts", where), storage.read_table(con, "releases"),
-            storage.read_table(con, "surprise_scales"))
+    return (
+        storage.read_table(con, "nowcasts", where),
+        storage.read_table(con, "releases"),
+        storage.read_table(con, "surprise_scales"),
+    )
 
 
 def replace_models(con, table: str, frame: pl.DataFrame) -> int:
-    """Replace every model slice (``partition_key``) of ``table`` that ``frame`` holds or the table held before,
-    through :func:`assets.common.write_partitions`. Returns rows written."""
+    """Replace every model slice (``partition_key``) of ``table`` that ``frame`` holds or the table held
+    before, through :func:`assets.common.write_partitions`. Returns rows written."""
     old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}"').fetchall()}
     keys = sorted(old | set(frame["partition_key"].unique().to_list()))
     return sum(write_partitions(con, table, frame, keys).values())
@@ -45,7 +49,9 @@ def replace_models(con, table: str, frame: pl.DataFrame) -> int:
 
 def _result(table: str, frame: pl.DataFrame, written: int) -> MaterializeResult:
     models = sorted(frame["model_id"].unique().to_list()) if frame.height else []
-    return MaterializeResult(asset_key=table, metadata={"rows": written, "models": ", ".join(models) or "none"})
+    return MaterializeResult(
+        asset_key=table, metadata={"rows": written, "models": ", ".join(models) or "none"}
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,12 +63,23 @@ def _result(table: str, frame: pl.DataFrame, written: int) -> MaterializeResult:
     name="post_release_recovery_analysis",
     group_name=GROUP,
     specs=[
-        AssetSpec("post_release_recovery", metadata=table_metadata("post_release_recovery"),
-                  deps=DEPS, description="App. E: nowcasts after the release against the "
-                  "released value (hours to reach it, residual dispersion, GCV spline lambda)."),
-        AssetSpec("post_release_paths", metadata=table_metadata("post_release_paths"),
-                  deps=DEPS, description="App. E Fig. 7: the hourly path around the release "
-                  "with the GCV cubic smoothing spline."),
+        AssetSpec(
+            "post_release_recovery",
+            metadata=table_metadata("post_release_recovery"),
+            deps=DEPS,
+            description=(
+                "App. E: nowcasts after the release against the "
+                "released value (hours to reach it, residual dispersion, GCV spline lambda)."
+            ),
+        ),
+        AssetSpec(
+            "post_release_paths",
+            metadata=table_metadata("post_release_paths"),
+            deps=DEPS,
+            description=(
+                "App. E Fig. 7: the hourly path around the release with the GCV cubic smoothing spline."
+            ),
+        ),
     ],
 )
 def post_release_recovery_analysis(db: LeafLiveDB) -> Iterator[MaterializeResult]:
@@ -83,26 +100,51 @@ def post_release_recovery_analysis(db: LeafLiveDB) -> Iterator[MaterializeResult
 class CopyingConfig(Config):
     perm_draws: int = Field(default=F.PERM_DRAWS, description="permutations B of Test 3 (paper: 1,000)")
     perm_seed: int = Field(default=F.PERM_SEED, description="seed of the permutations")
-    window_hours: float = Field(default=F.WINDOW_HOURS, description="half-width of a Fed publication window, hours")
-    min_gap_hours: float = Field(default=F.MIN_GAP_HOURS, description="drop publications closer than this to a kept one")
-    large_quantile: float = Field(default=F.LARGE_QUANTILE, description="a revision is large at or above this quantile")
+    window_hours: float = Field(
+        default=F.WINDOW_HOURS, description="half-width of a Fed publication window, hours"
+    )
+    min_gap_hours: float = Field(
+        default=F.MIN_GAP_HOURS, description="drop publications closer than this to a kept one"
+    )
+    large_quantile: float = Field(
+        default=F.LARGE_QUANTILE, description="a revision is large at or above this quantile"
+    )
 
 
 @multi_asset(
     name="copying_tests",
     group_name=GROUP,
     specs=[
-        AssetSpec("copying_convergence", metadata=table_metadata("copying_convergence"),
-                  deps=DEPS, description="App. F Test 1 (Table 3): terminal gap in sigma units "
-                  "and Spearman rho with hours to release, against the consensus and each Fed nowcast."),
-        AssetSpec("copying_gap_bins", metadata=table_metadata("copying_gap_bins"),
-                  deps=DEPS, description="App. F Table 4: median gap by hours before release."),
-        AssetSpec("copying_comovement", metadata=table_metadata("copying_comovement"),
-                  deps=DEPS, description="App. F Test 2 (Table 5): correlation of day-over-day "
-                  "changes."),
-        AssetSpec("copying_event_time", metadata=table_metadata("copying_event_time"),
-                  deps=DEPS, description="App. F Test 3 (Table 6): concentration of large "
-                  "revisions around Fed publications, permutation and KS p-values."),
+        AssetSpec(
+            "copying_convergence",
+            metadata=table_metadata("copying_convergence"),
+            deps=DEPS,
+            description=(
+                "App. F Test 1 (Table 3): terminal gap in sigma units "
+                "and Spearman rho with hours to release, against the consensus and each Fed nowcast."
+            ),
+        ),
+        AssetSpec(
+            "copying_gap_bins",
+            metadata=table_metadata("copying_gap_bins"),
+            deps=DEPS,
+            description="App. F Table 4: median gap by hours before release.",
+        ),
+        AssetSpec(
+            "copying_comovement",
+            metadata=table_metadata("copying_comovement"),
+            deps=DEPS,
+            description="App. F Test 2 (Table 5): correlation of day-over-day changes.",
+        ),
+        AssetSpec(
+            "copying_event_time",
+            metadata=table_metadata("copying_event_time"),
+            deps=DEPS,
+            description=(
+                "App. F Test 3 (Table 6): concentration of large "
+                "revisions around Fed publications, permutation and KS p-values."
+            ),
+        ),
     ],
 )
 def copying_tests(config: CopyingConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
@@ -110,11 +152,24 @@ def copying_tests(config: CopyingConfig, db: LeafLiveDB) -> Iterator[Materialize
         nc, rel, sc = _inputs(con)
         series, bins = F.convergence(nc, rel, sc)
         comov = F.comovement(nc, rel)
-        event = F.event_time(nc, rel, window_hours=config.window_hours, min_gap_hours=config.min_gap_hours,
-                             quantile=config.large_quantile, draws=config.perm_draws, seed=config.perm_seed)
-        out = {t: (f, replace_models(con, t, f)) for t, f in (
-            ("copying_convergence", series), ("copying_gap_bins", bins), ("copying_comovement", comov),
-            ("copying_event_time", event))}
+        event = F.event_time(
+            nc,
+            rel,
+            window_hours=config.window_hours,
+            min_gap_hours=config.min_gap_hours,
+            quantile=config.large_quantile,
+            draws=config.perm_draws,
+            seed=config.perm_seed,
+        )
+        out = {
+            t: (f, replace_models(con, t, f))
+            for t, f in (
+                ("copying_convergence", series),
+                ("copying_gap_bins", bins),
+                ("copying_comovement", comov),
+                ("copying_event_time", event),
+            )
+        }
     for t, (f, n) in out.items():
         yield _result(t, f, n)
 
@@ -125,26 +180,44 @@ def copying_tests(config: CopyingConfig, db: LeafLiveDB) -> Iterator[Materialize
 
 
 class RationaleConfig(Config):
-    tolerance: float = Field(default=G.TOLERANCE, description="relative tolerance of the arithmetic check (paper: 2%)")
+    tolerance: float = Field(
+        default=G.TOLERANCE, description="relative tolerance of the arithmetic check (paper: 2%)"
+    )
 
 
 @multi_asset(
     name="rationale_audit_analysis",
     group_name=GROUP,
     specs=[
-        AssetSpec("rationale_audit", metadata=table_metadata("rationale_audit"),
-                  deps=DEPS, description="App. G Table 7: what each rationale block contains."),
-        AssetSpec("rationale_calculations", metadata=table_metadata("rationale_calculations"),
-                  deps=DEPS, description="App. G: every explicit calculation, recomputed."),
-        AssetSpec("citation_domains", metadata=table_metadata("citation_domains"),
-                  deps=DEPS, description="App. G: citation composition by host."),
+        AssetSpec(
+            "rationale_audit",
+            metadata=table_metadata("rationale_audit"),
+            deps=DEPS,
+            description="App. G Table 7: what each rationale block contains.",
+        ),
+        AssetSpec(
+            "rationale_calculations",
+            metadata=table_metadata("rationale_calculations"),
+            deps=DEPS,
+            description="App. G: every explicit calculation, recomputed.",
+        ),
+        AssetSpec(
+            "citation_domains",
+            metadata=table_metadata("citation_domains"),
+            deps=DEPS,
+            description="App. G: citation composition by host.",
+        ),
     ],
 )
 def rationale_audit_analysis(config: RationaleConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
     with db.get_connection() as con:
         nc = storage.read_table(con, "nowcasts", "rationale IS NOT NULL")
-        frames = dict(zip(("rationale_audit", "rationale_calculations", "citation_domains"),
-                          G.audit_rationales(nc, tolerance=config.tolerance)))
+        frames = dict(
+            zip(
+                ("rationale_audit", "rationale_calculations", "citation_domains"),
+                G.audit_rationales(nc, tolerance=config.tolerance),
+            )
+        )
         written = {t: replace_models(con, t, f) for t, f in frames.items()}
     for t, f in frames.items():
         yield _result(t, f, written[t])
@@ -168,10 +241,17 @@ _T15 = Q.TABLE15_CASE
 
 class CrossModelConfig(Config):
     path_cases: list[PathCaseConfig] = Field(
-        default=[{"label": _T15.label, "indicator_id": _T15.indicator_id,
-                  "reference_period": _T15.reference_period.isoformat(), "first_day": _T15.first_day.isoformat(),
-                  "last_day": _T15.last_day.isoformat()}],
-        description="spans summarised as in Table 15 (default: March 2026 CPI over April 2-7, 2026)")
+        default=[
+            {
+                "label": _T15.label,
+                "indicator_id": _T15.indicator_id,
+                "reference_period": _T15.reference_period.isoformat(),
+                "first_day": _T15.first_day.isoformat(),
+                "last_day": _T15.last_day.isoformat(),
+            }
+        ],
+        description="spans summarised as in Table 15 (default: March 2026 CPI over April 2-7, 2026)",
+    )
 
 
 def _fields(c) -> dict:
@@ -190,18 +270,37 @@ def _day(text: str, field: str) -> date:
     name="cross_model_analysis",
     group_name=GROUP,
     specs=[
-        AssetSpec("cross_model_errors", metadata=table_metadata("cross_model_errors"),
-                  deps=DEPS, description="App. Q Table 14: final pre-release nowcast errors, "
-                  "shared misses and wrong signs across models."),
-        AssetSpec("nowcast_path_summaries", metadata=table_metadata("nowcast_path_summaries"),
-                  deps=DEPS, description="App. Q Table 15: median/IQR of the nowcasts "
-                  "over a stated span, final nowcast and its deviation."),
+        AssetSpec(
+            "cross_model_errors",
+            metadata=table_metadata("cross_model_errors"),
+            deps=DEPS,
+            description=(
+                "App. Q Table 14: final pre-release nowcast errors, "
+                "shared misses and wrong signs across models."
+            ),
+        ),
+        AssetSpec(
+            "nowcast_path_summaries",
+            metadata=table_metadata("nowcast_path_summaries"),
+            deps=DEPS,
+            description=(
+                "App. Q Table 15: median/IQR of the nowcasts "
+                "over a stated span, final nowcast and its deviation."
+            ),
+        ),
     ],
 )
 def cross_model_analysis(config: CrossModelConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
-    cases = [Q.PathCase(c["label"], c["indicator_id"], _day(c["reference_period"], "reference_period"),
-                        _day(c["first_day"], "first_day"), _day(c["last_day"], "last_day"))
-             for c in map(_fields, config.path_cases)]
+    cases = [
+        Q.PathCase(
+            c["label"],
+            c["indicator_id"],
+            _day(c["reference_period"], "reference_period"),
+            _day(c["first_day"], "first_day"),
+            _day(c["last_day"], "last_day"),
+        )
+        for c in map(_fields, config.path_cases)
+    ]
     with db.get_connection() as con:
         nc, rel, sc = _inputs(con)
         errors = Q.final_errors(nc, rel, sc)
@@ -221,7 +320,7 @@ class EventConfig(Config):
     end: str = Field(description="window end, ISO 8601 with offset")
     component: str = Field(description="component the revision is read through (Eq. 16)")
     component_share: float = Field(description="its expenditure share, a fraction (gasoline in CPI: 0.0289)")
-    component_realized: Optional[float] = Field(default=None, description="realized component rate, if known")
+    component_realized: float | None = Field(default=None, description="realized component rate, if known")
     pre_hours: float = Field(default=24.0, description="hours before the window summarised")
     post_hours: float = Field(default=24.0, description="hours after the window summarised")
 
@@ -231,12 +330,22 @@ _EV = R.APP_R_EVENT
 
 class RevisionConfig(Config):
     events: list[EventConfig] = Field(
-        default=[{"label": _EV.label, "indicator_id": _EV.indicator_id,
-                  "reference_period": _EV.reference_period.isoformat(), "start": _EV.start.isoformat(),
-                  "end": _EV.end.isoformat(), "component": _EV.component, "component_share": _EV.component_share,
-                  "component_realized": _EV.component_realized, "pre_hours": _EV.pre_hours,
-                  "post_hours": _EV.post_hours}],
-        description="event windows (default App. R: April 8, 2026, 10:30-14:00 ET, March CPI via gasoline)")
+        default=[
+            {
+                "label": _EV.label,
+                "indicator_id": _EV.indicator_id,
+                "reference_period": _EV.reference_period.isoformat(),
+                "start": _EV.start.isoformat(),
+                "end": _EV.end.isoformat(),
+                "component": _EV.component,
+                "component_share": _EV.component_share,
+                "component_realized": _EV.component_realized,
+                "pre_hours": _EV.pre_hours,
+                "post_hours": _EV.post_hours,
+            }
+        ],
+        description="event windows (default App. R: April 8, 2026, 10:30-14:00 ET, March CPI via gasoline)",
+    )
 
 
 def _instant(text: str, field: str) -> datetime:
@@ -252,16 +361,34 @@ def _instant(text: str, field: str) -> datetime:
 @multi_asset(
     name="revision_attribution_analysis",
     group_name=GROUP,
-    specs=[AssetSpec("revision_attributions", metadata=table_metadata("revision_attributions"),
-                     deps=DEPS, description="App. R: revision of the headline nowcast over "
-                     "an event window and Eq. 16's implied component revision.")],
+    specs=[
+        AssetSpec(
+            "revision_attributions",
+            metadata=table_metadata("revision_attributions"),
+            deps=DEPS,
+            description=(
+                "App. R: revision of the headline nowcast over "
+                "an event window and Eq. 16's implied component revision."
+            ),
+        )
+    ],
 )
 def revision_attribution_analysis(config: RevisionConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
-    events = [R.RevisionEvent(e["label"], e["indicator_id"], _day(e["reference_period"], "reference_period"),
-                              _instant(e["start"], "start"), _instant(e["end"], "end"), e["component"],
-                              e["component_share"], e.get("component_realized"), e.get("pre_hours", 24.0),
-                              e.get("post_hours", 24.0))
-              for e in map(_fields, config.events)]
+    events = [
+        R.RevisionEvent(
+            e["label"],
+            e["indicator_id"],
+            _day(e["reference_period"], "reference_period"),
+            _instant(e["start"], "start"),
+            _instant(e["end"], "end"),
+            e["component"],
+            e["component_share"],
+            e.get("component_realized"),
+            e.get("pre_hours", 24.0),
+            e.get("post_hours", 24.0),
+        )
+        for e in map(_fields, config.events)
+    ]
     with db.get_connection() as con:
         nc, rel, _ = _inputs(con)
         frame = R.revision_attribution(nc, rel, events)
@@ -274,29 +401,48 @@ def revision_attribution_analysis(config: RevisionConfig, db: LeafLiveDB) -> Ite
 # ---------------------------------------------------------------------------------------------
 
 
-@asset_check(asset="copying_convergence", description="Point in time: every copying-test series stops strictly "
-             "before its release and no row is known before the inputs it used (available_at <= release_at).", blocking=True)
+@asset_check(
+    asset="copying_convergence",
+    description=(
+        "Point in time: every copying-test series stops strictly "
+        "before its release and no row is known before the inputs it used (available_at <= release_at)."
+    ),
+    blocking=True,
+)
 def copying_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE terminal_issued_at >= release_at OR available_at > release_at "
-            "OR first_issued_at > terminal_issued_at) FROM copying_convergence").fetchall()[0]
+            "SELECT count(*), count(*) FILTER (WHERE terminal_issued_at >= release_at OR available_at >"
+            " release_at OR first_issued_at > terminal_issued_at) FROM copying_convergence"
+        ).fetchall()[0]
     return AssetCheckResult(passed=bad == 0, metadata={"series": n, "violations": bad})
 
 
-@asset_check(asset="cross_model_errors", description="Point in time: each final nowcast was issued strictly before "
-             "its release, and is the stored nowcast of its run at that hour.", blocking=True)
+@asset_check(
+    asset="cross_model_errors",
+    description=(
+        "Point in time: each final nowcast was issued strictly before "
+        "its release, and is the stored nowcast of its run at that hour."
+    ),
+    blocking=True,
+)
 def final_nowcasts_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE e.final_issued_at >= e.release_at OR abs(e.final_value - "
-            "(SELECT avg(n.value) FROM nowcasts n WHERE n.valid AND n.model_id = e.model_id AND n.indicator_id = "
-            "e.indicator_id AND n.reference_period = e.reference_period AND n.issued_at = e.final_issued_at AND "
-            "(e.run_id = 'hourly' OR n.partition_key = e.run_id))) > 1e-9 "
-            "OR e.final_value IS NULL) FROM cross_model_errors e").fetchall()[0]
+            "SELECT count(*), count(*) FILTER (WHERE e.final_issued_at >= e.release_at OR abs(e.final_value -"
+            " (SELECT avg(n.value) FROM nowcasts n WHERE n.valid AND n.model_id = e.model_id AND"
+            " n.indicator_id = e.indicator_id AND n.reference_period = e.reference_period AND n.issued_at ="
+            " e.final_issued_at AND (e.run_id = 'hourly' OR n.partition_key = e.run_id))) > 1e-9 OR"
+            " e.final_value IS NULL) FROM cross_model_errors e"
+        ).fetchall()[0]
     return AssetCheckResult(passed=bad == 0, metadata={"finals": n, "violations": bad})
 
 
-MACRO_ANALYSIS_ASSETS = [post_release_recovery_analysis, copying_tests, rationale_audit_analysis,
-                         cross_model_analysis, revision_attribution_analysis]
+MACRO_ANALYSIS_ASSETS = [
+    post_release_recovery_analysis,
+    copying_tests,
+    rationale_audit_analysis,
+    cross_model_analysis,
+    revision_attribution_analysis,
+]
 MACRO_ANALYSIS_CHECKS = [copying_before_release, final_nowcasts_before_release]

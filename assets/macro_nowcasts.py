@@ -4,28 +4,28 @@
 """
 
 import os
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 from dagster import (
     AllPartitionMapping,
     AssetCheckResult,
     AssetDep,
-    Config,
     AssetExecutionContext,
+    Config,
     HourlyPartitionsDefinition,
     MaterializeResult,
     TimeWindowPartitionMapping,
     asset,
     asset_check,
 )
+from pydantic import Field
 
 from assets.common import (
     RELEASE_MONTHS,
     SINGLE_RUN,
-    replace_producer,
     record_partition_rows,
+    replace_producer,
     run_partition_keys,
     step_progress,
     table_metadata,
@@ -35,18 +35,22 @@ from assets.macro_releases import release_calendar, releases
 from leaf_live.core import storage
 from leaf_live.core.llm import llm_calls_frame, no_models_message
 from leaf_live.core.pit import first_per_period
+from leaf_live.macro import series_vintages as SV
 from leaf_live.macro.agents.nowcast_agent import LLMNowcaster
 from leaf_live.macro.forecasters.arima import fit_cache
 from leaf_live.macro.forecasters.arima.nowcasts import AutoArima
 from leaf_live.macro.forecasters.consensus import consensus_forecasters
 from leaf_live.macro.forecasters.published import published_forecasters
-from leaf_live.macro import series_vintages as SV
 from leaf_live.macro.nowcasts import forecast_nowcasts
 from leaf_live.macro.windows import nowcast_windows as build_windows
 from leaf_live.macro.windows import open_windows, scheduled_releases
-from pydantic import Field
 from resources import (
-    FedNowcastsResource, FredMdResource, LeafLiveDB, LLMResource, RealTimeGdpResource, RecordedNowcastsResource,
+    FedNowcastsResource,
+    FredMdResource,
+    LeafLiveDB,
+    LLMResource,
+    RealTimeGdpResource,
+    RecordedNowcastsResource,
 )
 
 
@@ -55,15 +59,18 @@ def _windows(con) -> pl.DataFrame:
 
 
 def _plugin(con, windows: pl.DataFrame):
-    """The financial-data plug-in of the plugin design (App. S.1/S.5), on the stored tables; every tool answers
-    as of the moment it is called (leaf_live.macro.agents.plugin)."""
+    """The financial-data plug-in of the plugin design (App. S.1/S.5), on the stored tables; every tool
+    answers as of the moment it is called (leaf_live.macro.agents.plugin)."""
     from leaf_live.macro.agents.plugin import FinancialDataPlugin
 
     return FinancialDataPlugin(
         releases=storage.read_table(con, "releases"),
         nowcasts=storage.read_table(con, "nowcasts", "model_id LIKE 'fed/%' AND valid"),
         prices=storage.read_table(con, "prediction_market_prices"),
-        schedule={(i, r): t for i, r, t in windows.select("indicator_id", "reference_period", "closes_at").iter_rows()},
+        schedule={
+            (i, r): t
+            for i, r, t in windows.select("indicator_id", "reference_period", "closes_at").iter_rows()
+        },
     )
 
 
@@ -73,10 +80,12 @@ def _plugin(con, windows: pl.DataFrame):
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[releases, release_calendar],
-    description="Nowcast windows per indicator and reference period: open 00:00 ET on the 25th of the target "
-    "month, close at the scheduled release (LiveMacroEval §3.4), for every stored first release and every "
-    "scheduled release of the calendar that has not landed yet (so live windows are open before their "
-    "release). Partition = release month.",
+    description=(
+        "Nowcast windows per indicator and reference period: open 00:00 ET on the 25th of the target month,"
+        " close at the scheduled release (LiveMacroEval §3.4), for every stored first release and every"
+        " scheduled release of the calendar that has not landed yet (so live windows are open before their"
+        " release). Partition = release month."
+    ),
 )
 def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
@@ -98,9 +107,11 @@ def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcasts"),
     deps=[nowcast_windows],
-    description="Nowcasts recorded elsewhere (LiveMacroEval CSV runs; GPT-5 search as "
-    "openai/gpt-5-search-api@single), mapped to the catalog's reporting units with the same guardrails; "
-    "timestamps America/New_York -> UTC.",
+    description=(
+        "Nowcasts recorded elsewhere (LiveMacroEval CSV runs; GPT-5 search as "
+        "openai/gpt-5-search-api@single), mapped to the catalog's reporting units with the same guardrails; "
+        "timestamps America/New_York -> UTC."
+    ),
 )
 def recorded_nowcasts(db: LeafLiveDB, recorded_nowcasts: RecordedNowcastsResource) -> MaterializeResult:
     with db.get_connection() as con:
@@ -109,15 +120,19 @@ def recorded_nowcasts(db: LeafLiveDB, recorded_nowcasts: RecordedNowcastsResourc
         frame = forecast_nowcasts(published_forecasters(rows), windows, producer="recorded_nowcasts")
         written = replace_producer(con, "nowcasts", "recorded_nowcasts", frame)
     valid = int(frame["valid"].sum()) if frame.height else 0
-    return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "files": len(summaries)})
+    return MaterializeResult(
+        metadata={"rows": sum(written.values()), "valid": valid, "files": len(summaries)}
+    )
 
 
 @asset(
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcasts"),
     deps=[releases, nowcast_windows],
-    description="Comparators as models: the consensus (terminal value, issued 1 min before release) and each "
-    "Fed nowcast (GDPNow, NY Fed, Cleveland CPI, Chicago CHURN) as a step function of publication time.",
+    description=(
+        "Comparators as models: the consensus (terminal value, issued 1 min before release) and each "
+        "Fed nowcast (GDPNow, NY Fed, Cleveland CPI, Chicago CHURN) as a step function of publication time."
+    ),
 )
 def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> MaterializeResult:
     client = fed_nowcasts.client()
@@ -131,11 +146,16 @@ def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> Ma
                 con, "nowcasts", "producer = 'comparator_nowcasts' AND model_id LIKE 'fed/%'"
             ).with_columns(pl.lit(None, pl.Utf8).alias("producer"))
             fed = pl.concat([stored, fed], how="vertical").unique(
-                ["model_id", "indicator_id", "reference_period", "issued_at"], keep="last", maintain_order=True
+                ["model_id", "indicator_id", "reference_period", "issued_at"],
+                keep="last",
+                maintain_order=True,
             )
         windows = _windows(con)
-        frame = forecast_nowcasts([*consensus_forecasters(rel), *published_forecasters(fed)], windows,
-                                  producer="comparator_nowcasts")
+        frame = forecast_nowcasts(
+            [*consensus_forecasters(rel), *published_forecasters(fed)],
+            windows,
+            producer="comparator_nowcasts",
+        )
         written = replace_producer(con, "nowcasts", "comparator_nowcasts", frame)
     models = frame.group_by("model_id").len().sort("model_id").rows()
     return MaterializeResult(metadata={"rows": sum(written.values()), "models": str(models)})
@@ -146,10 +166,13 @@ def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> Ma
     metadata=table_metadata("series_vintages"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
-    description="Real-time vintages the auto-ARIMA baseline fits on (App. I), long: the catalog's FRED-MD/QD columns "
-    "of every vintage (available at the end of the vintage's month) and real GDP vintages from the Philadelphia Fed's "
-    "Real-Time Data Set (extended in the snapshot by approximate vintages from first/second/third releases). "
-    "Partition = the vintage's month (the first release month also holds the 3 months before it).",
+    description=(
+        "Real-time vintages the auto-ARIMA baseline fits on (App. I), long: the catalog's FRED-MD/QD columns"
+        " of every vintage (available at the end of the vintage's month) and real GDP vintages from the"
+        " Philadelphia Fed's Real-Time Data Set (extended in the snapshot by approximate vintages from"
+        " first/second/third releases). Partition = the vintage's month (the first release month also holds"
+        " the 3 months before it)."
+    ),
 )
 def series_vintages(
     context: AssetExecutionContext, db: LeafLiveDB, fred_md: FredMdResource, realtime_gdp: RealTimeGdpResource
@@ -159,8 +182,9 @@ def series_vintages(
     client = fred_md.client()
     plan = SV.vintage_plan(keys, first, client)
     with step_progress("FRED-MD/QD vintages read", sum(map(len, plan.values())), "vintages") as task:
-        rows, report = SV.load_vintage_rows(keys, first, fred_md=client, gdp=realtime_gdp.client(), plan=plan,
-                                            progress=task.advance)
+        rows, report = SV.load_vintage_rows(
+            keys, first, fred_md=client, gdp=realtime_gdp.client(), plan=plan, progress=task.advance
+        )
     # A partition with a vintage that could not be read keeps its previous rows (e.g. a live vintage not yet
     # published): it is retried by the next run.
     failed = {SV.partition_for(name.split()[1], first) for name in report.unavailable}
@@ -168,21 +192,31 @@ def series_vintages(
         context.log.warning(f"series_vintages: {name} not stored: {reason}")
     todo = [k for k in keys if k not in failed]
     with db.get_connection() as con:
-        written = write_partitions(con, "series_vintages", rows.filter(pl.col("partition_key").is_in(todo)), todo)
-    return MaterializeResult(metadata={"rows": sum(written.values()), "vintages": str(report.vintages),
-                                       "unavailable": str(sorted(report.unavailable))})
+        written = write_partitions(
+            con, "series_vintages", rows.filter(pl.col("partition_key").is_in(todo)), todo
+        )
+    return MaterializeResult(
+        metadata={
+            "rows": sum(written.values()),
+            "vintages": str(report.vintages),
+            "unavailable": str(sorted(report.unavailable)),
+        }
+    )
 
 
 class ArimaConfig(Config):
-    first_month: Optional[str] = Field(
+    first_month: str | None = Field(
         default="2018-01",
-        description="issue ARIMA nowcasts only for windows whose release month is >= this (YYYY-MM; default the "
-        "backtest start). Each window's history gets a 52-order AIC grid, so the 2010-2017 windows are opt-in.",
+        description=(
+            "issue ARIMA nowcasts only for windows whose release month is >= this (YYYY-MM; default the"
+            " backtest start). Each window's history gets a 52-order AIC grid, so the 2010-2017 windows are"
+            " opt-in."
+        ),
     )
-    last_month: Optional[str] = Field(default=None, description="... and <= this (YYYY-MM; default no bound)")
-    workers: int = Field(default=0, description="processes fitting series chains in parallel (0 = one per CPU)")
-
-
+    last_month: str | None = Field(default=None, description="... and <= this (YYYY-MM; default no bound)")
+    workers: int = Field(
+        default=0, description="processes fitting series chains in parallel (0 = one per CPU)"
+    )
 
 
 @asset(
@@ -190,26 +224,40 @@ class ArimaConfig(Config):
     metadata=table_metadata("nowcasts", "arima_fits"),
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
-    deps=[nowcast_windows, releases,
-          # a window fits on a vintage of earlier months (the nearest earlier one when the wanted one is missing)
-          AssetDep(series_vintages, partition_mapping=TimeWindowPartitionMapping(
-              start_offset=-SV.LOOKBACK_MONTHS, allow_nonexistent_upstream_partitions=True))],
-    description="Auto-ARIMA baseline (App. I) as baseline/auto-arima: one forecast per window, issued at the "
-    "window open and held constant; d from the FRED-MD/QD transform code, (p, q) by AIC over p<=12, q<=3, "
-    "fitted on the stored vintage (series_vintages) preceding the target month; ISM as AR(1) on the log level. "
-    "Each series is fitted as one chain over its vintages; every grid is kept in the arima_fits cache, so a rerun "
-    "refits only new histories (or everything after an estimator change).",
+    deps=[
+        nowcast_windows,
+        releases,
+        # a window fits on a vintage of earlier months (the nearest earlier one when the wanted one is
+        # missing)
+        AssetDep(
+            series_vintages,
+            partition_mapping=TimeWindowPartitionMapping(
+                start_offset=-SV.LOOKBACK_MONTHS, allow_nonexistent_upstream_partitions=True
+            ),
+        ),
+    ],
+    description=(
+        "Auto-ARIMA baseline (App. I) as baseline/auto-arima: one forecast per window, issued at the window"
+        " open and held constant; d from the FRED-MD/QD transform code, (p, q) by AIC over p<=12, q<=3,"
+        " fitted on the stored vintage (series_vintages) preceding the target month; ISM as AR(1) on the log"
+        " level. Each series is fitted as one chain over its vintages; every grid is kept in the arima_fits"
+        " cache, so a rerun refits only new histories (or everything after an estimator change)."
+    ),
 )
 def arima_nowcasts(context: AssetExecutionContext, config: ArimaConfig, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
     todo = [
-        k for k in keys
-        if (config.first_month is None or k >= config.first_month) and (config.last_month is None or k <= config.last_month)
+        k
+        for k in keys
+        if (config.first_month is None or k >= config.first_month)
+        and (config.last_month is None or k <= config.last_month)
     ]
     if not todo:
         return MaterializeResult(metadata={"rows": 0, "months": 0, "status": "no month in the ARIMA span"})
     with db.get_connection() as con:
-        win = storage.read_table(con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)])
+        win = storage.read_table(
+            con, "nowcast_windows", "partition_key BETWEEN ? AND ?", [min(keys), max(keys)]
+        )
         rel = storage.read_table(con, "releases")
         cached = storage.read_table(con, "arima_fits", "estimator_version = ?", [fit_cache.ESTIMATOR_VERSION])
         vintages = SV.VintageStore(storage.read_table(con, "series_vintages"))
@@ -217,10 +265,17 @@ def arima_nowcasts(context: AssetExecutionContext, config: ArimaConfig, db: Leaf
     # One batch for the whole span: each series is fitted as one chain over its stored vintages, the chains
     # spread over one process pool for the run; cached grids are not refitted.
     workers = config.workers or os.cpu_count() or 1
-    with step_progress("histories built", win.height, "windows") as hist, \
-            step_progress("histories fitted", win.height, "histories") as fits:
-        model = AutoArima(vintages, rel, workers=workers, known=fit_cache.grids_from_frame(cached),
-                          progress={"histories": hist, "fits": fits})
+    with (
+        step_progress("histories built", win.height, "windows") as hist,
+        step_progress("histories fitted", win.height, "histories") as fits,
+    ):
+        model = AutoArima(
+            vintages,
+            rel,
+            workers=workers,
+            known=fit_cache.grids_from_frame(cached),
+            progress={"histories": hist, "fits": fits},
+        )
         frame = forecast_nowcasts([model], win, producer="arima_nowcasts")
     new = fit_cache.grids_frame(model.last_batch.fitted_grids()) if model.last_batch else cached.clear()
     with db.get_connection() as con:
@@ -231,9 +286,15 @@ def arima_nowcasts(context: AssetExecutionContext, config: ArimaConfig, db: Leaf
             keep = cached.filter(pl.col("series_id") == series)
             storage.replace_partition(con, "arima_fits", pl.concat([keep, rows]), {"series_id": series})
     valid = int(frame["valid"].sum()) if frame.height else 0
-    return MaterializeResult(metadata={"rows": sum(written.values()), "valid": valid, "months": len(todo),
-                                       "grids_fitted": new["content_hash"].n_unique() if new.height else 0,
-                                       "grids_cached": cached["content_hash"].n_unique() if cached.height else 0})
+    return MaterializeResult(
+        metadata={
+            "rows": sum(written.values()),
+            "valid": valid,
+            "months": len(todo),
+            "grids_fitted": new["content_hash"].n_unique() if new.height else 0,
+            "grids_cached": cached["content_hash"].n_unique() if cached.height else 0,
+        }
+    )
 
 
 # LLM nowcasts run live, hour by hour; the partitions start with the paper's live window.
@@ -248,10 +309,12 @@ NOWCAST_HOURS = HourlyPartitionsDefinition(start_date="2025-11-01-00:00", end_of
     # an hour reads every window open at that hour, whatever its (New York) release month: UTC hours map to
     # all release months, not to one by time window
     deps=[AssetDep(nowcast_windows, partition_mapping=AllPartitionMapping())],
-    description="LLM agent nowcasts (App. D prompt, two prompt groups per model per hour, single, team or "
-    "plugin design (S.1/S.5: point-in-time financial-data tools), web search per provider) through litellm; "
-    "every call logged in llm_calls. Past hours are "
-    "refused: a nowcast cannot be issued retroactively. With no LEAF_LIVE_LLM_MODELS it does nothing.",
+    description=(
+        "LLM agent nowcasts (App. D prompt, two prompt groups per model per hour, single, team or plugin"
+        " design (S.1/S.5: point-in-time financial-data tools), web search per provider) through litellm;"
+        " every call logged in llm_calls. Past hours are refused: a nowcast cannot be issued retroactively."
+        " With no LEAF_LIVE_LLM_MODELS it does nothing."
+    ),
 )
 def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResource) -> MaterializeResult:
     config = llm.config()
@@ -260,20 +323,23 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResourc
         context.log.warning(message)
         return MaterializeResult(metadata={"status": message})
     client = llm.client()  # one call path and rate limiter for every model call of this run
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = calls = 0
     with db.get_connection() as con:
         windows = _windows(con)
         for key in run_partition_keys(context):
-            hour = datetime.strptime(key, "%Y-%m-%d-%H:%M").replace(tzinfo=timezone.utc)
+            hour = datetime.strptime(key, "%Y-%m-%d-%H:%M").replace(tzinfo=UTC)
             if hour < now - timedelta(hours=1):
                 context.log.warning(f"hour {key} is in the past: LLM nowcasts are never backfilled")
                 continue
             open_ = open_windows(windows, hour)
             start = len(client.records)
             plugin = _plugin(con, open_) if any(s.design == "plugin" for s in config.models) else None
-            nc = forecast_nowcasts([LLMNowcaster(spec, client, partition_key=key, plugin=plugin) for spec in config.models],
-                                   open_, producer="llm_nowcasts")
+            nc = forecast_nowcasts(
+                [LLMNowcaster(spec, client, partition_key=key, plugin=plugin) for spec in config.models],
+                open_,
+                producer="llm_nowcasts",
+            )
             lg = llm_calls_frame(client.records[start:], key)
             # The call log first: a nowcast row always has its raw response stored.
             storage.replace_partition(con, "llm_calls", lg, {"partition_key": key})
@@ -285,7 +351,9 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResourc
 
 @asset_check(
     asset=comparator_nowcasts,
-    description="Point-in-time: comparator nowcasts flagged after_release exactly when issued at/after release.",
+    description=(
+        "Point-in-time: comparator nowcasts flagged after_release exactly when issued at/after release."
+    ),
     blocking=True,
 )
 def comparator_nowcasts_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
@@ -297,6 +365,12 @@ def comparator_nowcasts_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
     return AssetCheckResult(passed=bad == 0, metadata={"mismatched": bad})
 
 
-MACRO_NOWCAST_ASSETS = [nowcast_windows, recorded_nowcasts, comparator_nowcasts, series_vintages, arima_nowcasts,
-                        llm_nowcasts]
+MACRO_NOWCAST_ASSETS = [
+    nowcast_windows,
+    recorded_nowcasts,
+    comparator_nowcasts,
+    series_vintages,
+    arima_nowcasts,
+    llm_nowcasts,
+]
 MACRO_NOWCAST_CHECKS = [comparator_nowcasts_point_in_time]

@@ -6,7 +6,6 @@ Monthly assets use the single-run backfill policy: one run materializes any rang
 their rows replaced month by month in one transaction.
 """
 
-
 import polars as pl
 from dagster import (
     AssetCheckResult,
@@ -34,13 +33,24 @@ FIRST_RELEASE_LOOKBACK_MONTHS = 12
 def _result(written: dict[str, int], **extra) -> MaterializeResult:
     keys = sorted(written)
     return MaterializeResult(
-        metadata={"rows": sum(written.values()), "partitions": len(keys), "first": keys[0], "last": keys[-1], **extra}
+        metadata={
+            "rows": sum(written.values()),
+            "partitions": len(keys),
+            "first": keys[0],
+            "last": keys[-1],
+            **extra,
+        }
     )
 
 
-@asset(group_name="macro", metadata=table_metadata("indicator_catalog"),
-       description="The 16 LiveMacroEval indicators: Table 2 title, unit, transformation, "
-       "guardrail, theme, prompt group, release slot, agency, FRED ids, FRED-MD tcode, Table 9 beta/SE.")
+@asset(
+    group_name="macro",
+    metadata=table_metadata("indicator_catalog"),
+    description=(
+        "The 16 LiveMacroEval indicators: Table 2 title, unit, transformation, "
+        "guardrail, theme, prompt group, release slot, agency, FRED ids, FRED-MD tcode, Table 9 beta/SE."
+    ),
+)
 def indicator_catalog(db: LeafLiveDB) -> MaterializeResult:
     with db.get_connection() as con:
         n = storage.replace_partition(con, "indicator_catalog", catalog_frame())
@@ -53,10 +63,14 @@ def indicator_catalog(db: LeafLiveDB) -> MaterializeResult:
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[indicator_catalog],
-    description="Scheduled releases as each calendar source reported them (actual, consensus, ET time -> UTC), "
-    "before the first-release rule. Partition = release month (America/New_York).",
+    description=(
+        "Scheduled releases as each calendar source reported them (actual, consensus, ET time -> UTC), "
+        "before the first-release rule. Partition = release month (America/New_York)."
+    ),
 )
-def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, calendar: ReleaseCalendarResource) -> MaterializeResult:
+def release_calendar(
+    context: AssetExecutionContext, db: LeafLiveDB, calendar: ReleaseCalendarResource
+) -> MaterializeResult:
     keys = run_partition_keys(context)
     cal = calendar.client().calendar(months=keys)
     cal = cal.filter(pl.col("partition_key").is_in(keys))
@@ -78,8 +92,10 @@ def release_calendar(context: AssetExecutionContext, db: LeafLiveDB, calendar: R
             ),
         )
     ],
-    description="Canonical first releases: actual A and consensus C per indicator and reference period "
-    "(earliest release per indicator and period label; GDP = advance estimate).",
+    description=(
+        "Canonical first releases: actual A and consensus C per indicator and reference period "
+        "(earliest release per indicator and period label; GDP = advance estimate)."
+    ),
 )
 def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
@@ -97,8 +113,10 @@ def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResul
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[releases],
-    description="E-mini S&P 500 announcement-window log returns r_g = log P(T+30m) - log P(T-5m) per release "
-    "timestamp (App. K Eq. 4); windows without prices are kept with status no_prices.",
+    description=(
+        "E-mini S&P 500 announcement-window log returns r_g = log P(T+30m) - log P(T-5m) per release "
+        "timestamp (App. K Eq. 4); windows without prices are kept with status no_prices."
+    ),
 )
 def announcement_returns(
     context: AssetExecutionContext, db: LeafLiveDB, window_prices: WindowPricesResource
@@ -117,8 +135,10 @@ def announcement_returns(
     group_name="macro",
     metadata=table_metadata("surprise_scales"),
     deps=[releases],
-    description="sigma_i: sample sd (ddof 1) of A - C per indicator over the frozen historical window "
-    "Jan 2010 - Oct 2025, every release with A and C (App. K.1 Eq. 3).",
+    description=(
+        "sigma_i: sample sd (ddof 1) of A - C per indicator over the frozen historical window "
+        "Jan 2010 - Oct 2025, every release with A and C (App. K.1 Eq. 3)."
+    ),
 )
 def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
     first, last = surprises.HIST_START.strftime("%Y-%m"), surprises.HIST_END.strftime("%Y-%m")
@@ -128,8 +148,9 @@ def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
         if need - have:
             missing = sorted(need - have)
             raise ValueError(
-                f"surprise_scales: sigma is frozen on releases {first}..{last}, but {len(missing)} release months "
-                f"are not materialized (first missing: {missing[0]}); backfill `releases` over that window first"
+                f"surprise_scales: sigma is frozen on releases {first}..{last}, but {len(missing)} release"
+                f" months are not materialized (first missing: {missing[0]}); backfill `releases` over that"
+                " window first"
             )
         rel = storage.read_table(con, "releases")
         scales = surprises.surprise_scales(rel)
@@ -143,8 +164,10 @@ def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
     partitions_def=RELEASE_MONTHS,
     backfill_policy=SINGLE_RUN,
     deps=[releases, announcement_returns, surprise_scales],
-    description="Timestamp-group events (App. K.1): releases sharing a timestamp, window return r_g and the "
-    "16 standardized surprises S = (A - C)/sigma_i with structural zeros.",
+    description=(
+        "Timestamp-group events (App. K.1): releases sharing a timestamp, window return r_g and the "
+        "16 standardized surprises S = (A - C)/sigma_i with structural zeros."
+    ),
 )
 def surprise_events(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResult:
     keys = run_partition_keys(context)
@@ -158,7 +181,9 @@ def surprise_events(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
     return _result(written)
 
 
-@asset_check(asset=releases, description="At most one first release per indicator and period label.", blocking=True)
+@asset_check(
+    asset=releases, description="At most one first release per indicator and period label.", blocking=True
+)
 def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         dup = con.execute(
@@ -169,8 +194,10 @@ def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
 
 @asset_check(
     asset=surprise_events,
-    description="Point-in-time: every event is knowable no earlier than its window closes; r_g is present "
-    "exactly where the window is usable.",
+    description=(
+        "Point-in-time: every event is knowable no earlier than its window closes; r_g is present "
+        "exactly where the window is usable."
+    ),
     blocking=True,
 )
 def surprise_events_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
@@ -179,17 +206,22 @@ def surprise_events_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
             "SELECT count(*) FILTER (WHERE available_at < release_at), "
             "count(*) FILTER (WHERE (r_g IS NULL) <> (window_status <> 'usable')) FROM surprise_events"
         ).fetchone()
-    return AssetCheckResult(passed=early == 0 and bad_status == 0, metadata={"early": early, "bad_status": bad_status})
+    return AssetCheckResult(
+        passed=early == 0 and bad_status == 0, metadata={"early": early, "bad_status": bad_status}
+    )
 
 
 @asset_check(
     asset=releases,
     blocking=True,  # an unlisted split report would put one report's surprises in two events
-    description="Every release time against its indicator's catalog release slot (America/New_York), the deviations "
-    "listed by kind (leaf_live.macro.release_times): known inherited mis-stamps (flagged, not moved: Table 9 used them "
-    "as stamped), the live file's catch-up releases stamped a minute early (merged with the release they overlap into "
-    "one scoring event), other schedule times. Fails on a split report: a sibling of the same report (payrolls and "
-    "the unemployment rate, PCE and real PCE, starts and permits) stamped at another time that day, not yet listed.",
+    description=(
+        "Every release time against its indicator's catalog release slot (America/New_York), the deviations"
+        " listed by kind (leaf_live.macro.release_times): known inherited mis-stamps (flagged, not moved:"
+        " Table 9 used them as stamped), the live file's catch-up releases stamped a minute early (merged"
+        " with the release they overlap into one scoring event), other schedule times. Fails on a split"
+        " report: a sibling of the same report (payrolls and the unemployment rate, PCE and real PCE, starts"
+        " and permits) stamped at another time that day, not yet listed."
+    ),
 )
 def release_times_match_catalog_slots(db: LeafLiveDB) -> AssetCheckResult:
     from leaf_live.macro.release_times import release_time_deviations
@@ -198,13 +230,20 @@ def release_times_match_catalog_slots(db: LeafLiveDB) -> AssetCheckResult:
         rel = storage.read_table(con, "releases")
     dev = release_time_deviations(rel)
     counts = {k: int(n) for k, n in dev.group_by("kind").len().iter_rows()}
-    listing = [f"{r['release_et']} {r['indicator_id']} (slot {r['slot_et']}): {r['kind']}" for r in dev.iter_rows(named=True)]
+    listing = [
+        f"{r['release_et']} {r['indicator_id']} (slot {r['slot_et']}): {r['kind']}"
+        for r in dev.iter_rows(named=True)
+    ]
     split = dev.filter(pl.col("kind") == "split_report")
     return AssetCheckResult(
         passed=split.height == 0,
-        metadata={"releases": rel.height, "deviations": dev.height, **{f"n_{k}": v for k, v in sorted(counts.items())},
-                  "deviations_list": MetadataValue.md("\n".join(f"- {x}" for x in listing) or "none"),
-                  "unlisted_split_reports": MetadataValue.text(str(split["release_et"].to_list()))},
+        metadata={
+            "releases": rel.height,
+            "deviations": dev.height,
+            **{f"n_{k}": v for k, v in sorted(counts.items())},
+            "deviations_list": MetadataValue.md("\n".join(f"- {x}" for x in listing) or "none"),
+            "unlisted_split_reports": MetadataValue.text(str(split["release_et"].to_list())),
+        },
     )
 
 
@@ -216,4 +255,8 @@ MACRO_RELEASE_ASSETS = [
     surprise_scales,
     surprise_events,
 ]
-MACRO_RELEASE_CHECKS = [releases_first_release_unique, surprise_events_point_in_time, release_times_match_catalog_slots]
+MACRO_RELEASE_CHECKS = [
+    releases_first_release_unique,
+    surprise_events_point_in_time,
+    release_times_match_catalog_slots,
+]

@@ -2,26 +2,28 @@
 decompositions and relative errors, and the LiveBetting Score (LiveMacroEval §3.6, §4, App. J-N, S).
 
 Wiring only; the science is in ``leaf_live.macro.scoring`` (``betas``, ``livemacro``, ``evaluation``,
-``livebetting``, ``relative_error``) and ``leaf_live.macro.sources.polymarket``. Options are Dagster ``Config``:
+``livebetting``, ``relative_error``) and ``leaf_live.macro.sources.polymarket``. Options are Dagster
+``Config``:
 
 * ``market_betas``: :class:`MarketBetasConfig` = the fit windows (``full`` = Table 9 on 2010-01..2025-10,
   ``no_covid`` = the K.3 refit at the full-sample lambda, ``backtest`` = events up to the fit cutoff 2017-12
   with lambda by CV on that sample and sigma_i estimated on that window too: point in time; ``sigma:
-  surprise_scales`` is the paper's full-sample sigma, the replication option). A stored ``fit_id`` is never rewritten; a window whose data changed adds
-  a new ``fit_id`` under its name (``market_beta_fits``).
-* ``macro_scores`` (``livemacro_scores``, ``score_decompositions``, ``relative_errors``): :class:`ScoringConfig`
-  = the evaluation modes (``backtest``: releases 2018-01..2025-10 with the ``backtest`` fit; ``live``: releases
-  from 2025-11 with the ``full`` and ``no_covid`` fits, every horizon), bootstrap draws and seed. Each mode is
-  one ``partition_key`` of those tables, replaced as a whole.
+  surprise_scales`` is the paper's full-sample sigma, the replication option). A stored ``fit_id`` is never
+  rewritten; a window whose data changed adds a new ``fit_id`` under its name (``market_beta_fits``).
+* ``macro_scores`` (``livemacro_scores``, ``score_decompositions``, ``relative_errors``):
+:class:`ScoringConfig`
+  = the evaluation modes (``backtest``: releases 2018-01..2025-10 with the ``backtest`` fit; ``live``:
+  releases from 2025-11 with the ``full`` and ``no_covid`` fits, every horizon), bootstrap draws and seed.
+  Each mode is one ``partition_key`` of those tables, replaced as a whole.
 * ``prediction_market_prices``: snapshot grids, or live markets listed in :class:`MarketPricesConfig`.
 
 ``leaf-live run --fit-cutoff/--backtest-start/--backtest-end/--boot-draws`` set these through
 :func:`scoring_run_config`.
 """
 
+from collections.abc import Iterator
 from dataclasses import replace
-from datetime import date, datetime, timedelta, timezone
-from typing import Iterator, Optional
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 from dagster import (
@@ -43,9 +45,9 @@ from assets.macro_releases import announcement_returns, releases, surprise_event
 from leaf_live.core import storage
 from leaf_live.core.pit import as_of, check_month, month_index, month_keys, month_start_of_index
 from leaf_live.macro.scoring import betas as B
-from leaf_live.macro.scoring import surprises as S
 from leaf_live.macro.scoring import evaluation as E
 from leaf_live.macro.scoring import livemacro as L
+from leaf_live.macro.scoring import surprises as S
 from leaf_live.macro.scoring.frames import fit_from_market_betas, market_betas_frame
 from leaf_live.macro.sources.polymarket import MarketSpec
 from resources import LeafLiveDB, PredictionMarketsResource
@@ -54,21 +56,40 @@ GROUP = "macro_scoring"
 DEFAULT_FIT_CUTOFF = "2017-12"
 DEFAULT_FIT_WINDOWS = [
     {"name": "full", "first_month": "2010-01", "last_month": "2025-10"},
-    {"name": "no_covid", "first_month": "2010-01", "last_month": "2025-10", "exclude_covid": True, "lam_from": "full"},
-    # point in time: sigma_i and beta both from the fit window (the paper's full-sample sigma: sigma="surprise_scales")
+    {
+        "name": "no_covid",
+        "first_month": "2010-01",
+        "last_month": "2025-10",
+        "exclude_covid": True,
+        "lam_from": "full",
+    },
+    # point in time: sigma_i and beta both from the fit window (the paper's full-sample sigma:
+    # sigma="surprise_scales")
     {"name": "backtest", "first_month": "2010-01", "last_month": DEFAULT_FIT_CUTOFF, "sigma": "fit_window"},
 ]
 SIGMA_RULES = ("surprise_scales", "fit_window")
 DEFAULT_MODES = [
-    {"name": "backtest", "first_month": "2018-01", "last_month": "2025-10", "fits": ["backtest"], "horizons": ["terminal"]},
-    {"name": "live", "first_month": "2025-11", "last_month": None, "fits": ["full", "no_covid"], "horizons": list(L.HORIZONS)},
+    {
+        "name": "backtest",
+        "first_month": "2018-01",
+        "last_month": "2025-10",
+        "fits": ["backtest"],
+        "horizons": ["terminal"],
+    },
+    {
+        "name": "live",
+        "first_month": "2025-11",
+        "last_month": None,
+        "fits": ["full", "no_covid"],
+        "horizons": list(L.HORIZONS),
+    },
 ]
 # every producer of the one nowcasts table (the scores rank whatever models are in it)
 NOWCAST_PRODUCERS = list(MACRO_NOWCAST_ASSETS)
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,8 +108,12 @@ class LiveMarket(Config):
 
 class MarketPricesConfig(Config):
     live_markets: list[LiveMarket] = Field(
-        default=[], description="the Polymarket markets to fetch (with none, the snapshot client reads every recorded "
-        "LiveMacroEval price grid and the live client fetches nothing)")
+        default=[],
+        description=(
+            "the Polymarket markets to fetch (with none, the snapshot client reads every recorded "
+            "LiveMacroEval price grid and the live client fetches nothing)"
+        ),
+    )
 
 
 def _ts(text: str, field: str) -> int:
@@ -104,25 +129,40 @@ def _ts(text: str, field: str) -> int:
 @asset(
     group_name=GROUP,
     metadata=table_metadata("prediction_market_prices"),
-    description="Polymarket bucket prices (YES, 0-1) of the macro markets of the LiveBetting score (App. L): the "
-    "recorded hourly grids (snapshot) or the CLOB price history of the configured markets (live). "
-    "Partition = market_id; markets not fetched this time keep their rows.",
+    description=(
+        "Polymarket bucket prices (YES, 0-1) of the macro markets of the LiveBetting score (App. L): the "
+        "recorded hourly grids (snapshot) or the CLOB price history of the configured markets (live). "
+        "Partition = market_id; markets not fetched this time keep their rows."
+    ),
 )
 def prediction_market_prices(
-    context: AssetExecutionContext, config: MarketPricesConfig, db: LeafLiveDB, prediction_markets: PredictionMarketsResource
+    context: AssetExecutionContext,
+    config: MarketPricesConfig,
+    db: LeafLiveDB,
+    prediction_markets: PredictionMarketsResource,
 ) -> MaterializeResult:
     markets = [
-        MarketSpec(m.slug, m.indicator_id, date.fromisoformat(m.reference_period), _ts(m.start, "start"), _ts(m.end, "end"),
-                   m.fidelity)
+        MarketSpec(
+            m.slug,
+            m.indicator_id,
+            date.fromisoformat(m.reference_period),
+            _ts(m.start, "start"),
+            _ts(m.end, "end"),
+            m.fidelity,
+        )
         for m in config.live_markets
     ]
     frame = prediction_markets.client().market_prices(markets)
     if frame.height == 0:
-        context.log.warning("prediction_market_prices: no market prices; configure live_markets to fetch markets")
+        context.log.warning(
+            "prediction_market_prices: no market prices; configure live_markets to fetch markets"
+        )
     written = {}
     with db.get_connection() as con:
         for (key,), g in sorted(frame.group_by("partition_key"), key=lambda kv: kv[0]):
-            written[key] = storage.replace_partition(con, "prediction_market_prices", g, {"partition_key": key})
+            written[key] = storage.replace_partition(
+                con, "prediction_market_prices", g, {"partition_key": key}
+            )
     return MaterializeResult(metadata={"rows": sum(written.values()), "markets": str(sorted(written))})
 
 
@@ -133,22 +173,38 @@ def prediction_market_prices(
 
 class FitWindow(Config):
     name: str = Field(description="fit name scores refer to (market_beta_fits.fit_name)")
-    first_month: str = Field(default="2010-01", description="first release month of the events fitted, YYYY-MM (ET)")
-    last_month: str = Field(default="2025-10", description="last release month fitted (inclusive): the fit cutoff")
-    exclude_covid: bool = Field(default=False, description="drop events released 2020-03-01..2020-12-31 (K.3)")
-    lam: Optional[float] = Field(default=None, description="fixed ridge lambda; none = blocked 5-fold CV (App. K.2)")
-    lam_from: Optional[str] = Field(default=None, description="use the lambda of this earlier fit (K.3 refits at the "
-                                    "full-sample lambda)")
-    sigma: str = Field(default="surprise_scales", description="surprise scales sigma_i the fit standardizes with: "
-                       "'surprise_scales' (the frozen 2010-01..2025-10 window, the paper; Table 9) or 'fit_window' "
-                       "(estimated on this fit's own release months: point in time, the backtest's default)")
+    first_month: str = Field(
+        default="2010-01", description="first release month of the events fitted, YYYY-MM (ET)"
+    )
+    last_month: str = Field(
+        default="2025-10", description="last release month fitted (inclusive): the fit cutoff"
+    )
+    exclude_covid: bool = Field(
+        default=False, description="drop events released 2020-03-01..2020-12-31 (K.3)"
+    )
+    lam: float | None = Field(
+        default=None, description="fixed ridge lambda; none = blocked 5-fold CV (App. K.2)"
+    )
+    lam_from: str | None = Field(
+        default=None, description="use the lambda of this earlier fit (K.3 refits at the full-sample lambda)"
+    )
+    sigma: str = Field(
+        default="surprise_scales",
+        description=(
+            "surprise scales sigma_i the fit standardizes with: "
+            "'surprise_scales' (the frozen 2010-01..2025-10 window, the paper; Table 9) or 'fit_window' "
+            "(estimated on this fit's own release months: point in time, the backtest's default)"
+        ),
+    )
 
 
 class MarketBetasConfig(Config):
     fits: list[FitWindow] = Field(
         default=DEFAULT_FIT_WINDOWS,
-        description="fit windows: 'full' (Table 9), 'no_covid' (K.3) and 'backtest' (events up to the fit cutoff, "
-        "lambda by CV and sigma_i on that sample: point in time)",
+        description=(
+            "fit windows: 'full' (Table 9), 'no_covid' (K.3) and 'backtest' (events up to the fit cutoff, "
+            "lambda by CV and sigma_i on that sample: point in time)"
+        ),
     )
 
 
@@ -160,11 +216,16 @@ def _check_windows(fits: list[FitWindow]) -> None:
         for field, v in (("first_month", f.first_month), ("last_month", f.last_month)):
             check_month(v, f"market_betas: fit {f.name!r} {field}")
         if f.last_month < f.first_month:
-            raise ValueError(f"market_betas: fit {f.name!r} last_month {f.last_month} < first_month {f.first_month}")
+            raise ValueError(
+                f"market_betas: fit {f.name!r} last_month {f.last_month} < first_month {f.first_month}"
+            )
         if f.lam is not None and f.lam_from is not None:
             raise ValueError(f"market_betas: fit {f.name!r} sets both lam and lam_from")
         if f.lam_from is not None and f.lam_from not in names[:k]:
-            raise ValueError(f"market_betas: fit {f.name!r} lam_from={f.lam_from!r} must name an earlier fit of {names[:k]}")
+            raise ValueError(
+                f"market_betas: fit {f.name!r} lam_from={f.lam_from!r} must name an earlier fit of"
+                f" {names[:k]}"
+            )
         if f.sigma not in SIGMA_RULES:
             raise ValueError(f"market_betas: fit {f.name!r} sigma={f.sigma!r}: expected one of {SIGMA_RULES}")
 
@@ -177,42 +238,64 @@ def _lambda_rule(f: FitWindow) -> str:
     group_name=GROUP,
     metadata=table_metadata("market_betas", "market_beta_fits"),
     deps=[surprise_events],
-    description="Frozen Huber-ridge market betas with HC1 V_beta (App. K.2) for each configured fit window (full "
-    "sample = Table 9, COVID-excluded refit = K.3, backtest = events up to the fit cutoff). A fit_id already "
-    "stored is never rewritten; market_beta_fits maps each window name to the fit it produced.",
+    description=(
+        "Frozen Huber-ridge market betas with HC1 V_beta (App. K.2) for each configured fit window (full"
+        " sample = Table 9, COVID-excluded refit = K.3, backtest = events up to the fit cutoff). A fit_id"
+        " already stored is never rewritten; market_beta_fits maps each window name to the fit it produced."
+    ),
 )
-def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: LeafLiveDB) -> MaterializeResult:
+def market_betas(
+    context: AssetExecutionContext, config: MarketBetasConfig, db: LeafLiveDB
+) -> MaterializeResult:
     _check_windows(config.fits)
     now = _now()
     meta, done = {}, {}
     with db.get_connection() as con:
-        have_months = {r[0] for r in con.execute("SELECT DISTINCT partition_key FROM surprise_events").fetchall()}
+        have_months = {
+            r[0] for r in con.execute("SELECT DISTINCT partition_key FROM surprise_events").fetchall()
+        }
         stored = {r[0] for r in con.execute("SELECT DISTINCT fit_id FROM market_betas").fetchall()}
         for w in config.fits:
             need = month_keys(w.first_month, w.last_month)
             missing = sorted(set(need) - have_months)
             if missing:
                 raise ValueError(
-                    f"market_betas: fit {w.name!r} covers release months {w.first_month}..{w.last_month}, but "
-                    f"{len(missing)} are not materialized in surprise_events (first missing: {missing[0]}); backfill first"
+                    f"market_betas: fit {w.name!r} covers release months {w.first_month}..{w.last_month}, but"
+                    f" {len(missing)} are not materialized in surprise_events (first missing: {missing[0]});"
+                    " backfill first"
                 )
-            ev = storage.read_table(con, "surprise_events", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month])
+            ev = storage.read_table(
+                con, "surprise_events", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month]
+            )
             stored_sigma = storage.read_table(con, "surprise_scales")
             sigma = stored_sigma
             if w.sigma == "fit_window":
-                rel = storage.read_table(con, "releases", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month])
-                window = S.surprise_scales(rel, start=date.fromisoformat(f"{w.first_month}-01"),
-                                           end=month_start_of_index(month_index(w.last_month) + 1) - timedelta(days=1))
-                # an indicator with < 2 surprises in the window has no scale there; it has no surprise variation
-                # either, so its beta is the ridge's exact 0 and its sigma never enters a score: keep the stored one
-                sigma = pl.concat([window.select("indicator_id", "sigma"), stored_sigma.select("indicator_id", "sigma")
-                                   .filter(~pl.col("indicator_id").is_in(window["indicator_id"].implode()))])
+                rel = storage.read_table(
+                    con, "releases", "partition_key BETWEEN ? AND ?", [w.first_month, w.last_month]
+                )
+                window = S.surprise_scales(
+                    rel,
+                    start=date.fromisoformat(f"{w.first_month}-01"),
+                    end=month_start_of_index(month_index(w.last_month) + 1) - timedelta(days=1),
+                )
+                # an indicator with < 2 surprises in the window has no scale there; it has no surprise
+                # variation either, so its beta is the ridge's exact 0 and its sigma never enters a score:
+                # keep the stored one
+                sigma = pl.concat(
+                    [
+                        window.select("indicator_id", "sigma"),
+                        stored_sigma.select("indicator_id", "sigma").filter(
+                            ~pl.col("indicator_id").is_in(window["indicator_id"].implode())
+                        ),
+                    ]
+                )
                 ev = S.restandardize_events(ev, stored_sigma, sigma)
             lam = done[w.lam_from].lam if w.lam_from else w.lam
             fit = B.fit_market_betas(B.event_design(ev), lam=lam, exclude_covid=w.exclude_covid)
             order = {i: k for k, i in enumerate(fit.indicator_ids)}
             sig = sigma.filter(pl.col("indicator_id").is_in(list(order))).sort(
-                pl.col("indicator_id").replace_strict(order, return_dtype=pl.Int32))
+                pl.col("indicator_id").replace_strict(order, return_dtype=pl.Int32)
+            )
             if sig.height != len(order):
                 missing = sorted(set(order) - set(sig["indicator_id"].to_list()))
                 raise ValueError(f"market_betas: fit {w.name!r} has no sigma for {missing} ({w.sigma})")
@@ -222,20 +305,37 @@ def market_betas(context: AssetExecutionContext, config: MarketBetasConfig, db: 
             avail = used["available_at"].max()
             new = fit.fit_id not in stored
             if new:  # a stored fit is frozen: never rewritten
-                storage.replace_partition(con, "market_betas", market_betas_frame(fit, available_at=avail), {"fit_id": fit.fit_id})
+                storage.replace_partition(
+                    con, "market_betas", market_betas_frame(fit, available_at=avail), {"fit_id": fit.fit_id}
+                )
                 stored.add(fit.fit_id)
             reg = storage.read_table(con, "market_beta_fits", "fit_name = ?", [w.name])
-            row = {"fit_name": w.name, "fit_id": fit.fit_id, "first_month": w.first_month, "last_month": w.last_month,
-                   "exclude_covid": w.exclude_covid, "lambda_rule": _lambda_rule(w), "registered_at": now,
-                   "confirmed_at": now, "available_at": avail}
+            row = {
+                "fit_name": w.name,
+                "fit_id": fit.fit_id,
+                "first_month": w.first_month,
+                "last_month": w.last_month,
+                "exclude_covid": w.exclude_covid,
+                "lambda_rule": _lambda_rule(w),
+                "registered_at": now,
+                "confirmed_at": now,
+                "available_at": avail,
+            }
             old = reg.filter(pl.col("fit_id") == fit.fit_id)
             if old.height:
                 row["registered_at"] = old["registered_at"][0]
-            reg = pl.concat([reg.filter(pl.col("fit_id") != fit.fit_id),
-                             pl.DataFrame([row], schema=storage.polars_schema("market_beta_fits"))])
+            reg = pl.concat(
+                [
+                    reg.filter(pl.col("fit_id") != fit.fit_id),
+                    pl.DataFrame([row], schema=storage.polars_schema("market_beta_fits")),
+                ]
+            )
             storage.replace_partition(con, "market_beta_fits", reg, {"fit_name": w.name})
-            meta[w.name] = (f"{fit.fit_id} ({'new' if new else 'already stored'}): lambda={fit.lam:.4g} ({fit.lam_source}), "
-                            f"{fit.n_events} events, iterations={fit.iterations}, df_eff={fit.df_eff:.2f}, sigma from {w.sigma}")
+            meta[w.name] = (
+                f"{fit.fit_id} ({'new' if new else 'already stored'}): lambda={fit.lam:.4g}"
+                f" ({fit.lam_source}), {fit.n_events} events, iterations={fit.iterations},"
+                f" df_eff={fit.df_eff:.2f}, sigma from {w.sigma}"
+            )
             context.log.info(f"market_betas {w.name}: {meta[w.name]}")
     return MaterializeResult(metadata={k: MetadataValue.text(v) for k, v in meta.items()})
 
@@ -258,33 +358,66 @@ def current_fits(con) -> dict[str, B.MarketBetaFit]:
 class ModeConfig(Config):
     name: str = Field(description="mode name = partition_key of the scoring tables (backtest | live | ...)")
     first_month: str = Field(description="first release month scored, YYYY-MM (America/New_York)")
-    last_month: Optional[str] = Field(default=None, description="last release month scored (none = latest)")
+    last_month: str | None = Field(default=None, description="last release month scored (none = latest)")
     fits: list[str] = Field(description="market_beta_fits names; the first is the headline fit")
     horizons: list[str] = Field(default=["terminal"], description="terminal | median_<k>d (K.3)")
-    targets: list[str] = Field(default=["return", "shock"], description="return (LiveMacro) | shock (consensus-relative, S.1)")
-    merge_overlapping: bool = Field(default=True, description="score releases whose announcement windows overlap as "
-                                    "one event (false: one event per timestamp, the replication design)")
-    compare: list[str] = Field(default=[], description="models of the common-events board (empty: chosen greedily, "
-                               "most own events first, while at least min_events events stay common)")
+    targets: list[str] = Field(
+        default=["return", "shock"], description="return (LiveMacro) | shock (consensus-relative, S.1)"
+    )
+    merge_overlapping: bool = Field(
+        default=True,
+        description=(
+            "score releases whose announcement windows overlap as "
+            "one event (false: one event per timestamp, the replication design)"
+        ),
+    )
+    compare: list[str] = Field(
+        default=[],
+        description=(
+            "models of the common-events board (empty: chosen greedily, "
+            "most own events first, while at least min_events events stay common)"
+        ),
+    )
 
 
 class ScoringConfig(Config):
     modes: list[ModeConfig] = Field(
         default=DEFAULT_MODES,
-        description="evaluation modes: 'backtest' (releases 2018-01..2025-10, fit 'backtest' = betas up to the fit "
-        "cutoff) and 'live' (releases from 2025-11, full-sample and no-COVID fits, every horizon)",
+        description=(
+            "evaluation modes: 'backtest' (releases 2018-01..2025-10, fit 'backtest' = betas up to the fit "
+            "cutoff) and 'live' (releases from 2025-11, full-sample and no-COVID fits, every horizon)"
+        ),
     )
-    boot_draws: int = Field(default=L.DEFAULT_BOOT_DRAWS, description="parametric (Eq. 12) and paired (S.2) bootstrap draws")
-    seed: int = Field(default=L.DEFAULT_SEED, description="seed of the bootstrap draws (shared by every model)")
-    sampling_k: int = Field(default=L.SAMPLING_K, description="K.3 sampling CI over the forecast standing 0..k-1 hours "
-                            "before each release (0 = off)")
-    min_events: int = Field(default=E.MIN_EVENTS, description="fewest events an event-resampling interval, a common "
-                            "event set or a paired comparison interval is given for")
+    boot_draws: int = Field(
+        default=L.DEFAULT_BOOT_DRAWS, description="parametric (Eq. 12) and paired (S.2) bootstrap draws"
+    )
+    seed: int = Field(
+        default=L.DEFAULT_SEED, description="seed of the bootstrap draws (shared by every model)"
+    )
+    sampling_k: int = Field(
+        default=L.SAMPLING_K,
+        description="K.3 sampling CI over the forecast standing 0..k-1 hours before each release (0 = off)",
+    )
+    min_events: int = Field(
+        default=E.MIN_EVENTS,
+        description=(
+            "fewest events an event-resampling interval, a common "
+            "event set or a paired comparison interval is given for"
+        ),
+    )
 
 
 def _mode(m: ModeConfig) -> E.EvaluationMode:
-    return E.EvaluationMode(m.name, m.first_month, m.last_month, fits=tuple(m.fits), horizons=tuple(m.horizons),
-                            targets=tuple(m.targets), merge_overlapping=m.merge_overlapping, compare=tuple(m.compare))
+    return E.EvaluationMode(
+        m.name,
+        m.first_month,
+        m.last_month,
+        fits=tuple(m.fits),
+        horizons=tuple(m.horizons),
+        targets=tuple(m.targets),
+        merge_overlapping=m.merge_overlapping,
+        compare=tuple(m.compare),
+    )
 
 
 def _span_nowcasts(con, mode: E.EvaluationMode) -> pl.DataFrame:
@@ -292,33 +425,62 @@ def _span_nowcasts(con, mode: E.EvaluationMode) -> pl.DataFrame:
     cond = "r.partition_key >= ?" + (" AND r.partition_key <= ?" if mode.last_month else "")
     params = [mode.first_month] + ([mode.last_month] if mode.last_month else [])
     return storage.read_table(
-        con, "nowcasts",
-        "valid AND NOT after_release AND EXISTS (SELECT 1 FROM releases r WHERE r.indicator_id = nowcasts.indicator_id "
-        f"AND r.reference_period = nowcasts.reference_period AND {cond})", params,
+        con,
+        "nowcasts",
+        "valid AND NOT after_release AND EXISTS (SELECT 1 FROM releases r WHERE r.indicator_id ="
+        f" nowcasts.indicator_id AND r.reference_period = nowcasts.reference_period AND {cond})",
+        params,
     )
 
 
-_SCORE_DEPS = [market_betas, surprise_events, surprise_scales, releases, announcement_returns, *NOWCAST_PRODUCERS]
+_SCORE_DEPS = [
+    market_betas,
+    surprise_events,
+    surprise_scales,
+    releases,
+    announcement_returns,
+    *NOWCAST_PRODUCERS,
+]
 
 
 @multi_asset(
     name="macro_scores",
     group_name=GROUP,
     specs=[
-        AssetSpec("livemacro_scores", metadata=table_metadata("livemacro_scores"),
-                  deps=_SCORE_DEPS, description="LiveMacro Score family (Eq. 8/17) of every model "
-                  "in the nowcasts table, per evaluation mode (partition_key), fit, horizon, scope and target, with "
-                  "bootstrap and sampling intervals, kappa/phi, LMD and n_events_own; the consensus scores 0."),
-        AssetSpec("score_decompositions", metadata=table_metadata("score_decompositions"),
-                  deps=_SCORE_DEPS, description="Shapley allocation per indicator (App. M), "
-                  "sizing discipline (S.4), aggregator shares (K.4), mean relative error (Table 16), paired event "
-                  "bootstraps between models on shared releases (S.2) and the event coverage of each mode."),
-        AssetSpec("relative_errors", metadata=table_metadata("relative_errors"),
-                  deps=_SCORE_DEPS, description="Real-time squared relative nowcast error per "
-                  "model, indicator, reference period and day before release (App. J), per evaluation mode."),
+        AssetSpec(
+            "livemacro_scores",
+            metadata=table_metadata("livemacro_scores"),
+            deps=_SCORE_DEPS,
+            description=(
+                "LiveMacro Score family (Eq. 8/17) of every model in the nowcasts table, per evaluation mode"
+                " (partition_key), fit, horizon, scope and target, with bootstrap and sampling intervals,"
+                " kappa/phi, LMD and n_events_own; the consensus scores 0."
+            ),
+        ),
+        AssetSpec(
+            "score_decompositions",
+            metadata=table_metadata("score_decompositions"),
+            deps=_SCORE_DEPS,
+            description=(
+                "Shapley allocation per indicator (App. M), sizing discipline (S.4), aggregator shares (K.4),"
+                " mean relative error (Table 16), paired event bootstraps between models on shared releases"
+                " (S.2) and the event coverage of each mode."
+            ),
+        ),
+        AssetSpec(
+            "relative_errors",
+            metadata=table_metadata("relative_errors"),
+            deps=_SCORE_DEPS,
+            description=(
+                "Real-time squared relative nowcast error per "
+                "model, indicator, reference period and day before release (App. J), per evaluation mode."
+            ),
+        ),
     ],
 )
-def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: LeafLiveDB) -> Iterator[MaterializeResult]:
+def macro_scores(
+    context: AssetExecutionContext, config: ScoringConfig, db: LeafLiveDB
+) -> Iterator[MaterializeResult]:
     modes = [_mode(m) for m in config.modes]
     meta: dict[str, dict] = {"livemacro_scores": {}, "score_decompositions": {}, "relative_errors": {}}
     with db.get_connection() as con:
@@ -328,9 +490,19 @@ def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: Leaf
         sigma = storage.read_table(con, "surprise_scales")
         ret = storage.read_table(con, "announcement_returns")
         for mode in modes:
-            res = E.evaluate_mode(mode, releases=rel, events=ev, sigma=sigma, nowcasts=_span_nowcasts(con, mode),
-                                  fits=fits, returns=ret, n_draws=config.boot_draws, seed=config.seed,
-                                  sampling_k=config.sampling_k, min_events=config.min_events)
+            res = E.evaluate_mode(
+                mode,
+                releases=rel,
+                events=ev,
+                sigma=sigma,
+                nowcasts=_span_nowcasts(con, mode),
+                fits=fits,
+                returns=ret,
+                n_draws=config.boot_draws,
+                seed=config.seed,
+                sampling_k=config.sampling_k,
+                min_events=config.min_events,
+            )
             where = {"partition_key": mode.name}
             n1 = storage.replace_partition(con, "livemacro_scores", res.scores, where)
             n2 = storage.replace_partition(con, "score_decompositions", res.decompositions, where)
@@ -353,16 +525,26 @@ def macro_scores(context: AssetExecutionContext, config: ScoringConfig, db: Leaf
     name="livebetting",
     group_name=GROUP,
     specs=[
-        AssetSpec("livebetting_scores", metadata=table_metadata("livebetting_scores"),
-                  deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
-                  description="LiveBetting Score (App. L Eq. 13) of every model with nowcasts for a stored market, inside "
-                  "the prediction window and on answers that existed by each hour, by calendar-month segment and total "
-                  "(Table 13), on the window's hours and on the hours every compared model bets (common); excluded "
-                  "hours counted by reason. Partition = market_id."),
-        AssetSpec("livebetting_bets", metadata=table_metadata("livebetting_bets"),
-                  deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
-                  description="The hourly $1 bet stream behind livebetting_scores with the cumulative return curve and "
-                  "the common hours."),
+        AssetSpec(
+            "livebetting_scores",
+            metadata=table_metadata("livebetting_scores"),
+            deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
+            description=(
+                "LiveBetting Score (App. L Eq. 13) of every model with nowcasts for a stored market, inside"
+                " the prediction window and on answers that existed by each hour, by calendar-month segment"
+                " and total (Table 13), on the window's hours and on the hours every compared model bets"
+                " (common); excluded hours counted by reason. Partition = market_id."
+            ),
+        ),
+        AssetSpec(
+            "livebetting_bets",
+            metadata=table_metadata("livebetting_bets"),
+            deps=[prediction_market_prices, releases, *NOWCAST_PRODUCERS],
+            description=(
+                "The hourly $1 bet stream behind livebetting_scores with the cumulative return curve and "
+                "the common hours."
+            ),
+        ),
     ],
 )
 def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[MaterializeResult]:
@@ -370,25 +552,45 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
         prices = storage.read_table(con, "prediction_market_prices")
         rel = storage.read_table(con, "releases")
         nc = storage.read_table(
-            con, "nowcasts", "valid AND NOT after_release AND (indicator_id, reference_period) IN "
-            "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)")
+            con,
+            "nowcasts",
+            "valid AND NOT after_release AND (indicator_id, reference_period) IN "
+            "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)",
+        )
         windows = storage.read_table(
-            con, "nowcast_windows", "(indicator_id, reference_period) IN "
-            "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)")
+            con,
+            "nowcast_windows",
+            "(indicator_id, reference_period) IN "
+            "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)",
+        )
         res = E.score_markets(prices, rel, nc, windows)
         n_s = n_b = 0
         for m in res.markets:
             where = {"partition_key": m}
-            n_s += storage.replace_partition(con, "livebetting_scores", res.scores.filter(pl.col("partition_key") == m), where)
-            n_b += storage.replace_partition(con, "livebetting_bets", res.bets.filter(pl.col("partition_key") == m), where)
+            n_s += storage.replace_partition(
+                con, "livebetting_scores", res.scores.filter(pl.col("partition_key") == m), where
+            )
+            n_b += storage.replace_partition(
+                con, "livebetting_bets", res.bets.filter(pl.col("partition_key") == m), where
+            )
     for m, reason in res.skipped.items():
         context.log.warning(f"livebetting: market {m} not scored: {reason}")
     total = res.scores.filter(pl.col("segment") == "total")
-    summary = {f"{r['market_id']} {r['model_id']} ({r['hours']} hours)":
-               (None if r["final_return"] is None else round(r["final_return"], 4)) for r in total.iter_rows(named=True)}
-    yield MaterializeResult(asset_key="livebetting_scores", metadata={"rows": n_s, "markets": str(res.markets),
-                                                                     "skipped": str(res.skipped),
-                                                                     "final_returns": MetadataValue.json(summary)})
+    summary = {
+        f"{r['market_id']} {r['model_id']} ({r['hours']} hours)": (
+            None if r["final_return"] is None else round(r["final_return"], 4)
+        )
+        for r in total.iter_rows(named=True)
+    }
+    yield MaterializeResult(
+        asset_key="livebetting_scores",
+        metadata={
+            "rows": n_s,
+            "markets": str(res.markets),
+            "skipped": str(res.skipped),
+            "final_returns": MetadataValue.json(summary),
+        },
+    )
     yield MaterializeResult(asset_key="livebetting_bets", metadata={"rows": n_b})
 
 
@@ -397,20 +599,32 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
 # ---------------------------------------------------------------------------------------------
 
 
-@asset_check(asset="livemacro_scores", description="The consensus (S_hat = 0) scores exactly 0, with a zero-width "
-             "interval, in every mode, fit, horizon, scope and target where the target is not identically 0.", blocking=True)
+@asset_check(
+    asset="livemacro_scores",
+    description=(
+        "The consensus (S_hat = 0) scores exactly 0, with a zero-width "
+        "interval, in every mode, fit, horizon, scope and target where the target is not identically 0."
+    ),
+    blocking=True,
+)
 def consensus_scores_zero(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE score IS DISTINCT FROM 0 OR boot_ci90_lo IS DISTINCT FROM 0 "
-            "OR boot_ci90_hi IS DISTINCT FROM 0) FROM livemacro_scores "
-            "WHERE model_id LIKE 'consensus/%' AND n_events > 0 AND ss_cons > 0"
+            "SELECT count(*), count(*) FILTER (WHERE score IS DISTINCT FROM 0 OR boot_ci90_lo IS DISTINCT"
+            " FROM 0 OR boot_ci90_hi IS DISTINCT FROM 0) FROM livemacro_scores WHERE model_id LIKE"
+            " 'consensus/%' AND n_events > 0 AND ss_cons > 0"
         ).fetchall()[0]
     return AssetCheckResult(passed=n > 0 and bad == 0, metadata={"consensus_rows": n, "nonzero": bad})
 
 
-@asset_check(asset="score_decompositions", description="Exact Shapley contributions (App. M) sum to the score they "
-             "allocate (|sum - score| <= 1e-9) for every model, fit, scope and target.", blocking=True)
+@asset_check(
+    asset="score_decompositions",
+    description=(
+        "Exact Shapley contributions (App. M) sum to the score they "
+        "allocate (|sum - score| <= 1e-9) for every model, fit, scope and target."
+    ),
+    blocking=True,
+)
 def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad, worst = con.execute(
@@ -420,13 +634,21 @@ def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
             "max(abs(s.total - l.score)) FROM s LEFT JOIN livemacro_scores l "
             "USING (partition_key, model_id, fit_id, horizon, scope, target)"
         ).fetchall()[0]
-    return AssetCheckResult(passed=n > 0 and bad == 0, metadata={"allocations": n, "mismatched": bad,
-                                                                 "max_abs_gap": float(worst or 0.0)})
+    return AssetCheckResult(
+        passed=n > 0 and bad == 0,
+        metadata={"allocations": n, "mismatched": bad, "max_abs_gap": float(worst or 0.0)},
+    )
 
 
-@asset_check(asset="livemacro_scores", description="Theme scores use only their theme's events: the theme scopes "
-             "partition the overall scope's own releases (sum of theme n_releases_own = overall n_releases_own) and no "
-             "theme holds more events or own events than the overall scope.", blocking=True)
+@asset_check(
+    asset="livemacro_scores",
+    description=(
+        "Theme scores use only their theme's events: the theme scopes partition the overall scope's own"
+        " releases (sum of theme n_releases_own = overall n_releases_own) and no theme holds more events or"
+        " own events than the overall scope."
+    ),
+    blocking=True,
+)
 def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         scores = storage.read_table(con, "livemacro_scores")
@@ -434,16 +656,23 @@ def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
     return AssetCheckResult(passed=scores.height > 0 and bad.height == 0, metadata={"violations": bad.height})
 
 
-@asset_check(asset="livebetting_bets", description="Point in time: every bet hour lies inside the prediction window "
-             "(at or after it opens, strictly before the release) and uses a pre-release nowcast whose answer was "
-             "known at or before the hour.", blocking=True)
+@asset_check(
+    asset="livebetting_bets",
+    description=(
+        "Point in time: every bet hour lies inside the prediction window "
+        "(at or after it opens, strictly before the release) and uses a pre-release nowcast whose answer was "
+        "known at or before the hour."
+    ),
+    blocking=True,
+)
 def bets_before_release(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
         n, bad = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE b.bet_at >= s.release_at OR b.bet_at < s.window_opens_at "
-            "OR b.nowcast_issued_at > b.bet_at OR b.nowcast_known_at > b.bet_at OR b.nowcast_issued_at >= s.release_at) "
-            "FROM livebetting_bets b JOIN (SELECT DISTINCT partition_key, model_id, market_id, release_at, "
-            "window_opens_at FROM livebetting_scores) s USING (partition_key, model_id, market_id)"
+            "SELECT count(*), count(*) FILTER (WHERE b.bet_at >= s.release_at OR b.bet_at < s.window_opens_at"
+            " OR b.nowcast_issued_at > b.bet_at OR b.nowcast_known_at > b.bet_at OR b.nowcast_issued_at >="
+            " s.release_at) FROM livebetting_bets b JOIN (SELECT DISTINCT partition_key, model_id, market_id,"
+            " release_at, window_opens_at FROM livebetting_scores) s USING (partition_key, model_id,"
+            " market_id)"
         ).fetchall()[0]
     return AssetCheckResult(passed=bad == 0, metadata={"bet_hours": n, "violations": bad})
 
@@ -482,4 +711,9 @@ def scoring_run_config(
 
 
 MACRO_SCORING_ASSETS = [prediction_market_prices, market_betas, macro_scores, livebetting]
-MACRO_SCORING_CHECKS = [consensus_scores_zero, shapley_sums_to_score, theme_scopes_partition_releases, bets_before_release]
+MACRO_SCORING_CHECKS = [
+    consensus_scores_zero,
+    shapley_sums_to_score,
+    theme_scopes_partition_releases,
+    bets_before_release,
+]

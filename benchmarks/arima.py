@@ -1,13 +1,16 @@
-"""Auto-ARIMA (LiveMacroEval App. I): the full backtest grid with the chain engine, against the cold estimator and
-statsmodels, in one run.
+"""Auto-ARIMA (LiveMacroEval App. I): the full backtest grid with the chain engine, against the cold estimator
+and statsmodels, in one run.
 
-1. Windows: every nowcast window the main job fits (release months ``--from`` .. ``--to``, default 2018-01 .. the
+1. Windows: every nowcast window the main job fits (release months ``--from`` .. ``--to``, default 2018-01 ..
+the
    snapshot's last), built from the snapshot's release calendar exactly as the foundation assets do
    (first releases -> first release per period -> ``nowcast_windows``).
 2. Engine, end to end and timed: :func:`leaf_live.macro.forecasters.arima.nowcasts.arima_nowcast_batch` on the
-   stored vintages (``series_vintages`` rows built from the snapshot beforehand, untimed; histories, one chain per
-   series over ``--workers`` processes, forecasts and reporting units). Wall time and CPU time (this process plus the pool's workers).
-3. The cold estimator (:func:`leaf_live.macro.forecasters.arima.estimator.fit_grid`, statsmodels' start values,
+   stored vintages (``series_vintages`` rows built from the snapshot beforehand, untimed; histories, one chain
+   per series over ``--workers`` processes, forecasts and reporting units). Wall time and CPU time (this
+   process plus the pool's workers).
+3. The cold estimator (:func:`leaf_live.macro.forecasters.arima.estimator.fit_grid`, statsmodels' start
+values,
    CSS-ML per order: the code before the engine, and what the engine runs on its periodic cold grids) on a
    random sample of the distinct full-grid histories (``--cold-sample``, ``all`` for every one), in a pool of
    ``--workers``; CPU seconds per grid measured inside the workers.
@@ -15,13 +18,14 @@ statsmodels, in one run.
    random sample (``--sm-sample``) of the cold sample: ``fit()`` with its defaults (what the paper ran) and a
    converged variant (``concentrate_scale=True``, 500 iterations), CPU seconds per grid.
 
-Per-window costs are CPU seconds per window with a fit (all windows; the ISM AR(1) windows cost next to nothing
-for every estimator). The cold estimator's and statsmodels' per-window costs are MEASURED ON THE SAMPLES and
-extrapolated to every full-grid window of the backtest (each window refits, as the code before the engine did);
-the engine's cost is the measured total. Agreement: the chosen order (minimum AIC, ties to smaller p then q);
-"lowest AIC found" compares the engine's choice with the lowest AIC any of the estimators run on that history
-found for any order (ties within 1e-6). Forecast difference: the engine's and the cold estimator's level
-forecast (back through exp for log series) where both choose the same order with AICs within 1e-6.
+Per-window costs are CPU seconds per window with a fit (all windows; the ISM AR(1) windows cost next to
+nothing for every estimator). The cold estimator's and statsmodels' per-window costs are MEASURED ON THE
+SAMPLES and extrapolated to every full-grid window of the backtest (each window refits, as the code before the
+engine did); the engine's cost is the measured total. Agreement: the chosen order (minimum AIC, ties to
+smaller p then q); "lowest AIC found" compares the engine's choice with the lowest AIC any of the estimators
+run on that history found for any order (ties within 1e-6). Forecast difference: the engine's and the cold
+estimator's level forecast (back through exp for log series) where both choose the same order with AICs within
+1e-6.
 
 Goals (issue 8): the full grid in at most 2 minutes on 2 cores; >= 30x faster than statsmodels' default fit();
 the chosen order has the lowest AIC found on >= 95% of windows; forecasts within 1e-3 relative of the cold
@@ -44,7 +48,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import polars as pl
 
+from leaf_live.core.pit import first_per_period, month_keys
 from leaf_live.core.settings import get_settings
+from leaf_live.macro import series_vintages as SV
 from leaf_live.macro.forecasters.arima.engine import _limit_blas_threads, default_workers
 from leaf_live.macro.forecasters.arima.nowcasts import (
     PreparedTarget,
@@ -52,8 +58,6 @@ from leaf_live.macro.forecasters.arima.nowcasts import (
     series_id,
     window_targets,
 )
-from leaf_live.core.pit import first_per_period, month_keys
-from leaf_live.macro import series_vintages as SV
 from leaf_live.macro.scoring.surprises import first_releases
 from leaf_live.macro.sources.fred_md import FredMdSnapshot
 from leaf_live.macro.sources.realtime_gdp import RealTimeGdpSnapshot
@@ -99,11 +103,22 @@ def _sm_job(args):
         for q in range(4):
             try:
                 if converged:
-                    res = ARIMA(y, order=(p, d, q), trend=trend, enforce_stationarity=False,
-                                enforce_invertibility=False, concentrate_scale=True).fit(method_kwargs={"maxiter": 500})
+                    res = ARIMA(
+                        y,
+                        order=(p, d, q),
+                        trend=trend,
+                        enforce_stationarity=False,
+                        enforce_invertibility=False,
+                        concentrate_scale=True,
+                    ).fit(method_kwargs={"maxiter": 500})
                 else:
-                    res = ARIMA(y, order=(p, d, q), trend=trend, enforce_stationarity=False,
-                                enforce_invertibility=False).fit()
+                    res = ARIMA(
+                        y,
+                        order=(p, d, q),
+                        trend=trend,
+                        enforce_stationarity=False,
+                        enforce_invertibility=False,
+                    ).fit()
                 aic[(p, q)] = float(res.aic) if math.isfinite(res.aic) else math.inf
             except Exception:  # noqa: BLE001 - a failed order has no AIC
                 aic[(p, q)] = math.inf
@@ -115,27 +130,40 @@ def _argmin(aic: dict) -> tuple[int, int]:
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker)
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--from", dest="first", default="2018-01", help="first release month (default 2018-01)")
-    ap.add_argument("--to", dest="last", default=None, help="last release month (default: the snapshot's last)")
+    ap.add_argument(
+        "--to", dest="last", default=None, help="last release month (default: the snapshot's last)"
+    )
     ap.add_argument("--workers", type=int, default=min(2, default_workers()))
-    ap.add_argument("--cold-sample", default="120", help="distinct histories refitted by the cold estimator, or 'all'")
-    ap.add_argument("--sm-sample", type=int, default=10, help="of those, histories fitted by statsmodels (both "
-                    "variants; at least 1)")
+    ap.add_argument(
+        "--cold-sample", default="120", help="distinct histories refitted by the cold estimator, or 'all'"
+    )
+    ap.add_argument(
+        "--sm-sample",
+        type=int,
+        default=10,
+        help="of those, histories fitted by statsmodels (both variants; at least 1)",
+    )
     ap.add_argument("--seed", type=int, default=8)
     args = ap.parse_args()
     snap = get_settings().require_snapshot()
     win, rel = backtest_windows(snap, args.first, args.last)
 
-    # the stored vintages the main job fits on (series_vintages, built from the snapshot as the asset builds them;
-    # not timed: the main job reads them back from DuckDB)
-    rows, _ = SV.load_vintage_rows(month_keys("2010-01", max(win["partition_key"])), "2010-01",
-                                   fred_md=FredMdSnapshot(snap), gdp=RealTimeGdpSnapshot(snap))
+    # the stored vintages the main job fits on (series_vintages, built from the snapshot as the asset builds
+    # them; not timed: the main job reads them back from DuckDB)
+    rows, _ = SV.load_vintage_rows(
+        month_keys("2010-01", max(win["partition_key"])),
+        "2010-01",
+        fred_md=FredMdSnapshot(snap),
+        gdp=RealTimeGdpSnapshot(snap),
+    )
     store = SV.VintageStore(rows)
 
     # --- 2. the engine, end to end -------------------------------------------------------------------
@@ -153,12 +181,16 @@ def main() -> None:
     n_grids = len({(g.series_id, g.content_hash) for _, g in prepared})
     n_cold = sum(1 for r, g in distinct.values() if g.cold_grid)
     valid = int(batch.frame["valid"].sum())
-    print(f"App. I backtest grid, release months {win['partition_key'].min()} .. {win['partition_key'].max()}: "
-          f"{win.height} windows, {n_fit} with a history to fit ({len(full)} full 52-order grids, "
-          f"{n_fit - len(full)} ISM AR(1)); {n_grids} distinct histories ({len(distinct)} full grids, "
-          f"{n_cold} of them with a periodic cold grid); {valid} valid nowcasts")
-    print(f"engine end to end (vintages, histories, chains on {args.workers} workers, forecasts): "
-          f"wall {wall:.1f} s (goal <= 120 s on 2 cores), CPU {cpu:.1f} s = {cpu / n_fit * 1000:.1f} ms per window")
+    print(
+        f"App. I backtest grid, release months {win['partition_key'].min()} .. {win['partition_key'].max()}: "
+        f"{win.height} windows, {n_fit} with a history to fit ({len(full)} full 52-order grids, "
+        f"{n_fit - len(full)} ISM AR(1)); {n_grids} distinct histories ({len(distinct)} full grids, "
+        f"{n_cold} of them with a periodic cold grid); {valid} valid nowcasts"
+    )
+    print(
+        f"engine end to end (vintages, histories, chains on {args.workers} workers, forecasts): wall"
+        f" {wall:.1f} s (goal <= 120 s on 2 cores), CPU {cpu:.1f} s = {cpu / n_fit * 1000:.1f} ms per window"
+    )
 
     # --- 3. cold estimator on a sample of distinct full grids -------------------------------------------
     rng = random.Random(args.seed)
@@ -169,8 +201,11 @@ def main() -> None:
         return
     sm_keys = set(rng.sample(sample, min(args.sm_sample, len(sample))))
     jobs = [(k, distinct[k][0].y, distinct[k][0].d, distinct[k][0].trend) for k in sample]
-    sm_jobs = [(k, distinct[k][0].y, distinct[k][0].d, distinct[k][0].trend, conv)
-               for k in sorted(sm_keys) for conv in (False, True)]
+    sm_jobs = [
+        (k, distinct[k][0].y, distinct[k][0].d, distinct[k][0].trend, conv)
+        for k in sorted(sm_keys)
+        for conv in (False, True)
+    ]
     t0 = time.perf_counter()
     with _pool(args.workers) as pool:
         cold = {k: (c, aic, order, best) for k, c, aic, order, best in pool.map(_cold_job, jobs)}
@@ -182,20 +217,31 @@ def main() -> None:
             sm_cpu[conv].append(c)
     t_sm = time.perf_counter() - t0 - t_cold
     cold_cpu = float(np.mean([v[0] for v in cold.values()]))
-    print(f"cold estimator on {len(sample)} of {len(distinct)} distinct full grids (random, seed {args.seed}; "
-          f"{t_cold:.0f} s wall): {cold_cpu:.2f} s CPU per grid")
-    print(f"statsmodels on {len(sm_keys)} of them ({t_sm:.0f} s wall): default fit() {np.mean(sm_cpu[False]):.1f} s, "
-          f"converged {np.mean(sm_cpu[True]):.1f} s CPU per grid")
+    print(
+        f"cold estimator on {len(sample)} of {len(distinct)} distinct full grids (random, seed {args.seed}; "
+        f"{t_cold:.0f} s wall): {cold_cpu:.2f} s CPU per grid"
+    )
+    print(
+        f"statsmodels on {len(sm_keys)} of them ({t_sm:.0f} s wall): default fit()"
+        f" {np.mean(sm_cpu[False]):.1f} s, converged {np.mean(sm_cpu[True]):.1f} s CPU per grid"
+    )
 
     # speed: before the engine, every full-grid window was its own cold grid (no reuse)
-    extrap = {"cold estimator": cold_cpu * len(full), "statsmodels fit() (paper)": np.mean(sm_cpu[False]) * len(full),
-              "statsmodels converged": np.mean(sm_cpu[True]) * len(full)}
-    print(f"\nspeed, CPU per window with a fit ({n_fit} windows; references measured on their samples and "
-          "extrapolated to every full-grid window, each refitted as before the engine):")
+    extrap = {
+        "cold estimator": cold_cpu * len(full),
+        "statsmodels fit() (paper)": np.mean(sm_cpu[False]) * len(full),
+        "statsmodels converged": np.mean(sm_cpu[True]) * len(full),
+    }
+    print(
+        f"\nspeed, CPU per window with a fit ({n_fit} windows; references measured on their samples and "
+        "extrapolated to every full-grid window, each refitted as before the engine):"
+    )
     print(f"  engine: {cpu / n_fit * 1000:.1f} ms (measured, whole backtest)")
     for name, total in extrap.items():
-        print(f"  {name}: {total / n_fit * 1000:.0f} ms -> engine is {total / cpu:.0f}x faster"
-              + (" (goal >= 30x)" if "paper" in name else ""))
+        print(
+            f"  {name}: {total / n_fit * 1000:.0f} ms -> engine is {total / cpu:.0f}x faster"
+            + (" (goal >= 30x)" if "paper" in name else "")
+        )
 
     # --- agreement --------------------------------------------------------------------------------------
     same_cold = lower = higher = lowest_ok = 0
@@ -228,20 +274,33 @@ def main() -> None:
             higher += 1
     n = len(sample)
     print(f"\nagreement on the {n} sampled distinct full grids:")
-    print(f"  same order as the cold estimator: {same_cold}/{n} = {same_cold / n:.1%}; where different, the engine's "
-          f"AIC is lower in {lower}, higher in {higher}")
-    print(f"  chosen order has the lowest AIC found by any estimator run on that history: {lowest_ok}/{n} = "
-          f"{lowest_ok / n:.1%} (goal >= 95%)")
+    print(
+        f"  same order as the cold estimator: {same_cold}/{n} = {same_cold / n:.1%}; where different, the"
+        f" engine's AIC is lower in {lower}, higher in {higher}"
+    )
+    print(
+        f"  chosen order has the lowest AIC found by any estimator run on that history: {lowest_ok}/{n} = "
+        f"{lowest_ok / n:.1%} (goal >= 95%)"
+    )
     for k, o, a, lo, low in lose[:10]:
         print(f"    missed: {k[0]} {distinct[k][1].label}: engine {o} AIC {a:.3f}; lowest {low:.3f} at {lo}")
     ns = len(sm_keys)
     if ns:
         for conv, name in ((False, "statsmodels fit() (paper)"), (True, "statsmodels converged")):
-            same = sum(1 for k in sm_keys if _argmin(sm[k][conv]) == (distinct[k][1].best().p, distinct[k][1].best().q))
+            same = sum(
+                1
+                for k in sm_keys
+                if _argmin(sm[k][conv]) == (distinct[k][1].best().p, distinct[k][1].best().q)
+            )
             worse = sum(1 for k in sm_keys if min(sm[k][conv].values()) > distinct[k][1].best().aic + TIE)
-            print(f"  same order as {name}: {same}/{ns}; its best AIC is higher than the engine's on {worse}/{ns}")
-    print(f"  largest relative difference of the level forecast vs the cold estimator where both chose the same "
-          f"order with AICs within {TIE:g}: {fc_rel:.2e} over {fc_n} histories (goal <= 1e-3)")
+            print(
+                f"  same order as {name}: {same}/{ns}; its best AIC is higher than the engine's on"
+                f" {worse}/{ns}"
+            )
+    print(
+        "  largest relative difference of the level forecast vs the cold estimator where both chose the same"
+        f" order with AICs within {TIE:g}: {fc_rel:.2e} over {fc_n} histories (goal <= 1e-3)"
+    )
 
 
 if __name__ == "__main__":

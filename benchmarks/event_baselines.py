@@ -3,11 +3,11 @@
 series with the model's own ``forecast(y, h, level)``.
 
 Series: the frozen bundles of the real snapshot's tasks (large-cap daily closes, 15 values, h = 7; hourly
-New York temperature / EIA-930 load, 336 values, season 24, h = 168). Prints, per model and frequency, forecast
-rows per second of wall time (one row = one forecast step of one series) for both ways, their ratio, and the largest
-difference between the two point forecasts (they must agree). Both ways run the same per-series fits, so
-with ``--n-jobs 1`` the ratio is about 1: the one call buys the fan-out (``--n-jobs 2`` uses statsforecast's
-process pool) and one tidy frame, not faster fits.
+New York temperature / EIA-930 load, 336 values, season 24, h = 168). Prints, per model and frequency,
+forecast rows per second of wall time (one row = one forecast step of one series) for both ways, their ratio,
+and the largest difference between the two point forecasts (they must agree). Both ways run the same
+per-series fits, so with ``--n-jobs 1`` the ratio is about 1: the one call buys the fan-out (``--n-jobs 2``
+uses statsforecast's process pool) and one tidy frame, not faster fits.
 
 Run: ``.venv/bin/python benchmarks/event_baselines.py [--models AutoETS,AutoTheta,AutoARIMA] [--daily 300]
 [--hourly 40] [--n-jobs 1]``.
@@ -37,8 +37,11 @@ def series_by_frequency(n_daily: int, n_hourly: int) -> dict[str, dict[str, np.n
     ts = pipeline.build_tasks(t).tasks.filter(pl.col("task_kind") == "series")
     out = {}
     for freq, n in (("session", n_daily), ("hour", n_hourly)):
-        u = ts.filter(pl.col("frequency") == freq, pl.col("domain") != "mid_cap").unique("bundle_hash", keep="first",
-                                                                                         maintain_order=True).head(n)
+        u = (
+            ts.filter(pl.col("frequency") == freq, pl.col("domain") != "mid_cap")
+            .unique("bundle_hash", keep="first", maintain_order=True)
+            .head(n)
+        )
         out[freq] = {r["bundle_hash"]: bundle_values(r["bundle"]) for r in u.iter_rows(named=True)}
     return out
 
@@ -52,7 +55,10 @@ def main() -> None:
     a = ap.parse_args()
     models = a.models.split(",")
     data = series_by_frequency(a.daily, a.hourly)
-    print(f"{'model':10s} {'freq':8s} {'series':>6s} {'one call rows/s':>16s} {'loop rows/s':>12s} {'ratio':>6s} {'max |diff|':>11s}")
+    print(
+        f"{'model':10s} {'freq':8s} {'series':>6s} {'one call rows/s':>16s} {'loop rows/s':>12s}"
+        f" {'ratio':>6s} {'max |diff|':>11s}"
+    )
     for freq, season, h in (("session", 1, 7), ("hour", 24, 168)):
         series = data[freq]
         for m in models:
@@ -72,7 +78,10 @@ def main() -> None:
             t_loop = time.perf_counter() - t0
             diff = max(float(np.max(np.abs(one[k] - loop[k]))) for k in series)
             rows = len(series) * h
-            print(f"{m:10s} {freq:8s} {len(series):6d} {rows / t_one:16.0f} {rows / t_loop:12.0f} {t_loop / t_one:6.2f} {diff:11.2e}")
+            print(
+                f"{m:10s} {freq:8s} {len(series):6d} {rows / t_one:16.0f} {rows / t_loop:12.0f}"
+                f" {t_loop / t_one:6.2f} {diff:11.2e}"
+            )
 
 
 if __name__ == "__main__":

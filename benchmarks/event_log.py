@@ -1,23 +1,25 @@
-"""Recording a main run's Dagster events in the project's SQLite ``dagster_home``: Dagster's defaults against the
-project's setup, on the same run.
+"""Recording a main run's Dagster events in the project's SQLite ``dagster_home``: Dagster's defaults against
+the project's setup, on the same run.
 
-A main run (``leaf-live run``) materializes about 1,200 release-month partitions (each partitioned asset once per
-release month, one materialization event each, with its row count). The benchmark runs one job of ``--assets``
-monthly-partitioned assets that do nothing but report a row count per month, as one single-run backfill of
-``--months`` months (default 6 x 197 = 1,182 materializations), three times, each in a fresh instance directory
-(under ``--dir``, default ``build/`` on the project's disk: fsync cost is part of what differs):
+A main run (``leaf-live run``) materializes about 1,200 release-month partitions (each partitioned asset once
+per release month, one materialization event each, with its row count). The benchmark runs one job of
+``--assets`` monthly-partitioned assets that do nothing but report a row count per month, as one single-run
+backfill of ``--months`` months (default 6 x 197 = 1,182 materializations), three times, each in a fresh
+instance directory (under ``--dir``, default ``build/`` on the project's disk: fsync cost is part of what
+differs):
 
-1. ``default``: the project's ``dagster.yaml`` as Dagster opens it (``SqliteEventLogStorage``), planned events per
+1. ``default``: the project's ``dagster.yaml`` as Dagster opens it (``SqliteEventLogStorage``), planned events
+per
    partition, events stored one by one;
 2. ``pooled``: the same directory opened with :func:`resources.event_log.pooled_instance`
    (:class:`~resources.event_log.PooledSqliteEventLogStorage`: one pooled engine per shard,
-   ``synchronous=NORMAL``), planned events per partition range (``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``),
-   events one by one;
+   ``synchronous=NORMAL``), planned events per partition range
+   (``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``), events one by one;
 3. ``project``: as 2 plus ``DAGSTER_EVENT_BATCH_SIZE`` (a step's materializations written in one transaction):
    what ``leaf-live run`` uses.
 
-Prints wall and CPU seconds of each run, events stored, ratios against ``default``, and checks that every run stored
-the same materializations (asset, partition, row count).
+Prints wall and CPU seconds of each run, events stored, ratios against ``default``, and checks that every run
+stored the same materializations (asset, partition, row count).
 
 Run: ``.venv/bin/python benchmarks/event_log.py [--assets 6] [--months 197] [--dir PATH]``.
 """
@@ -33,26 +35,48 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUPS = {  # name: (pooled event log, env); every instance directory gets the project's dagster.yaml
-    "default": (False, {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "", "DAGSTER_EVENT_BATCH_SIZE": "0"}),
-    "pooled": (True, {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1", "DAGSTER_EVENT_BATCH_SIZE": "0"}),
-    "project": (True, {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1", "DAGSTER_EVENT_BATCH_SIZE": "1000"}),
+    "default": (
+        False,
+        {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "", "DAGSTER_EVENT_BATCH_SIZE": "0"},
+    ),
+    "pooled": (
+        True,
+        {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1", "DAGSTER_EVENT_BATCH_SIZE": "0"},
+    ),
+    "project": (
+        True,
+        {"DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS": "1", "DAGSTER_EVENT_BATCH_SIZE": "1000"},
+    ),
 }
 
 
 def build_job(n_assets: int, months: int):
-    from dagster import (BackfillPolicy, Definitions, MaterializeResult, MonthlyPartitionsDefinition, asset,
-                         define_asset_job)
+    from dagster import (
+        BackfillPolicy,
+        Definitions,
+        MaterializeResult,
+        MonthlyPartitionsDefinition,
+        asset,
+        define_asset_job,
+    )
 
     parts = MonthlyPartitionsDefinition(start_date="2010-01", fmt="%Y-%m")
     keys = parts.get_partition_keys()[:months]
 
     def make(i: int):
-        @asset(name=f"bench_{i}", partitions_def=parts, backfill_policy=BackfillPolicy.single_run(),
-               deps=[f"bench_{i - 1}"] if i else [])
+        @asset(
+            name=f"bench_{i}",
+            partitions_def=parts,
+            backfill_policy=BackfillPolicy.single_run(),
+            deps=[f"bench_{i - 1}"] if i else [],
+        )
         def _a(context):
-            for k in context.partition_keys:  # per-partition row counts, as assets.common.record_partition_rows
+            for (
+                k
+            ) in context.partition_keys:  # per-partition row counts, as assets.common.record_partition_rows
                 context.add_asset_metadata({"rows": int(k[:4]) + int(k[5:])}, partition_key=k)
             return MaterializeResult()
+
         return _a
 
     job = define_asset_job("bench", selection=[f"bench_{i}" for i in range(n_assets)])
@@ -77,22 +101,29 @@ def run(home: Path, setup: str, n_assets: int, months: int) -> tuple[float, floa
     job, keys = build_job(n_assets, months)
     t0, c0 = time.perf_counter(), time.process_time()
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    result = job.execute_in_process(instance=instance, run_config=quiet,
-                                    tags={"dagster/asset_partition_range_start": keys[0],
-                                          "dagster/asset_partition_range_end": keys[-1]})
+    result = job.execute_in_process(
+        instance=instance,
+        run_config=quiet,
+        tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert result.success
     stored = []
     for i in range(n_assets):
-        recs = instance.fetch_materializations(AssetRecordsFilter(asset_key=AssetKey(f"bench_{i}")),
-                                               limit=months + 10).records
+        recs = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=AssetKey(f"bench_{i}")), limit=months + 10
+        ).records
         stored += [(i, r.partition_key, r.asset_materialization.metadata["rows"].value) for r in recs]
     events = len(instance.all_logs(result.run_id))
-    planned = instance.get_records_for_run(result.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
-                                           limit=100000).records
+    planned = instance.get_records_for_run(
+        result.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION_PLANNED, limit=100000
+    ).records
     instance.dispose()
-    print(f"{setup:<8} {type(instance.event_log_storage).__name__:<28} {wall:7.1f} s wall {cpu:7.1f} s CPU  "
-          f"{events} events ({len(planned)} planned, {len(stored)} materializations)", flush=True)
+    print(
+        f"{setup:<8} {type(instance.event_log_storage).__name__:<28} {wall:7.1f} s wall {cpu:7.1f} s CPU  "
+        f"{events} events ({len(planned)} planned, {len(stored)} materializations)",
+        flush=True,
+    )
     return wall, cpu, sorted(stored)
 
 

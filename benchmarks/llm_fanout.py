@@ -33,9 +33,20 @@ from leaf_live.macro.agents.prompts import nowcast_messages  # noqa: E402
 from leaf_live.macro.catalog import get_indicator, indicators_in_group  # noqa: E402
 
 GROUP = "output_core"
-VALUES = {"real_gdp_advance": 2.0, "industrial_production": 0.4, "durable_goods": -1.1, "ism_manufacturing": 52.7,
-          "cpi": 3.3, "ppi": 0.5, "pce_price_index": 0.4, "nonfarm_payrolls": 178.0, "unemployment_rate": 4.3}
-ANSWER = json.dumps({i: {"value": VALUES[i], "unit": get_indicator(i).unit} for i in indicators_in_group(GROUP)})
+VALUES = {
+    "real_gdp_advance": 2.0,
+    "industrial_production": 0.4,
+    "durable_goods": -1.1,
+    "ism_manufacturing": 52.7,
+    "cpi": 3.3,
+    "ppi": 0.5,
+    "pce_price_index": 0.4,
+    "nonfarm_payrolls": 178.0,
+    "unemployment_rate": 4.3,
+}
+ANSWER = json.dumps(
+    {i: {"value": VALUES[i], "unit": get_indicator(i).unit} for i in indicators_in_group(GROUP)}
+)
 
 
 async def fan_out(config: LLMConfig, n: int) -> tuple[float, list]:
@@ -68,24 +79,39 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=30.0, help="length of the fan-out run")
     ap.add_argument("--latency", type=float, default=0.2, help="server answer delay, seconds")
     ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--reference-seconds", type=float, default=6.0, help="length of the sequential reference run")
+    ap.add_argument(
+        "--reference-seconds", type=float, default=6.0, help="length of the sequential reference run"
+    )
     args = ap.parse_args()
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-local-benchmark-000000")
     os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
-    server = WireServer(lambda req: WireReply(200, openai_chat_completion(ANSWER, model=req.model), delay_s=args.latency))
+    server = WireServer(
+        lambda req: WireReply(200, openai_chat_completion(ANSWER, model=req.model), delay_s=args.latency)
+    )
     server.start()
     try:
-        config = LLMConfig(api_base=server.url, rpm=args.rpm, max_concurrency=args.concurrency, timeout_s=10.0,
-                           max_attempts=3, backoff_base_s=0.1, backoff_max_s=1.0, max_tokens=2000)
+        config = LLMConfig(
+            api_base=server.url,
+            rpm=args.rpm,
+            max_concurrency=args.concurrency,
+            timeout_s=10.0,
+            max_attempts=3,
+            backoff_base_s=0.1,
+            backoff_max_s=1.0,
+            max_tokens=2000,
+        )
         n = max(2, int(round(args.rpm * args.seconds / 60.0)))
         asyncio.run(fan_out(config, 2))  # warm up litellm's client cache and imports
         server.reset()
         elapsed, results = asyncio.run(fan_out(config, n))
         steady = arrival_rate(server)
         ok = sum(r.ok for r in results)
-        valid = sum(parse_nowcast_answer(r.content, GROUP, finish_reason=r.record.finish_reason).n_valid
-                    for r in results if r.ok)
+        valid = sum(
+            parse_nowcast_answer(r.content, GROUP, finish_reason=r.record.finish_reason).n_valid
+            for r in results
+            if r.ok
+        )
         achieved = n / elapsed * 60.0
 
         server.reset()
@@ -96,12 +122,18 @@ def main() -> int:
         server.stop()
 
     ratio = achieved / args.rpm
-    print(f"server latency {args.latency * 1000:.0f} ms, configured {args.rpm:.0f} rpm, "
-          f"concurrency {args.concurrency}, {n} calls")
-    print(f"fan-out:    {n} calls in {elapsed:.2f} s -> {achieved:.1f} rpm "
-          f"(steady-state arrivals {steady:.1f} rpm); ok {ok}/{n}, valid nowcasts {valid}/{9 * n}")
-    print(f"sequential: {n_ref} calls in {ref_elapsed:.2f} s -> {ref_rpm:.1f} rpm "
-          f"(ok {sum(r.ok for r in ref_results)}/{n_ref})")
+    print(
+        f"server latency {args.latency * 1000:.0f} ms, configured {args.rpm:.0f} rpm, "
+        f"concurrency {args.concurrency}, {n} calls"
+    )
+    print(
+        f"fan-out:    {n} calls in {elapsed:.2f} s -> {achieved:.1f} rpm "
+        f"(steady-state arrivals {steady:.1f} rpm); ok {ok}/{n}, valid nowcasts {valid}/{9 * n}"
+    )
+    print(
+        f"sequential: {n_ref} calls in {ref_elapsed:.2f} s -> {ref_rpm:.1f} rpm "
+        f"(ok {sum(r.ok for r in ref_results)}/{n_ref})"
+    )
     print(f"achieved/configured = {ratio:.3f}  (goal >= 0.90)")
     print(f"steady-state/configured = {steady / args.rpm:.3f}")
     print(f"fan-out/sequential = {achieved / ref_rpm:.2f}x")

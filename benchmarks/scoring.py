@@ -13,12 +13,15 @@ import time
 import numpy as np
 import polars as pl
 
+from leaf_live.core.settings import get_settings
 from leaf_live.macro.catalog import INDICATOR_IDS
 from leaf_live.macro.scoring import betas as B
 from leaf_live.macro.scoring import livemacro as L
-from leaf_live.core.settings import get_settings
 
-PANEL = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/timestamp_group_events.csv"
+PANEL = (
+    "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/"
+    "timestamp_group_events.csv"
+)
 P = len(INDICATOR_IDS)
 
 
@@ -45,7 +48,9 @@ def ref_irls(X, r, lam, c=1.345, tol=1e-7, max_iter=1000):
         delta = c * 1.4826 * np.median(np.abs(u - np.median(u)))
         w = np.array([1.0 if abs(x) <= delta else delta / abs(x) for x in u])
         sw = np.sqrt(w)
-        new = np.linalg.lstsq(np.vstack([X * sw[:, None], aug]), np.concatenate([r * sw, np.zeros(p)]), rcond=None)[0]
+        new = np.linalg.lstsq(
+            np.vstack([X * sw[:, None], aug]), np.concatenate([r * sw, np.zeros(p)]), rcond=None
+        )[0]
         done = np.linalg.norm(new - beta) / np.linalg.norm(beta) <= tol
         beta = new
         if done:
@@ -94,7 +99,12 @@ def ref_shapley(d: L.LiveDesign, beta):
         for mask in range(1 << P):
             if not mask >> i & 1:
                 s = bin(mask).count("1")
-                phi[i] += math.factorial(s) * math.factorial(P - s - 1) / math.factorial(P) * (v[mask | 1 << i] - v[mask])
+                phi[i] += (
+                    math.factorial(s)
+                    * math.factorial(P - s - 1)
+                    / math.factorial(P)
+                    * (v[mask | 1 << i] - v[mask])
+                )
     return phi
 
 
@@ -109,15 +119,24 @@ def live_like_design(n: int = 80, seed: int = 0) -> L.LiveDesign:
         rel[g, rng.choice(P, size=rng.integers(1, 4), replace=False)] = True
     S = rng.normal(size=(n, P)) * rel
     Sh = (0.5 * S + rng.normal(scale=0.7, size=(n, P))) * rel
-    return L.LiveDesign(np.arange(n).astype("datetime64[h]").astype("datetime64[us]"),
-                        rng.normal(scale=3e-3, size=n), S, Sh, rel)
+    return L.LiveDesign(
+        np.arange(n).astype("datetime64[h]").astype("datetime64[us]"),
+        rng.normal(scale=3e-3, size=n),
+        S,
+        Sh,
+        rel,
+    )
 
 
 def main() -> None:
     path = get_settings().require_snapshot() / PANEL
     ev = pl.read_csv(path).with_columns(
-        pl.col("release_timestamp").str.to_datetime().dt.replace_time_zone("America/New_York")
-        .dt.convert_time_zone("UTC").alias("release_at"))
+        pl.col("release_timestamp")
+        .str.to_datetime()
+        .dt.replace_time_zone("America/New_York")
+        .dt.convert_time_zone("UTC")
+        .alias("release_at")
+    )
     design = B.event_design(ev, surprise_prefix="X_", return_column="hf_return")
 
     rows = []
@@ -140,7 +159,10 @@ def main() -> None:
 
     print(f"{'task':<42} {'ours [s]':>9} {'reference [s]':>14} {'speed-up':>9} {'target [s]':>11}  ok")
     for name, ours, ref, target in rows:
-        print(f"{name:<42} {ours:>9.4f} {ref:>14.3f} {ref / ours:>8.1f}x {target:>11.2f}  {'yes' if ours <= target else 'NO'}")
+        print(
+            f"{name:<42} {ours:>9.4f} {ref:>14.3f} {ref / ours:>8.1f}x {target:>11.2f} "
+            f" {'yes' if ours <= target else 'NO'}"
+        )
     print(f"(fit: lambda={fit.lam:.2f}, {fit.iterations} IRLS steps; live-like design: {d.n_events} events)")
 
 

@@ -7,12 +7,12 @@ the process (:func:`leaf_live.core.redaction.install_log_redaction`: Dagster run
 Celery). Dagster telemetry is off through ``dagster_home/dagster.yaml``, the instance ``leaf-live run``
 records its runs in.
 
-It also sets Dagster's ``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``: a single-run backfill of the release
-months then plans each asset with one event naming the partition range, instead of one event per month (about
-1,200 planning events, a minute of SQLite writes, before a main run starts). The materializations stay one per
-month with its own row count. Trade-off (Dagster's): when such a run fails, its months are not marked failed in the
-UI (they stay missing); the run itself is. And it sets ``DAGSTER_EVENT_BATCH_SIZE``: a step's per-month
-materializations reach the event log as one batch, which the project's SQLite event log
+It also sets Dagster's ``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``: a single-run backfill of the
+release months then plans each asset with one event naming the partition range, instead of one event per month
+(about 1,200 planning events, a minute of SQLite writes, before a main run starts). The materializations stay
+one per month with its own row count. Trade-off (Dagster's): when such a run fails, its months are not marked
+failed in the UI (they stay missing); the run itself is. And it sets ``DAGSTER_EVENT_BATCH_SIZE``: a step's
+per-month materializations reach the event log as one batch, which the project's SQLite event log
 (:mod:`resources.event_log`) writes in one transaction.
 """
 

@@ -3,13 +3,14 @@
 ``leaf-live run [--snapshot DIR] [--db PATH] [--start YYYY-MM] [--end YYYY-MM] [--fit-cutoff YYYY-MM]
 [--backtest-start YYYY-MM] [--backtest-end YYYY-MM] [--boot-draws N]``
     runs the event track's three jobs (``sensors/event.py``), then the main job (``leaf_live_main``, ending
-    with the figures and the site, which read both tracks) in-process for every release month the sources cover, recorded in
-    the project's Dagster instance (``dagster_home/``, or ``DAGSTER_HOME``) so the run shows in the UI, and
-    prints a summary, the asset-check results and the two leaderboards (historical backtest, live window).
-    A failed blocking check is named and stops the run before anything downstream of it. It then writes the
-    paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to ``macro_analyses.md`` next
-    to the database and prints its path, and the path of the leaderboard site the job wrote (``site/`` next to
-    the database: ``index.html``, ``macro.html``, ``event.html``, ``figures/*.png``).
+    with the figures and the site, which read both tracks) in-process for every release month the sources
+    cover, recorded in the project's Dagster instance (``dagster_home/``, or ``DAGSTER_HOME``) so the run
+    shows in the UI, and prints a summary, the asset-check results and the two leaderboards (historical
+    backtest, live window). A failed blocking check is named and stops the run before anything downstream of
+    it. It then writes the paper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures to
+    ``macro_analyses.md`` next to the database and prints its path, and the path of the leaderboard site the
+    job wrote (``site/`` next to the database: ``index.html``, ``macro.html``, ``event.html``,
+    ``figures/*.png``).
 ``leaf-live report [--db PATH] [--out FILE]``
     writes that report again from the stored analysis tables (read-only).
 ``leaf-live tables``
@@ -33,16 +34,15 @@ from pathlib import Path
 import polars as pl
 
 import leaf_live  # noqa: F401  (no-network switches)
-import leaf_live.macro  # noqa: F401  (registers the macro tables)
 import leaf_live.event  # noqa: F401  (registers the event tables, after the macro ones: README order)
-from leaf_live.core import storage
+import leaf_live.macro  # noqa: F401  (registers the macro tables)
 from leaf_live.commands import scores, sql, status, submit
 from leaf_live.commands.common import CommandError
 from leaf_live.commands.run_checks import check_run_args
+from leaf_live.core import storage
 from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
 from leaf_live.core.submissions import SubmissionError
-
 
 # The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
 # `DAGSTER_HOME=$PWD/dagster_home dagster dev` shows.
@@ -51,8 +51,8 @@ PROJECT_DAGSTER_HOME = Path(__file__).resolve().parents[1] / "dagster_home"
 
 def _instance():
     """``DAGSTER_HOME``'s instance when it is set, else the project's ``dagster_home/`` (so CLI runs appear in
-    the UI), opened with :func:`resources.event_log.pooled_instance` (a default SQLite event log is written through
-    pooled connections, in batches); an ephemeral one (telemetry off) only when neither exists (e.g. a
+    the UI), opened with :func:`resources.event_log.pooled_instance` (a default SQLite event log is written
+    through pooled connections, in batches); an ephemeral one (telemetry off) only when neither exists (e.g. a
     non-editable install)."""
     from dagster import DagsterInstance
 
@@ -88,9 +88,12 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
     resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
     arima_span = f"{args.arima_from or args.backtest_start or '2018-01'} .. {args.arima_to or end}"
-    print(f"auto-ARIMA nowcasts for release months {arima_span}: a 52-order AIC grid per distinct history, each "
-          "series fitted as one chain over its vintages (under 2 minutes on 2 cores for the default span; "
-          "--arima-from/--arima-to narrow it)", flush=True)
+    print(
+        f"auto-ARIMA nowcasts for release months {arima_span}: a 52-order AIC grid per distinct history, each"
+        " series fitted as one chain over its vintages (under 2 minutes on 2 cores for the default span;"
+        " --arima-from/--arima-to narrow it)",
+        flush=True,
+    )
     # the event track first: the main job ends with the figures and the site, which read both tracks' tables
     clock.stage_finished("load definitions")
     clock.stage_started("event track")
@@ -99,8 +102,12 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
     if not event_ok:
         return 1
     clock.stage_started("macro job definitions")
-    run_config = scoring_run_config(fit_cutoff=args.fit_cutoff, backtest_start=args.backtest_start,
-                                    backtest_end=args.backtest_end, boot_draws=args.boot_draws)
+    run_config = scoring_run_config(
+        fit_cutoff=args.fit_cutoff,
+        backtest_start=args.backtest_start,
+        backtest_end=args.backtest_end,
+        boot_draws=args.boot_draws,
+    )
     # Dagster logs every partition's materialization at DEBUG; the CLI prints its own summary.
     run_config["loggers"] = {"console": {"config": {"log_level": "WARNING"}}}
     arima_from = args.arima_from or args.backtest_start
@@ -112,7 +119,10 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
     job = build_definitions(resources).resolve_job_def(MAIN_JOB)
     clock.stage_finished("macro job definitions")
     result = execute_with_progress(
-        job, clock, run_config=run_config, instance=_instance(),
+        job,
+        clock,
+        run_config=run_config,
+        instance=_instance(),
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
     )
     checks = result.get_asset_check_evaluations()
@@ -156,8 +166,18 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
 # event track (LEAF): flags, the runs of its three jobs, its boards
 # ---------------------------------------------------------------------------------------------
 
-EVENT_TABLES = ("leaf_targets", "market_prices", "weather_hourly", "electricity_load", "prediction_markets",
-                "market_price_path", "forecast_tasks", "task_outcomes", "leaf_forecasts", "leaf_scores")
+EVENT_TABLES = (
+    "leaf_targets",
+    "market_prices",
+    "weather_hourly",
+    "electricity_load",
+    "prediction_markets",
+    "market_price_path",
+    "forecast_tasks",
+    "task_outcomes",
+    "leaf_forecasts",
+    "leaf_scores",
+)
 # the metrics the printed board shows (leaf_scores holds every metric)
 EVENT_BOARD_METRICS = ("accuracy", "mape", "mae_z", "mse_z", "brier", "crps")
 EVENT_DAB_DRAWS = 500  # the difficulty adjustment refits the fixed effects on every draw
@@ -165,8 +185,8 @@ EVENT_DAB_DRAWS = 500  # the difficulty adjustment refits the fixed effects on e
 
 @dataclass(frozen=True)
 class EventPlan:
-    """What the event part of ``leaf-live run`` does: the task spans, the statsforecast models and workers, the
-    foundation models, the board's bootstrap draws."""
+    """What the event part of ``leaf-live run`` does: the task spans, the statsforecast models and workers,
+    the foundation models, the board's bootstrap draws."""
 
     spans: object  # leaf_live.event.pipeline.Spans
     statistical: tuple[str, ...]
@@ -176,34 +196,67 @@ class EventPlan:
 
     def span_config(self) -> dict:
         s = self.spans
-        return {"markets_start": s.markets[0].isoformat(), "markets_end": s.markets[1].isoformat(),
-                "mid_cap_start": s.mid_cap_months[0].isoformat(), "mid_cap_end": s.mid_cap_months[1].isoformat(),
-                "weather_start": s.weather[0].isoformat(), "weather_end": s.weather[1].isoformat(),
-                "electricity_start": s.electricity[0].isoformat(), "electricity_end": s.electricity[1].isoformat()}
+        return {
+            "markets_start": s.markets[0].isoformat(),
+            "markets_end": s.markets[1].isoformat(),
+            "mid_cap_start": s.mid_cap_months[0].isoformat(),
+            "mid_cap_end": s.mid_cap_months[1].isoformat(),
+            "weather_start": s.weather[0].isoformat(),
+            "weather_end": s.weather[1].isoformat(),
+            "electricity_start": s.electricity[0].isoformat(),
+            "electricity_end": s.electricity[1].isoformat(),
+        }
 
 
 def add_event_arguments(r: argparse.ArgumentParser) -> None:
-    """The event-track flags of ``leaf-live run`` (defaults: the spans of ``leaf_live.event.pipeline.Spans``)."""
-    r.add_argument("--event-from", help="first cutoff-span day YYYY-MM-DD of the large caps, commodities and weather "
-                   "(default 2025-10-01)")
-    r.add_argument("--event-to", help="last span day YYYY-MM-DD of the large caps, commodities and weather "
-                   "(default 2026-01-31)")
+    """The event-track flags of ``leaf-live run`` (defaults: the spans of
+    ``leaf_live.event.pipeline.Spans``)."""
+    r.add_argument(
+        "--event-from",
+        help=(
+            "first cutoff-span day YYYY-MM-DD of the large caps, commodities and weather (default 2025-10-01)"
+        ),
+    )
+    r.add_argument(
+        "--event-to",
+        help="last span day YYYY-MM-DD of the large caps, commodities and weather (default 2026-01-31)",
+    )
     r.add_argument("--midcap-from", help="first month YYYY-MM of the mid caps' span (default 2024-10)")
     r.add_argument("--midcap-to", help="last month YYYY-MM of the mid caps' span (default 2026-03)")
-    r.add_argument("--load-from", help="first span day YYYY-MM-DD of the electricity load (default 2018-12-01: the "
-                   "EIA-930 files end 2020-09)")
+    r.add_argument(
+        "--load-from",
+        help=(
+            "first span day YYYY-MM-DD of the electricity load (default 2018-12-01: the "
+            "EIA-930 files end 2020-09)"
+        ),
+    )
     r.add_argument("--load-to", help="last span day YYYY-MM-DD of the electricity load (default 2019-03-31)")
-    r.add_argument("--event-arima", action="store_true", help="add statsforecast AutoARIMA to the event baselines "
-                   "(about 5 minutes more on 2 cores)")
-    r.add_argument("--event-jobs", type=int, help="statsforecast worker processes for the event baselines (default 1)")
-    r.add_argument("--tsfm", action="append", default=[], metavar="KIND:MODEL",
-                   help="add a time-series foundation model, chronos:<path or hub name> or timesfm:<path or hub "
-                   "name> (pip install -e '.[tsfm]'; repeatable)")
-    r.add_argument("--event-boot-draws", type=int, help="bootstrap draws of the event board's intervals (default 2000)")
+    r.add_argument(
+        "--event-arima",
+        action="store_true",
+        help="add statsforecast AutoARIMA to the event baselines (about 5 minutes more on 2 cores)",
+    )
+    r.add_argument(
+        "--event-jobs", type=int, help="statsforecast worker processes for the event baselines (default 1)"
+    )
+    r.add_argument(
+        "--tsfm",
+        action="append",
+        default=[],
+        metavar="KIND:MODEL",
+        help=(
+            "add a time-series foundation model, chronos:<path or hub name> or timesfm:<path or hub "
+            "name> (pip install -e '.[tsfm]'; repeatable)"
+        ),
+    )
+    r.add_argument(
+        "--event-boot-draws", type=int, help="bootstrap draws of the event board's intervals (default 2000)"
+    )
 
 
 def _flag_date(args: argparse.Namespace, flag: str, month: bool = False):
-    """The date of a day (or month) flag, None when not given; a malformed value ends the command in one line."""
+    """The date of a day (or month) flag, None when not given; a malformed value ends the command in one
+    line."""
     from datetime import date
 
     value = getattr(args, flag)
@@ -227,14 +280,19 @@ def check_event_args(args: argparse.Namespace) -> EventPlan:
 
     default = Spans()
     spans = {}
-    for name, lo, hi, month in (("markets", "event_from", "event_to", False), ("weather", "event_from", "event_to", False),
-                                ("mid_cap_months", "midcap_from", "midcap_to", True),
-                                ("electricity", "load_from", "load_to", False)):
+    for name, lo, hi, month in (
+        ("markets", "event_from", "event_to", False),
+        ("weather", "event_from", "event_to", False),
+        ("mid_cap_months", "midcap_from", "midcap_to", True),
+        ("electricity", "load_from", "load_to", False),
+    ):
         a = _flag_date(args, lo, month) or getattr(default, name)[0]
         b = _flag_date(args, hi, month) or getattr(default, name)[1]
         if b < a:
-            raise SystemExit(f"leaf-live run: --{hi.replace('_', '-')} {getattr(args, hi) or b} is before "
-                             f"--{lo.replace('_', '-')} {getattr(args, lo) or a}")
+            raise SystemExit(
+                f"leaf-live run: --{hi.replace('_', '-')} {getattr(args, hi) or b} is before "
+                f"--{lo.replace('_', '-')} {getattr(args, lo) or a}"
+            )
         spans[name] = (a, b)
     try:
         plan_spans = Spans(**spans)
@@ -244,20 +302,27 @@ def check_event_args(args: argparse.Namespace) -> EventPlan:
     today = date.today()
     for table, (a, b) in source_days(plan_spans).items():
         if a < first or b > today:
-            raise SystemExit(f"leaf-live run: event spans need {table} for {a} .. {b}, outside the daily partitions "
-                             f"{first} .. {today}")
+            raise SystemExit(
+                f"leaf-live run: event spans need {table} for {a} .. {b}, outside the daily partitions "
+                f"{first} .. {today}"
+            )
     for flag in ("event_jobs", "event_boot_draws"):
         value = getattr(args, flag)
         if value is not None and value < 1:
-            raise SystemExit(f"leaf-live run: --{flag.replace('_', '-')} {value}: expected a positive integer")
+            raise SystemExit(
+                f"leaf-live run: --{flag.replace('_', '-')} {value}: expected a positive integer"
+            )
     for spec in args.tsfm:
         kind, _, model = spec.partition(":")
         if kind not in ("chronos", "timesfm") or not model:
-            raise SystemExit(f"leaf-live run: --tsfm {spec!r}: expected chronos:<path or hub name> or "
-                             "timesfm:<path or hub name>")
+            raise SystemExit(
+                f"leaf-live run: --tsfm {spec!r}: expected chronos:<path or hub name> or "
+                "timesfm:<path or hub name>"
+            )
     statistical = (*DEFAULT_STATISTICAL, "AutoARIMA") if args.event_arima else DEFAULT_STATISTICAL
-    return EventPlan(plan_spans, tuple(statistical), args.event_jobs or 1, tuple(args.tsfm),
-                     args.event_boot_draws or 2000)
+    return EventPlan(
+        plan_spans, tuple(statistical), args.event_jobs or 1, tuple(args.tsfm), args.event_boot_draws or 2000
+    )
 
 
 def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
@@ -320,25 +385,45 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
     defs = build_definitions(resources)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     s = plan.spans
-    print(f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
-          f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
-          f"{s.electricity[1]}, resolved questions of every date", flush=True)
+    print(
+        f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
+        f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
+        f"{s.electricity[1]}, resolved questions of every date",
+        flush=True,
+    )
     questions = register_questions(instance, resources["event_markets"])
     runs: list[tuple[str, str, dict, list[str] | None]] = []
     # the catalog first (every source asset reads it), in the questions run: nothing is older than its inputs
     if questions:
-        runs.append((f"{len(questions)} questions", event_questions_job.name,
-                     {"dagster/asset_partition_range_start": questions[0],
-                      "dagster/asset_partition_range_end": questions[-1]}, None))
+        runs.append(
+            (
+                f"{len(questions)} questions",
+                event_questions_job.name,
+                {
+                    "dagster/asset_partition_range_start": questions[0],
+                    "dagster/asset_partition_range_end": questions[-1],
+                },
+                None,
+            )
+        )
     else:
         runs.append(("the target catalog", event_questions_job.name, {}, ["leaf_targets"]))
     for (a, b), names in event_day_runs(s):
-        runs.append((f"days {a} .. {b}", event_days_job.name,
-                     {"dagster/asset_partition_range_start": a, "dagster/asset_partition_range_end": b}, names))
+        runs.append(
+            (
+                f"days {a} .. {b}",
+                event_days_job.name,
+                {"dagster/asset_partition_range_start": a, "dagster/asset_partition_range_end": b},
+                names,
+            )
+        )
     runs.append(("forecasts and scores", event_scores_job.name, {}, None))
-    ops = {"forecast_tasks": {"config": plan.span_config()},
-           "leaf_forecasts": {"config": {"statistical": list(plan.statistical), "n_jobs": plan.n_jobs,
-                                         "tsfm": list(plan.tsfm)}}}
+    ops = {
+        "forecast_tasks": {"config": plan.span_config()},
+        "leaf_forecasts": {
+            "config": {"statistical": list(plan.statistical), "n_jobs": plan.n_jobs, "tsfm": list(plan.tsfm)}
+        },
+    }
     n_checks = n_failed = 0
     for label, job_name, tags, names in runs:
         t1 = time.monotonic()
@@ -346,18 +431,26 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
         selected = set(names) if names is not None else keys
         result = job.execute_in_process(
-            run_config={**quiet, "ops": {k: v for k, v in ops.items() if k in selected}}, instance=instance,
-            tags=tags, raise_on_error=False,
-            asset_selection=[AssetKey(n) for n in names] if names is not None else None)
+            run_config={**quiet, "ops": {k: v for k, v in ops.items() if k in selected}},
+            instance=instance,
+            tags=tags,
+            raise_on_error=False,
+            asset_selection=[AssetKey(n) for n in names] if names is not None else None,
+        )
         evals = result.get_asset_check_evaluations()
         n_checks += len(evals)
         n_failed += sum(not e.passed for e in evals)
         if _run_failed(result):
             print(f"leaf-live run: event track FAILED in the {job_name} run of {label}", file=sys.stderr)
             return False
-        print(f"  {job_name}, {label}: {', '.join(sorted(selected))} ({time.monotonic() - t1:.1f} s)", flush=True)
-    print(f"event track finished in {time.monotonic() - t0:.1f} s; event asset checks: {n_checks - n_failed} passed, "
-          f"{n_failed} failed")
+        print(
+            f"  {job_name}, {label}: {', '.join(sorted(selected))} ({time.monotonic() - t1:.1f} s)",
+            flush=True,
+        )
+    print(
+        f"event track finished in {time.monotonic() - t0:.1f} s; event asset checks: {n_checks - n_failed}"
+        f" passed, {n_failed} failed"
+    )
     return True
 
 
@@ -371,22 +464,38 @@ def event_boards(db: str | Path, n_draws: int = 2000) -> str:
     con = storage.connect_read_only(db)
     try:
         scores = storage.read_table(con, "leaf_scores")
-        counts = con.execute("SELECT domain, horizon, count(*) FROM forecast_tasks WHERE task_kind = 'series' OR "
-                             "(domain = 'large_cap' AND horizon IN ('1d', '2d') AND task_kind = 'trend5') OR "
-                             "(domain = 'mid_cap' AND task_kind = 'trend5') GROUP BY ALL ORDER BY ALL").fetchall()
+        counts = con.execute(
+            "SELECT domain, horizon, count(*) FROM forecast_tasks WHERE task_kind = 'series' OR "
+            "(domain = 'large_cap' AND horizon IN ('1d', '2d') AND task_kind = 'trend5') OR "
+            "(domain = 'mid_cap' AND task_kind = 'trend5') GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
     finally:
         con.close()
     if scores.height == 0:
         return "Event track (LEAF): no scores yet"
-    lines = ["Event track (LEAF) tasks per domain and horizon (series tasks; mid caps and the large caps' 1/2-day "
-             "horizons: trend tasks), LEAF §4.1 in brackets:"]
-    lines.append("  " + "   ".join(f"{d} {h} {n}" + (f" [{catalog.PAPER_SAMPLE_COUNTS[(d, h)]}]"
-                                                    if (d, h) in catalog.PAPER_SAMPLE_COUNTS else "")
-                                   for d, h, n in counts))
-    board = scoring.leaderboard(scores.filter(pl.col("metric").is_in(list(EVENT_BOARD_METRICS))), n_draws=n_draws)
-    lines += ["", "Event track (LEAF) leaderboard: domain / task / horizon / metric; models ranked on the tasks they "
-              "all forecast; mean, 95% bootstrap interval (tasks resampled; events: questions), n tasks",
-              scoring.format_leaderboard(board)]
+    lines = [
+        "Event track (LEAF) tasks per domain and horizon (series tasks; mid caps and the large caps' 1/2-day "
+        "horizons: trend tasks), LEAF §4.1 in brackets:"
+    ]
+    lines.append(
+        "  "
+        + "   ".join(
+            f"{d} {h} {n}"
+            + (f" [{catalog.PAPER_SAMPLE_COUNTS[(d, h)]}]" if (d, h) in catalog.PAPER_SAMPLE_COUNTS else "")
+            for d, h, n in counts
+        )
+    )
+    board = scoring.leaderboard(
+        scores.filter(pl.col("metric").is_in(list(EVENT_BOARD_METRICS))), n_draws=n_draws
+    )
+    lines += [
+        "",
+        (
+            "Event track (LEAF) leaderboard: domain / task / horizon / metric; models ranked on the tasks"
+            " they all forecast; mean, 95% bootstrap interval (tasks resampled; events: questions), n tasks"
+        ),
+        scoring.format_leaderboard(board),
+    ]
     if scores.filter(pl.col("metric") == "brier").height:
         lines += ["", format_event_brier(scores, n_draws)]
     return "\n".join(lines)
@@ -394,26 +503,40 @@ def event_boards(db: str | Path, n_draws: int = 2000) -> str:
 
 def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
     """Brier of every event model per §4.1 cutoff (question-bootstrap interval, n questions) beside the
-    difficulty-adjusted Brier and Brier Index (ForecastBench two-way fixed effects, always-0.5 = 0.25 / 50)."""
+    difficulty-adjusted Brier and Brier Index (ForecastBench two-way fixed effects, always-0.5 = 0.25 / 50).
+    """
     from leaf_live.event import catalog, scoring
 
     raw = scoring.brier_by_cutoff(scores, n_draws=n_draws)
     adj = scoring.difficulty_adjusted_brier(scores, n_draws=EVENT_DAB_DRAWS)
     adj_by = {(r["model_id"], r["cutoff"]): r for r in adj.iter_rows(named=True)}
     order = [f"{round(f * 100)}%" for f in catalog.EVENT_CUTOFF_FRACTIONS] + ["avg"]
-    lines = ["Event questions: Brier per cutoff (share of the time to resolution left, LEAF §4.1); 95% intervals "
-             "resample questions; 'avg' = mean over questions of their mean over cutoffs, its adjusted columns pool "
-             f"every (question, cutoff); adjusted = ForecastBench difficulty adjustment ({EVENT_DAB_DRAWS} draws)",
-             f"  {'cutoff':6} {'model':22} {'brier':>7} {'95% interval':>18} {'n':>5}   {'adj. brier':>10} "
-             f"{'95% interval':>18}   {'index':>6} {'95% interval':>14}"]
+    lines = [
+        (
+            "Event questions: Brier per cutoff (share of the time to resolution left, LEAF §4.1); 95%"
+            " intervals resample questions; 'avg' = mean over questions of their mean over cutoffs, its"
+            " adjusted columns pool every (question, cutoff); adjusted = ForecastBench difficulty adjustment"
+            f" ({EVENT_DAB_DRAWS} draws)"
+        ),
+        (
+            f"  {'cutoff':6} {'model':22} {'brier':>7} {'95% interval':>18} {'n':>5}   {'adj. brier':>10} "
+            f"{'95% interval':>18}   {'index':>6} {'95% interval':>14}"
+        ),
+    ]
     for cut in order:
         g = raw.filter(pl.col("cutoff") == cut).sort("brier")
         for r in g.iter_rows(named=True):
             a = adj_by.get((r["model_id"], "all" if cut == "avg" else cut))
-            adj_txt = (f"{a['adj_brier']:10.4f} [{a['adj_ci_lo']:.4f}, {a['adj_ci_hi']:.4f}]   {a['brier_index']:6.1f} "
-                       f"[{a['index_ci_lo']:.1f}, {a['index_ci_hi']:.1f}]") if a else ""
-            lines.append(f"  {cut:6} {r['model_id']:22} {r['brier']:7.4f} [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}] "
-                         f"{r['n']:5d}   {adj_txt}")
+            adj_txt = (
+                f"{a['adj_brier']:10.4f} [{a['adj_ci_lo']:.4f}, {a['adj_ci_hi']:.4f}]  "
+                f" {a['brier_index']:6.1f} [{a['index_ci_lo']:.1f}, {a['index_ci_hi']:.1f}]"
+                if a
+                else ""
+            )
+            lines.append(
+                f"  {cut:6} {r['model_id']:22} {r['brier']:7.4f} [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}] "
+                f"{r['n']:5d}   {adj_txt}"
+            )
     return "\n".join(lines)
 
 
@@ -425,10 +548,10 @@ _PROCESS_START = time.monotonic()
 
 
 def execute_with_progress(job, clock, **kwargs):
-    """``job.execute_in_process(**kwargs, raise_on_error=False)`` with its progress on stderr and every step timed
-    on ``clock`` (:class:`leaf_live.run_progress.RunProgress`): 'plan run' until the run starts, each asset step
-    by name, asset-check steps together. stdout is hidden during the run (dagster-dbt echoes dbt's log there; it
-    stays in the run's compute logs). Returns the execution result."""
+    """``job.execute_in_process(**kwargs, raise_on_error=False)`` with its progress on stderr and every step
+    timed on ``clock`` (:class:`leaf_live.run_progress.RunProgress`): 'plan run' until the run starts, each
+    asset step by name, asset-check steps together. stdout is hidden during the run (dagster-dbt echoes dbt's
+    log there; it stays in the run's compute logs). Returns the execution result."""
     from dagster import DagsterEventType
     from dagster._core.utils import make_new_run_id
 
@@ -441,7 +564,10 @@ def execute_with_progress(job, clock, **kwargs):
         if ev is None:
             return
         kind, step = ev.event_type, ev.step_key
-        if kind in (DagsterEventType.ASSET_MATERIALIZATION_PLANNED, DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED):
+        if kind in (
+            DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+        ):
             planned.add(step)
         elif kind == DagsterEventType.RUN_START:
             clock.total_steps = len(planned)  # the steps this run executes
@@ -451,8 +577,9 @@ def execute_with_progress(job, clock, **kwargs):
         elif kind == DagsterEventType.ASSET_MATERIALIZATION:
             materialized.add(step)
         elif kind in (DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
-            clock.stage_finished(step, failed=kind == DagsterEventType.STEP_FAILURE, check=step not in materialized,
-                                 step=True)
+            clock.stage_finished(
+                step, failed=kind == DagsterEventType.STEP_FAILURE, check=step not in materialized, step=True
+            )
 
     instance = kwargs["instance"]
     instance.add_event_listener(run_id, on_event)
@@ -462,17 +589,31 @@ def execute_with_progress(job, clock, **kwargs):
 
 
 def stage_summary(clock) -> str:
-    """Where the minutes went: wall and CPU time per stage since the command started (Python start-up and imports
-    before it included in the total)."""
+    """Where the minutes went: wall and CPU time per stage since the command started (Python start-up and
+    imports before it included in the total)."""
     from leaf_live.run_progress import cpu_seconds, stage_table
 
     wall = time.monotonic() - _PROCESS_START
-    return f"time per stage (CPU includes worker processes):\n{stage_table(clock.stages, total_wall=wall, total_cpu=cpu_seconds())}"
+    return (
+        "time per stage (CPU includes worker"
+        f" processes):\n{stage_table(clock.stages, total_wall=wall, total_cpu=cpu_seconds())}"
+    )
 
 
-ANALYSIS_TABLES = ("post_release_recovery", "post_release_paths", "copying_convergence", "copying_gap_bins",
-                   "copying_comovement", "copying_event_time", "rationale_audit", "rationale_calculations",
-                   "citation_domains", "cross_model_errors", "nowcast_path_summaries", "revision_attributions")
+ANALYSIS_TABLES = (
+    "post_release_recovery",
+    "post_release_paths",
+    "copying_convergence",
+    "copying_gap_bins",
+    "copying_comovement",
+    "copying_event_time",
+    "rationale_audit",
+    "rationale_calculations",
+    "citation_domains",
+    "cross_model_errors",
+    "nowcast_path_summaries",
+    "revision_attributions",
+)
 
 
 def analysis_report(db: str | Path) -> str:
@@ -483,10 +624,23 @@ def analysis_report(db: str | Path) -> str:
     con = storage.connect_read_only(db)
     try:
         present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        tables = {t: storage.read_table(con, t) if t in present else storage.empty_frame(t) for t in ANALYSIS_TABLES}
-        agents = [r[0] for r in con.execute("SELECT DISTINCT model_id FROM nowcasts ORDER BY 1").fetchall()
-                  if is_agent(r[0])] if "nowcasts" in present else []
-        releases = storage.read_table(con, "releases", "release_at >= '2025-11-01'") if "releases" in present else None
+        tables = {
+            t: storage.read_table(con, t) if t in present else storage.empty_frame(t) for t in ANALYSIS_TABLES
+        }
+        agents = (
+            [
+                r[0]
+                for r in con.execute("SELECT DISTINCT model_id FROM nowcasts ORDER BY 1").fetchall()
+                if is_agent(r[0])
+            ]
+            if "nowcasts" in present
+            else []
+        )
+        releases = (
+            storage.read_table(con, "releases", "release_at >= '2025-11-01'")
+            if "releases" in present
+            else None
+        )
     finally:
         con.close()
     return render_report(tables, models_in_store=agents, releases=releases)
@@ -512,8 +666,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def leaderboards(db: str | Path) -> str:
-    """The backtest and live-window leaderboards (``leaf_live.macro.scoring.leaderboard``) read from the scoring
-    tables through a read-only connection."""
+    """The backtest and live-window leaderboards (``leaf_live.macro.scoring.leaderboard``) read from the
+    scoring tables through a read-only connection."""
     from leaf_live.macro.scoring.leaderboard import render_leaderboards
 
     con = storage.connect_read_only(db)
@@ -523,12 +677,17 @@ def leaderboards(db: str | Path) -> str:
             return "no scores yet"
         scores = storage.read_table(con, "livemacro_scores")
         decomps = storage.read_table(
-            con, "score_decompositions",
-            "decomposition IN ('shapley', 'relative_error', 'event_coverage', 'paired_bootstrap')")
+            con,
+            "score_decompositions",
+            "decomposition IN ('shapley', 'relative_error', 'event_coverage', 'paired_bootstrap')",
+        )
         betting = storage.read_table(con, "livebetting_scores", "segment = 'total'")
-        fits = pl.from_arrow(con.sql(
-            "SELECT f.fit_name, b.* EXCLUDE (cov_row, cv_grid, cv_scores) FROM market_beta_fits f "
-            "JOIN market_betas b ON b.fit_id = f.fit_id AND b.position = 0").to_arrow_table())
+        fits = pl.from_arrow(
+            con.sql(
+                "SELECT f.fit_name, b.* EXCLUDE (cov_row, cv_grid, cv_scores) FROM market_beta_fits f "
+                "JOIN market_betas b ON b.fit_id = f.fit_id AND b.position = 0"
+            ).to_arrow_table()
+        )
     finally:
         con.close()
     return render_leaderboards(scores, decomps, betting, fits)
@@ -542,8 +701,16 @@ def summary(db: str | Path) -> str:
         for name, n in storage.table_summary(con):
             cols = storage.get_table(name).column_names
             span = ""
-            for col in ("release_at", "issued_at", "reference_period", "session_date", "ts", "interval_start", "cutoff",
-                        "observed_at"):
+            for col in (
+                "release_at",
+                "issued_at",
+                "reference_period",
+                "session_date",
+                "ts",
+                "interval_start",
+                "cutoff",
+                "observed_at",
+            ):
                 if col in cols and n:
                     lo, hi = con.execute(f'SELECT min("{col}"), max("{col}") FROM "{name}"').fetchone()
                     span = f"{col} {lo:%Y-%m-%d} .. {hi:%Y-%m-%d}"
@@ -572,7 +739,9 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="leaf-live", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="leaf-live", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="materialize the main job for every release month the sources cover")
     r.add_argument("--snapshot", help="snapshot directory (default LEAF_LIVE_SNAPSHOT or ../shared/data)")
@@ -582,14 +751,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"leaf-live: {exc}", file=sys.stderr)
         return 1
     r.add_argument("--db", help=f"DuckDB file (default LEAF_LIVE_DB or {default_db})")
-    r.add_argument("--start", help="first release month YYYY-MM (default: first month in the sources, >= 2010-01)")
+    r.add_argument(
+        "--start", help="first release month YYYY-MM (default: first month in the sources, >= 2010-01)"
+    )
     r.add_argument("--end", help="last release month YYYY-MM (default: last month in the sources)")
     r.add_argument("--fit-cutoff", help="last release month of the backtest beta fit (default 2017-12)")
     r.add_argument("--backtest-start", help="first release month the backtest scores (default 2018-01)")
     r.add_argument("--backtest-end", help="last release month the backtest scores (default 2025-10)")
     r.add_argument("--boot-draws", type=int, help="parametric/paired bootstrap draws (default 10000)")
-    r.add_argument("--arima-from", help="first release month that gets auto-ARIMA nowcasts (default: the backtest "
-                   "start; each distinct history costs a 52-order AIC grid)")
+    r.add_argument(
+        "--arima-from",
+        help=(
+            "first release month that gets auto-ARIMA nowcasts (default: the backtest "
+            "start; each distinct history costs a 52-order AIC grid)"
+        ),
+    )
     r.add_argument("--arima-to", help="last release month that gets auto-ARIMA nowcasts (default: no bound)")
     add_event_arguments(r)
     r.set_defaults(func=cmd_run)
@@ -605,10 +781,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except SubmissionError as exc:  # every rejected row on its own line; nothing stored
-        print("\n".join(f"leaf-live {args.cmd}: {line}" if k == 0 else f"  {line}" for k, line in enumerate(exc.lines())),
-              file=sys.stderr)
+        print(
+            "\n".join(
+                f"leaf-live {args.cmd}: {line}" if k == 0 else f"  {line}"
+                for k, line in enumerate(exc.lines())
+            ),
+            file=sys.stderr,
+        )
         return 1
-    except (CommandError, storage.StorageError, SettingsError) as exc:  # a bad flag, path, file or state: one line
+    except (
+        CommandError,
+        storage.StorageError,
+        SettingsError,
+    ) as exc:  # a bad flag, path, file or state: one line
         print(f"leaf-live {args.cmd}: {exc}", file=sys.stderr)
         return 1
 

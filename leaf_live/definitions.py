@@ -30,7 +30,13 @@ from assets.event_tasks import EVENT_TASK_ASSETS, EVENT_TASK_CHECKS
 from assets.macro_analyses import MACRO_ANALYSIS_ASSETS, MACRO_ANALYSIS_CHECKS
 from assets.macro_checks import MACRO_CHECKS
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS, MACRO_NOWCAST_CHECKS, nowcast_windows
-from assets.macro_releases import MACRO_RELEASE_ASSETS, MACRO_RELEASE_CHECKS, announcement_returns, release_calendar, releases
+from assets.macro_releases import (
+    MACRO_RELEASE_ASSETS,
+    MACRO_RELEASE_CHECKS,
+    announcement_returns,
+    release_calendar,
+    releases,
+)
 from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
 from assets.reports import build_report_assets
 from leaf_live.core.settings import Settings, SettingsError, get_settings
@@ -38,25 +44,50 @@ from resources import default_resources
 from resources.dbt import dbt_resource
 from sensors import living_service
 
-_TRACK_ASSETS = [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *MACRO_ANALYSIS_ASSETS, *DBT_ASSETS]
-_EVENT_TRACK_ASSETS = [*EVENT_DATA_ASSETS, *EVENT_TASK_ASSETS, *EVENT_SCORING_ASSETS, *EVENT_AGENT_ASSETS,
-                       *EVENT_ANALYSIS_ASSETS]
-# The report figures and the site follow every asset (both tracks) that writes a table they read (assets/reports.py).
+_TRACK_ASSETS = [
+    *MACRO_RELEASE_ASSETS,
+    *MACRO_NOWCAST_ASSETS,
+    *MACRO_SCORING_ASSETS,
+    *MACRO_ANALYSIS_ASSETS,
+    *DBT_ASSETS,
+]
+_EVENT_TRACK_ASSETS = [
+    *EVENT_DATA_ASSETS,
+    *EVENT_TASK_ASSETS,
+    *EVENT_SCORING_ASSETS,
+    *EVENT_AGENT_ASSETS,
+    *EVENT_ANALYSIS_ASSETS,
+]
+# The report figures and the site follow every asset (both tracks) that writes a table they read
+# (assets/reports.py).
 REPORT_ASSETS = build_report_assets([*_TRACK_ASSETS, *_EVENT_TRACK_ASSETS])
 # in_duckdb_pool: every asset and check that opens the DuckDB file (db or dbt resource) runs in the pool of 1.
 MACRO_ASSETS = in_duckdb_pool([*_TRACK_ASSETS, *REPORT_ASSETS])
 EVENT_ASSETS = in_duckdb_pool(_EVENT_TRACK_ASSETS)
-EVENT_CHECKS = in_duckdb_pool([*EVENT_DATA_CHECKS, *EVENT_TASK_CHECKS, *EVENT_SCORING_CHECKS, *EVENT_AGENT_CHECKS])
+EVENT_CHECKS = in_duckdb_pool(
+    [*EVENT_DATA_CHECKS, *EVENT_TASK_CHECKS, *EVENT_SCORING_CHECKS, *EVENT_AGENT_CHECKS]
+)
 ALL_ASSETS = [*MACRO_ASSETS, *EVENT_ASSETS]
 # Every check is blocking: a failure stops what is downstream of its asset in the same run.
-ALL_CHECKS = [*in_duckdb_pool(
-    [*MACRO_RELEASE_CHECKS, *MACRO_NOWCAST_CHECKS, *MACRO_SCORING_CHECKS, *MACRO_ANALYSIS_CHECKS, *MACRO_CHECKS]),
-    *EVENT_CHECKS]
-# Assets the main job materializes: the macro track from recorded or public data, then the dbt marts, the report
-# figures and the site (LLM calls run on their own hourly schedule). The event track's assets have daily and
-# per-question partitions, which one run cannot mix with release months: `leaf-live run` executes its three jobs
-# (sensors/event.py) first, so the figures and the site read both tracks' tables.
-MAIN_ASSETS = [a for a in MACRO_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}]  # multi-assets have several keys
+ALL_CHECKS = [
+    *in_duckdb_pool(
+        [
+            *MACRO_RELEASE_CHECKS,
+            *MACRO_NOWCAST_CHECKS,
+            *MACRO_SCORING_CHECKS,
+            *MACRO_ANALYSIS_CHECKS,
+            *MACRO_CHECKS,
+        ]
+    ),
+    *EVENT_CHECKS,
+]
+# Assets the main job materializes: the macro track from recorded or public data, then the dbt marts, the
+# report figures and the site (LLM calls run on their own hourly schedule). The event track's assets have
+# daily and per-question partitions, which one run cannot mix with release months: `leaf-live run` executes
+# its three jobs (sensors/event.py) first, so the figures and the site read both tracks' tables.
+MAIN_ASSETS = [
+    a for a in MACRO_ASSETS if "llm_nowcasts" not in {k.to_user_string() for k in a.keys}
+]  # multi-assets have several keys
 
 MAIN_JOB = "leaf_live_main"
 main_job = define_asset_job(
@@ -71,9 +102,11 @@ main_job = define_asset_job(
 release_months_job = define_asset_job(
     "macro_release_months",
     selection=AssetSelection.assets(release_calendar, releases, announcement_returns, nowcast_windows),
-    description="Release calendar, first releases, announcement-window returns and nowcast windows for a span "
-    "of release months (tags dagster/asset_partition_range_start/end), with their checks. Needs "
-    "indicator_catalog materialized (the main job does; the guardrail check reads it).",
+    description=(
+        "Release calendar, first releases, announcement-window returns and nowcast windows for a span "
+        "of release months (tags dagster/asset_partition_range_start/end), with their checks. Needs "
+        "indicator_catalog materialized (the main job does; the guardrail check reads it)."
+    ),
 )
 
 

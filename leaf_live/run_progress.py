@@ -1,10 +1,10 @@
-"""What ``leaf-live run`` shows while it works and where the time went: a progress display on stderr (rich bars
-with counts and ETA on a terminal, plain lines otherwise) fed by the run's step events and by the progress tasks of
-the steps (:mod:`leaf_live.core.progress`), and the wall and CPU time of every stage.
+"""What ``leaf-live run`` shows while it works and where the time went: a progress display on stderr (rich
+bars with counts and ETA on a terminal, plain lines otherwise) fed by the run's step events and by the
+progress tasks of the steps (:mod:`leaf_live.core.progress`), and the wall and CPU time of every stage.
 
 No Dagster import: :mod:`leaf_live.cli` translates the run's events into :meth:`RunProgress.stage_started` /
-:meth:`RunProgress.stage_finished` calls. CPU time counts this process and its waited-for children (the auto-ARIMA
-pool, dbt), from :func:`os.times`.
+:meth:`RunProgress.stage_finished` calls. CPU time counts this process and its waited-for children (the
+auto-ARIMA pool, dbt), from :func:`os.times`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def cpu_seconds() -> float:
 @dataclass
 class Stage:
     """One stage of a run: ``name``, wall seconds, CPU seconds (process + children), how many steps it
-    groups (asset checks are one stage per run), and ``peak_mib``: this process's peak resident memory (MiB) when
-    the stage ended, so the stage where it rises is the one that set it."""
+    groups (asset checks are one stage per run), and ``peak_mib``: this process's peak resident memory (MiB)
+    when the stage ended, so the stage where it rises is the one that set it."""
 
     name: str
     wall: float = 0.0
@@ -57,12 +57,21 @@ class RunProgress:
     """Progress display and stage clock of one ``leaf-live run``.
 
     ``total_steps``: steps the run will execute (for the overall bar). ``stream``: where the display goes
-    (default stderr; stdout is hidden during the run so dbt's echo stays out of the summary). ``live``: rich bars
-    (default: when ``stream`` is a terminal), else one plain line per finished stage of at least ``min_line_s``
-    seconds, and per quarter and at the end of a progress task once it has run ``min_task_s`` seconds. Use as a context manager; :attr:`stages` holds the timings."""
+    (default stderr; stdout is hidden during the run so dbt's echo stays out of the summary). ``live``: rich
+    bars (default: when ``stream`` is a terminal), else one plain line per finished stage of at least
+    ``min_line_s`` seconds, and per quarter and at the end of a progress task once it has run ``min_task_s``
+    seconds. Use as a context manager; :attr:`stages` holds the timings.
+    """
 
-    def __init__(self, total_steps: int = 0, *, stream: TextIO | None = None, live: bool | None = None,
-                 min_line_s: float = 1.0, min_task_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        total_steps: int = 0,
+        *,
+        stream: TextIO | None = None,
+        live: bool | None = None,
+        min_line_s: float = 1.0,
+        min_task_s: float = 5.0,
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total_steps = total_steps
@@ -83,13 +92,29 @@ class RunProgress:
     def __enter__(self) -> RunProgress:
         if self.live:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
-                TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                console=Console(file=self.stream), transient=False, refresh_per_second=4)
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[unit]}"),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=False,
+                refresh_per_second=4,
+            )
             self._progress.start()
             self._overall = self._progress.add_task("steps", total=self.total_steps or None, unit="steps")
         self._unsubscribe = progress.subscribe(self._on_task)
@@ -109,10 +134,13 @@ class RunProgress:
         if self._progress is not None:
             from rich.markup import escape  # a name in [brackets] would read as a style tag
 
-            self._progress.update(self._overall, description=escape(f"steps: {name}"), total=self.total_steps or None)
+            self._progress.update(
+                self._overall, description=escape(f"steps: {name}"), total=self.total_steps or None
+            )
 
-    def stage_finished(self, name: str, *, failed: bool = False, check: bool = False, step: bool = False
-                       ) -> Stage | None:
+    def stage_finished(
+        self, name: str, *, failed: bool = False, check: bool = False, step: bool = False
+    ) -> Stage | None:
         """The stage ``name`` ended; records its wall and CPU time (asset checks add up into one stage).
         ``step``: it is one of the run's steps (counted on the overall bar)."""
         with self._lock:
@@ -151,8 +179,9 @@ class RunProgress:
             if event == "start":
                 from rich.markup import escape
 
-                self._bars[key] = self._progress.add_task(escape(f"  {task.name}"), total=task.total or None,
-                                                          unit=task.unit)
+                self._bars[key] = self._progress.add_task(
+                    escape(f"  {task.name}"), total=task.total or None, unit=task.unit
+                )
             bar = self._bars.get(key)
             if bar is not None:
                 self._progress.update(bar, completed=task.done)
@@ -167,14 +196,18 @@ class RunProgress:
             q = min(3, 4 * task.done // task.total)
             if q > self._marks.get(key, 0):
                 self._marks[key] = q
-                self._line(f"  {task.name}: {task.done}/{task.total} {task.unit}, {_fmt_s(task.elapsed)}, "
-                           f"ETA {_fmt_s(task.eta())}")
+                self._line(
+                    f"  {task.name}: {task.done}/{task.total} {task.unit}, {_fmt_s(task.elapsed)}, "
+                    f"ETA {_fmt_s(task.eta())}"
+                )
         elif event == "end":
             if self._marks.pop(key, None) is not None and task.elapsed >= self.min_task_s:
                 self._line(f"  {task.name}: {task.done}/{task.total} {task.unit} in {task.elapsed:.1f} s")
 
 
-def stage_table(stages: list[Stage], *, total_wall: float | None = None, total_cpu: float | None = None) -> str:
+def stage_table(
+    stages: list[Stage], *, total_wall: float | None = None, total_cpu: float | None = None
+) -> str:
     """The wall and CPU seconds of each stage (in run order) and their total, as aligned text; the stages'
     share of the wall time and the process's peak memory at each stage's end are shown too."""
     wall = total_wall if total_wall is not None else sum(s.wall for s in stages)

@@ -1,18 +1,18 @@
-"""Dagster resources (wiring only; science is in leaf_live/): the DuckDB store, the LLM call path and one client
-resource per source (snapshot | live, chosen in :func:`default_resources`)."""
+"""Dagster resources (wiring only; science is in leaf_live/): the DuckDB store, the LLM call path and one
+client resource per source (snapshot | live, chosen in :func:`default_resources`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 from dagster_duckdb import DuckDBResource
 
-import leaf_live.macro  # noqa: F401  (registers the macro tables first: the registry's order is the README's)
 import leaf_live.event  # noqa: F401  (registers the event tables)
+import leaf_live.macro  # noqa: F401  (registers the macro tables first: the registry's order is the README's)
 from leaf_live.core import storage
 from leaf_live.core.settings import Settings, get_settings
 from resources.clock import ClockResource, clock_resource
@@ -57,10 +57,10 @@ def default_resources(
     db: str | Path | None = None, snapshot: str | Path | None = None, *, settings: Settings | None = None
 ) -> dict:
     """Every resource, from the settings (``leaf_live.core.settings.get_settings``): the DuckDB file
-    (``LEAF_LIVE_DB`` or ``db``), the LLM resource (``LEAF_LIVE_LLM_*`` as ``EnvVar``s), the clock of the sensors
-    and schedules (``LEAF_LIVE_CLOCK``; the snapshot sources replay the recording at it) and the source clients,
-    snapshot or live by ``LEAF_LIVE_TRANSPORT``. Passing ``snapshot`` selects the snapshot clients on that
-    directory."""
+    (``LEAF_LIVE_DB`` or ``db``), the LLM resource (``LEAF_LIVE_LLM_*`` as ``EnvVar``s), the clock of the
+    sensors and schedules (``LEAF_LIVE_CLOCK``; the snapshot sources replay the recording at it) and the
+    source clients, snapshot or live by ``LEAF_LIVE_TRANSPORT``. Passing ``snapshot`` selects the snapshot
+    clients on that directory."""
     s = settings or get_settings()
     if snapshot is not None:
         s = replace(s, snapshot_dir=Path(snapshot), transport="snapshot")
@@ -74,8 +74,23 @@ def default_resources(
 
 __all__ = [
     "ClockResource",
-    "DailyPricesResource", "EventMarketsResource", "EventSearchResource", "RecordedEventsResource", "GridLoadResource", "WeatherResource",
-    "FedNowcastsResource", "FredMdResource", "FredResource", "LLMResource", "LeafLiveDB", "PredictionMarketsResource",
-    "RealTimeGdpResource", "RecordedNowcastsResource", "ReleaseCalendarResource", "SourceResource", "WindowPricesResource",
-    "default_resources", "source_resources",
+    "DailyPricesResource",
+    "EventMarketsResource",
+    "EventSearchResource",
+    "RecordedEventsResource",
+    "GridLoadResource",
+    "WeatherResource",
+    "FedNowcastsResource",
+    "FredMdResource",
+    "FredResource",
+    "LLMResource",
+    "LeafLiveDB",
+    "PredictionMarketsResource",
+    "RealTimeGdpResource",
+    "RecordedNowcastsResource",
+    "ReleaseCalendarResource",
+    "SourceResource",
+    "WindowPricesResource",
+    "default_resources",
+    "source_resources",
 ]

@@ -73,6 +73,8 @@ def prepare_dbt_project(project: DbtProject = DBT_PROJECT) -> Path:
         if not (project.manifest_path.exists() and stamp.exists() and stamp.read_text() == fp):
             stamp.unlink(missing_ok=True)
             dbt = LeafLiveDbt(project_dir=project, dbt_executable=str(Path(sys.executable).parent / "dbt"))
-            dbt.cli(["parse", "--quiet", "--vars", json.dumps(PARSE_VARS)], target_path=project.target_path).wait()
+            dbt.cli(
+                ["parse", "--quiet", "--vars", json.dumps(PARSE_VARS)], target_path=project.target_path
+            ).wait()
             stamp.write_text(fp)
     return project.manifest_path

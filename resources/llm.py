@@ -1,10 +1,10 @@
-"""The LLM resource: the configured models and call-path limits (Dagster ``EnvVar``s of the ``LEAF_LIVE_LLM_*``
-settings) and the ONE client and rate limiter of a run, shared by every model call of that run.
-Provider API keys stay in the environment (litellm reads them at call time); nothing here stores them."""
+"""The LLM resource: the configured models and call-path limits (Dagster ``EnvVar``s of the
+``LEAF_LIVE_LLM_*`` settings) and the ONE client and rate limiter of a run, shared by every model call of that
+run. Provider API keys stay in the environment (litellm reads them at call time); nothing here stores them."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr
@@ -17,22 +17,36 @@ FIELD_VARIABLES = {name.removeprefix("LEAF_LIVE_LLM_").lower(): name for name in
 
 
 class LLMResource(ConfigurableResource):
-    """``LEAF_LIVE_LLM_*`` as text (``None`` = the default), parsed by :func:`leaf_live.core.llm.load_llm_config`.
+    """``LEAF_LIVE_LLM_*`` as text (``None`` = the default), parsed by
+    :func:`leaf_live.core.llm.load_llm_config`.
     :meth:`client` is the run's one :class:`~leaf_live.core.llm.LLMClient` (created at run start)."""
 
-    models: Optional[str] = Field(default=None, description="comma list of provider/model@design (LEAF_LIVE_LLM_MODELS)")
-    api_base: Optional[str] = Field(default=None, description="base URL override (LEAF_LIVE_LLM_API_BASE)")
-    rpm: Optional[str] = Field(default=None, description="requests per minute per model (LEAF_LIVE_LLM_RPM, 60)")
-    concurrency: Optional[str] = Field(default=None, description="calls in flight (LEAF_LIVE_LLM_CONCURRENCY, 8)")
-    timeout_s: Optional[str] = Field(default=None, description="per-attempt timeout, s (LEAF_LIVE_LLM_TIMEOUT_S, 300)")
-    max_attempts: Optional[str] = Field(default=None, description="attempts per call (LEAF_LIVE_LLM_MAX_ATTEMPTS, 5)")
-    max_tokens: Optional[str] = Field(default=None, description="output tokens per call (LEAF_LIVE_LLM_MAX_TOKENS, 8192)")
-    web_search: Optional[str] = Field(default=None, description="1/0: provider web search (LEAF_LIVE_LLM_WEB_SEARCH, 1)")
+    models: str | None = Field(
+        default=None, description="comma list of provider/model@design (LEAF_LIVE_LLM_MODELS)"
+    )
+    api_base: str | None = Field(default=None, description="base URL override (LEAF_LIVE_LLM_API_BASE)")
+    rpm: str | None = Field(default=None, description="requests per minute per model (LEAF_LIVE_LLM_RPM, 60)")
+    concurrency: str | None = Field(
+        default=None, description="calls in flight (LEAF_LIVE_LLM_CONCURRENCY, 8)"
+    )
+    timeout_s: str | None = Field(
+        default=None, description="per-attempt timeout, s (LEAF_LIVE_LLM_TIMEOUT_S, 300)"
+    )
+    max_attempts: str | None = Field(
+        default=None, description="attempts per call (LEAF_LIVE_LLM_MAX_ATTEMPTS, 5)"
+    )
+    max_tokens: str | None = Field(
+        default=None, description="output tokens per call (LEAF_LIVE_LLM_MAX_TOKENS, 8192)"
+    )
+    web_search: str | None = Field(
+        default=None, description="1/0: provider web search (LEAF_LIVE_LLM_WEB_SEARCH, 1)"
+    )
 
     _client: Any = PrivateAttr(default=None)
 
     def config(self) -> LLMConfig:
-        """The parsed configuration; raises :class:`~leaf_live.core.settings.SettingsError` naming the variable."""
+        """The parsed configuration; raises :class:`~leaf_live.core.settings.SettingsError` naming the
+        variable."""
         values = {var: getattr(self, f) for f, var in FIELD_VARIABLES.items() if getattr(self, f) is not None}
         return load_llm_config(values)
 

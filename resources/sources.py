@@ -3,30 +3,29 @@
 
 Both tracks use the same pattern (see ``leaf_live.core.sources``): the science module of a source defines a
 client interface with a ``<Source>Snapshot`` and a ``<Source>Live`` implementation; here each implementation
-gets a :class:`SourceResource` subclass whose fields are its configuration and whose :meth:`~SourceResource.build`
-constructs the client; :data:`SOURCES` maps the resource key to ``(snapshot, live)`` builders from
+gets a :class:`SourceResource` subclass whose fields are its configuration and whose
+:meth:`~SourceResource.build` constructs the client; :data:`SOURCES` maps the resource key to ``(snapshot,
+live)`` builders from
 :class:`~leaf_live.core.settings.Settings`. An asset declares the key with the interface's resource base
 class and calls ``.client()``; it never sees a transport name.
 
 Adding a source: write its snapshot and live clients next to its parser (e.g. the event track's
 ``SnapshotDailyPrices`` / ``LiveDailyPrices`` in ``leaf_live/event/sources/markets.py``), add ``class
-<Source>Resource(SourceResource)`` with two subclasses here (fields = constructor arguments; ``build`` returns the
-client), and one entry in :data:`SOURCES`. The event track's sources are the last six entries.
+<Source>Resource(SourceResource)`` with two subclasses here (fields = constructor arguments; ``build`` returns
+the client), and one entry in :data:`SOURCES`. The event track's sources are the last six entries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field, PrivateAttr
 
 from leaf_live.core.settings import Settings, parse_clock
-from leaf_live.macro.sources import (
-    fed_nowcasts, fred, fred_md, futures, polymarket, realtime_gdp, recorded_nowcasts, releases,
-)
+from leaf_live.event.docstore import DocumentStore  # noqa: E402
 
 # after the macro sources: importing a track registers its tables, macro first (the README's order)
 from leaf_live.event.sources import electricity as event_load  # noqa: E402
@@ -34,7 +33,16 @@ from leaf_live.event.sources import markets as event_prices  # noqa: E402
 from leaf_live.event.sources import prediction_markets as event_markets  # noqa: E402
 from leaf_live.event.sources import recorded_events  # noqa: E402
 from leaf_live.event.sources import weather as event_weather  # noqa: E402
-from leaf_live.event.docstore import DocumentStore  # noqa: E402
+from leaf_live.macro.sources import (
+    fed_nowcasts,
+    fred,
+    fred_md,
+    futures,
+    polymarket,
+    realtime_gdp,
+    recorded_nowcasts,
+    releases,
+)
 
 
 class SourceResource(ConfigurableResource):
@@ -52,7 +60,7 @@ class SourceResource(ConfigurableResource):
         return self._client
 
 
-def _path(value: Optional[str]) -> str:
+def _path(value: str | None) -> str:
     if not value:
         raise ValueError("this source reads recorded files: set snapshot_dir (LEAF_LIVE_SNAPSHOT)")
     return value
@@ -60,8 +68,10 @@ def _path(value: Optional[str]) -> str:
 
 # --- release calendar ---------------------------------------------------------------------------
 
-_CALENDAR_SOURCES = Field(default=list(releases.DEFAULT_SOURCES),
-                          description="calendar sources to load (add 'forexfactory' for the second consensus source)")
+_CALENDAR_SOURCES = Field(
+    default=list(releases.DEFAULT_SOURCES),
+    description="calendar sources to load (add 'forexfactory' for the second consensus source)",
+)
 
 
 class ReleaseCalendarResource(SourceResource):
@@ -71,29 +81,51 @@ class ReleaseCalendarResource(SourceResource):
 
 
 class ReleaseCalendarSnapshotResource(ReleaseCalendarResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
-    calendar_file: Optional[str] = Field(default=None, description="calendar export (path or URL) replacing the "
-                                         "recorded live-window file")
-    known_at: Optional[str] = Field(default=None, description="replay the recording as known at this instant "
-                                    "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later actuals are not released yet")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
+    calendar_file: str | None = Field(
+        default=None, description="calendar export (path or URL) replacing the recorded live-window file"
+    )
+    known_at: str | None = Field(
+        default=None,
+        description=(
+            "replay the recording as known at this instant "
+            "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later actuals are not released yet"
+        ),
+    )
 
     def build(self) -> releases.ReleaseCalendarSnapshot:
-        return releases.ReleaseCalendarSnapshot(_path(self.snapshot_dir), sources=self.calendar_sources,
-                                                calendar_file=self.calendar_file,
-                                                known_at=parse_clock(self.known_at, name="calendar.known_at"))
+        return releases.ReleaseCalendarSnapshot(
+            _path(self.snapshot_dir),
+            sources=self.calendar_sources,
+            calendar_file=self.calendar_file,
+            known_at=parse_clock(self.known_at, name="calendar.known_at"),
+        )
 
 
 class ReleaseCalendarLiveResource(ReleaseCalendarResource):
-    calendar_file: Optional[str] = Field(default=None, description="calendar export, path or URL, in the "
-                                         "LiveMacroEval field_releases format (consensus has no free live API)")
-    archive_dir: Optional[str] = Field(default=None, description="directory holding the archive calendars "
-                                       "(LiveMacroEval panel, ForexFactory)")
-    archive_url: Optional[str] = Field(default=None, description="base URL serving the archive calendars in the "
-                                       "snapshot layout (instead of archive_dir)")
+    calendar_file: str | None = Field(
+        default=None,
+        description=(
+            "calendar export, path or URL, in the "
+            "LiveMacroEval field_releases format (consensus has no free live API)"
+        ),
+    )
+    archive_dir: str | None = Field(
+        default=None,
+        description="directory holding the archive calendars (LiveMacroEval panel, ForexFactory)",
+    )
+    archive_url: str | None = Field(
+        default=None,
+        description="base URL serving the archive calendars in the snapshot layout (instead of archive_dir)",
+    )
 
     def build(self) -> releases.ReleaseCalendarLive:
-        return releases.ReleaseCalendarLive(self.calendar_file, sources=self.calendar_sources,
-                                            archive_dir=self.archive_dir, archive_url=self.archive_url)
+        return releases.ReleaseCalendarLive(
+            self.calendar_file,
+            sources=self.calendar_sources,
+            archive_dir=self.archive_dir,
+            archive_url=self.archive_url,
+        )
 
 
 # --- announcement-window futures prices -----------------------------------------------------------
@@ -104,14 +136,16 @@ class WindowPricesResource(SourceResource):
 
 
 class WindowPricesSnapshotResource(WindowPricesResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> futures.FuturesSnapshot:
         return futures.FuturesSnapshot(_path(self.snapshot_dir))
 
 
 class WindowPricesLiveResource(WindowPricesResource):
-    symbol: str = Field(default="ES=F", description="front-month E-mini symbol of the bar provider (yfinance)")
+    symbol: str = Field(
+        default="ES=F", description="front-month E-mini symbol of the bar provider (yfinance)"
+    )
 
     def build(self) -> futures.FuturesLive:
         return futures.FuturesLive(symbol=self.symbol)
@@ -125,14 +159,16 @@ class FredResource(SourceResource):
 
 
 class FredSnapshotResource(FredResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> fred.FredSnapshot:
         return fred.FredSnapshot(_path(self.snapshot_dir))
 
 
 class FredLiveResource(FredResource):
-    api_key: Optional[str] = Field(default=None, description="FRED API key (EnvVar FRED_API_KEY; ALFRED vintages)")
+    api_key: str | None = Field(
+        default=None, description="FRED API key (EnvVar FRED_API_KEY; ALFRED vintages)"
+    )
     graph_url: str = Field(default=fred.GRAPH_URL, description="fredgraph.csv host")
     api_url: str = Field(default=fred.API_URL, description="FRED API base URL")
 
@@ -148,15 +184,16 @@ class FredMdResource(SourceResource):
 
 
 class FredMdSnapshotResource(FredMdResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> fred_md.FredMdSnapshot:
         return fred_md.FredMdSnapshot(_path(self.snapshot_dir))
 
 
 class FredMdLiveResource(FredMdResource):
-    base_url: str = Field(default=fred_md.DEFAULT_BASE_URL, description="FRED-MD download area "
-                          "(LEAF_LIVE_FRED_MD_BASE_URL)")
+    base_url: str = Field(
+        default=fred_md.DEFAULT_BASE_URL, description="FRED-MD download area (LEAF_LIVE_FRED_MD_BASE_URL)"
+    )
 
     def build(self) -> fred_md.FredMdLive:
         return fred_md.FredMdLive(self.base_url)
@@ -166,19 +203,22 @@ class FredMdLiveResource(FredMdResource):
 
 
 class RealTimeGdpResource(SourceResource):
-    """Real-time real GDP vintages client (:class:`leaf_live.macro.sources.realtime_gdp.RealTimeGdpClient`)."""
+    """Real-time real GDP vintages client
+    (:class:`leaf_live.macro.sources.realtime_gdp.RealTimeGdpClient`)."""
 
 
 class RealTimeGdpSnapshotResource(RealTimeGdpResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> realtime_gdp.RealTimeGdpSnapshot:
         return realtime_gdp.RealTimeGdpSnapshot(_path(self.snapshot_dir))
 
 
 class RealTimeGdpLiveResource(RealTimeGdpResource):
-    base_url: str = Field(default=realtime_gdp.DEFAULT_BASE_URL, description="folder of the Philadelphia Fed's "
-                          "real-time data files (LEAF_LIVE_PHILLY_RTDSM_URL)")
+    base_url: str = Field(
+        default=realtime_gdp.DEFAULT_BASE_URL,
+        description="folder of the Philadelphia Fed's real-time data files (LEAF_LIVE_PHILLY_RTDSM_URL)",
+    )
 
     def build(self) -> realtime_gdp.RealTimeGdpLive:
         return realtime_gdp.RealTimeGdpLive(self.base_url)
@@ -192,8 +232,10 @@ class FedNowcastsResource(SourceResource):
 
 
 class FedNowcastsSnapshotResource(FedNowcastsResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
-    models: list[str] = Field(default=list(fed_nowcasts.DEFAULT_SNAPSHOT_MODELS), description="Fed model ids to read")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
+    models: list[str] = Field(
+        default=list(fed_nowcasts.DEFAULT_SNAPSHOT_MODELS), description="Fed model ids to read"
+    )
 
     def build(self) -> fed_nowcasts.FedNowcastsSnapshot:
         return fed_nowcasts.FedNowcastsSnapshot(_path(self.snapshot_dir), models=self.models)
@@ -201,18 +243,24 @@ class FedNowcastsSnapshotResource(FedNowcastsResource):
 
 # model id -> the setting that overrides its live URL
 FED_URL_SETTINGS = {
-    fed_nowcasts.GDPNOW: "LEAF_LIVE_GDPNOW_URL", fed_nowcasts.NYFED: "LEAF_LIVE_NYFED_NOWCAST_URL",
-    fed_nowcasts.CLEVELAND: "LEAF_LIVE_CLEVELAND_NOWCAST_URL", fed_nowcasts.CHICAGO: "LEAF_LIVE_CHICAGO_CHURN_URL",
+    fed_nowcasts.GDPNOW: "LEAF_LIVE_GDPNOW_URL",
+    fed_nowcasts.NYFED: "LEAF_LIVE_NYFED_NOWCAST_URL",
+    fed_nowcasts.CLEVELAND: "LEAF_LIVE_CLEVELAND_NOWCAST_URL",
+    fed_nowcasts.CHICAGO: "LEAF_LIVE_CHICAGO_CHURN_URL",
     fed_nowcasts.STLOUIS: "LEAF_LIVE_STLENI_URL",
 }
 
 
 class FedNowcastsLiveResource(FedNowcastsResource):
     models: list[str] = Field(default=list(fed_nowcasts.MODEL_IDS), description="Fed model ids to fetch")
-    urls: dict[str, str] = Field(default={}, description="live URL per Fed model id (default: the banks' public files)")
+    urls: dict[str, str] = Field(
+        default={}, description="live URL per Fed model id (default: the banks' public files)"
+    )
 
     def build(self) -> fed_nowcasts.FedNowcastsLive:
-        return fed_nowcasts.FedNowcastsLive(models=self.models, urls=self.urls, clock=lambda: datetime.now(timezone.utc))
+        return fed_nowcasts.FedNowcastsLive(
+            models=self.models, urls=self.urls, clock=lambda: datetime.now(UTC)
+        )
 
 
 # --- prediction markets ---------------------------------------------------------------------------
@@ -223,7 +271,7 @@ class PredictionMarketsResource(SourceResource):
 
 
 class PolymarketSnapshotResource(PredictionMarketsResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> polymarket.PolymarketSnapshot:
         return polymarket.PolymarketSnapshot(_path(self.snapshot_dir))
@@ -241,10 +289,11 @@ class PolymarketLiveResource(PredictionMarketsResource):
 
 
 class RecordedNowcastsResource(SourceResource):
-    """Nowcasts recorded elsewhere (:class:`leaf_live.macro.sources.recorded_nowcasts.RecordedNowcastsSnapshot`):
-    archives with no live service, so both modes read them from the snapshot directory."""
+    """Nowcasts recorded elsewhere
+    (:class:`leaf_live.macro.sources.recorded_nowcasts.RecordedNowcastsSnapshot`): archives with no live
+    service, so both modes read them from the snapshot directory."""
 
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> recorded_nowcasts.RecordedNowcastsSnapshot:
         return recorded_nowcasts.RecordedNowcastsSnapshot(_path(self.snapshot_dir))
@@ -258,7 +307,7 @@ class DailyPricesResource(SourceResource):
 
 
 class DailyPricesSnapshotResource(DailyPricesResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> event_prices.SnapshotDailyPrices:
         return event_prices.SnapshotDailyPrices(_path(self.snapshot_dir))
@@ -279,16 +328,20 @@ class WeatherResource(SourceResource):
 
 
 class WeatherSnapshotResource(WeatherResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> event_weather.SnapshotWeather:
         return event_weather.SnapshotWeather(_path(self.snapshot_dir))
 
 
 class WeatherLiveResource(WeatherResource):
-    open_meteo_url: str = Field(default=event_weather.OPEN_METEO_ARCHIVE_URL,
-                                description="Open-Meteo archive base URL (LEAF_LIVE_OPEN_METEO_URL)")
-    use_meteostat: bool = Field(default=True, description="ask Meteostat first, Open-Meteo for the hours it lacks")
+    open_meteo_url: str = Field(
+        default=event_weather.OPEN_METEO_ARCHIVE_URL,
+        description="Open-Meteo archive base URL (LEAF_LIVE_OPEN_METEO_URL)",
+    )
+    use_meteostat: bool = Field(
+        default=True, description="ask Meteostat first, Open-Meteo for the hours it lacks"
+    )
 
     def build(self) -> event_weather.LiveWeather:
         return event_weather.LiveWeather(self.open_meteo_url, use_meteostat=self.use_meteostat)
@@ -302,7 +355,7 @@ class GridLoadResource(SourceResource):
 
 
 class GridLoadSnapshotResource(GridLoadResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> event_load.SnapshotLoad:
         return event_load.SnapshotLoad(_path(self.snapshot_dir))
@@ -324,34 +377,43 @@ class EventMarketsResource(SourceResource):
 
 
 class EventMarketsSnapshotResource(EventMarketsResource):
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
-    known_at: Optional[str] = Field(default=None, description="replay the recording as known at this instant "
-                                    "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later questions and resolutions unseen")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
+    known_at: str | None = Field(
+        default=None,
+        description=(
+            "replay the recording as known at this instant "
+            "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later questions and resolutions unseen"
+        ),
+    )
 
     def build(self) -> event_markets.SnapshotPredictionMarkets:
-        return event_markets.SnapshotPredictionMarkets(_path(self.snapshot_dir),
-                                                       known_at=parse_clock(self.known_at, name="event_markets.known_at"))
+        return event_markets.SnapshotPredictionMarkets(
+            _path(self.snapshot_dir), known_at=parse_clock(self.known_at, name="event_markets.known_at")
+        )
 
 
 class EventMarketsLiveResource(EventMarketsResource):
-    slugs: list[str] = Field(default=[], description="Polymarket market slugs to follow (Gamma /markets?slug=)")
+    slugs: list[str] = Field(
+        default=[], description="Polymarket market slugs to follow (Gamma /markets?slug=)"
+    )
     gamma_url: str = Field(default=event_markets.GAMMA_URL, description="Gamma API base URL")
     clob_url: str = Field(default=event_markets.CLOB_URL, description="CLOB API base URL")
     fidelity_min: int = Field(default=60, description="CLOB price-history resolution, minutes")
 
     def build(self) -> event_markets.LivePolymarket:
-        return event_markets.LivePolymarket(self.slugs, gamma_url=self.gamma_url, clob_url=self.clob_url,
-                                            fidelity_min=self.fidelity_min)
+        return event_markets.LivePolymarket(
+            self.slugs, gamma_url=self.gamma_url, clob_url=self.clob_url, fidelity_min=self.fidelity_min
+        )
 
 
 # --- event track: recorded event transcripts and the retrieval agent's search backend ---------------
 
 
 class RecordedEventsResource(SourceResource):
-    """The recorded SEER case (:func:`leaf_live.event.sources.recorded_events.read_seer_case`): a transcript with no
-    live service, so both modes read it from the snapshot directory."""
+    """The recorded SEER case (:func:`leaf_live.event.sources.recorded_events.read_seer_case`): a transcript
+    with no live service, so both modes read it from the snapshot directory."""
 
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> recorded_events.SeerCase:
         return recorded_events.read_seer_case(_path(self.snapshot_dir))
@@ -367,14 +429,17 @@ class EventSearchSnapshotResource(EventSearchResource):
     """BM25 over the recorded SEER case's event texts, each published at the end of its day
     (:func:`leaf_live.event.sources.recorded_events.seer_documents`)."""
 
-    snapshot_dir: Optional[str] = Field(default=None, description="directory of recorded source files")
+    snapshot_dir: str | None = Field(default=None, description="directory of recorded source files")
 
     def build(self) -> DocumentStore:
-        return DocumentStore(recorded_events.seer_documents(recorded_events.read_seer_case(_path(self.snapshot_dir))))
+        return DocumentStore(
+            recorded_events.seer_documents(recorded_events.read_seer_case(_path(self.snapshot_dir)))
+        )
 
 
 class EventSearchLiveResource(EventSearchResource):
-    """The provider's web search (OpenAI web search, Anthropic web-search tool, Gemini grounding) through litellm."""
+    """The provider's web search (OpenAI web search, Anthropic web-search tool, Gemini grounding) through
+    litellm."""
 
     def build(self) -> None:
         return None
@@ -388,11 +453,11 @@ class EventSearchLiveResource(EventSearchResource):
 Builder = Callable[[Settings], SourceResource]
 
 
-def _snap(s: Settings) -> Optional[str]:
+def _snap(s: Settings) -> str | None:
     return str(s.snapshot_dir) if s.snapshot_dir is not None else None
 
 
-def _clock(s: Settings) -> Optional[str]:
+def _clock(s: Settings) -> str | None:
     return s.clock.isoformat() if s.clock is not None else None
 
 
@@ -402,44 +467,78 @@ def _fred_key(s: Settings) -> Any:
 
 # resource key -> (snapshot builder, live builder)
 SOURCES: dict[str, tuple[Builder, Builder]] = {
-    "calendar": (lambda s: ReleaseCalendarSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
-                 lambda s: ReleaseCalendarLiveResource(archive_dir=_snap(s))),
-    "window_prices": (lambda s: WindowPricesSnapshotResource(snapshot_dir=_snap(s)),
-                      lambda s: WindowPricesLiveResource()),
-    "fred": (lambda s: FredSnapshotResource(snapshot_dir=_snap(s)),
-             lambda s: FredLiveResource(api_key=_fred_key(s))),
-    "fred_md": (lambda s: FredMdSnapshotResource(snapshot_dir=_snap(s)),
-                lambda s: FredMdLiveResource(base_url=s.urls.get("LEAF_LIVE_FRED_MD_BASE_URL", fred_md.DEFAULT_BASE_URL))),
-    "realtime_gdp": (lambda s: RealTimeGdpSnapshotResource(snapshot_dir=_snap(s)),
-                     lambda s: RealTimeGdpLiveResource(base_url=s.urls.get("LEAF_LIVE_PHILLY_RTDSM_URL",
-                                                                            realtime_gdp.DEFAULT_BASE_URL))),
-    "fed_nowcasts": (lambda s: FedNowcastsSnapshotResource(snapshot_dir=_snap(s)),
-                     lambda s: FedNowcastsLiveResource(urls={m: s.urls[v] for m, v in FED_URL_SETTINGS.items()
-                                                             if v in s.urls})),
-    "prediction_markets": (lambda s: PolymarketSnapshotResource(snapshot_dir=_snap(s)),
-                           lambda s: PolymarketLiveResource()),
-    "recorded_nowcasts": (lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s)),
-                          lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s))),
+    "calendar": (
+        lambda s: ReleaseCalendarSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
+        lambda s: ReleaseCalendarLiveResource(archive_dir=_snap(s)),
+    ),
+    "window_prices": (
+        lambda s: WindowPricesSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: WindowPricesLiveResource(),
+    ),
+    "fred": (
+        lambda s: FredSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: FredLiveResource(api_key=_fred_key(s)),
+    ),
+    "fred_md": (
+        lambda s: FredMdSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: FredMdLiveResource(
+            base_url=s.urls.get("LEAF_LIVE_FRED_MD_BASE_URL", fred_md.DEFAULT_BASE_URL)
+        ),
+    ),
+    "realtime_gdp": (
+        lambda s: RealTimeGdpSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: RealTimeGdpLiveResource(
+            base_url=s.urls.get("LEAF_LIVE_PHILLY_RTDSM_URL", realtime_gdp.DEFAULT_BASE_URL)
+        ),
+    ),
+    "fed_nowcasts": (
+        lambda s: FedNowcastsSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: FedNowcastsLiveResource(
+            urls={m: s.urls[v] for m, v in FED_URL_SETTINGS.items() if v in s.urls}
+        ),
+    ),
+    "prediction_markets": (
+        lambda s: PolymarketSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: PolymarketLiveResource(),
+    ),
+    "recorded_nowcasts": (
+        lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s)),
+        lambda s: RecordedNowcastsResource(snapshot_dir=_snap(s)),
+    ),
     # event track (LEAF)
-    "daily_prices": (lambda s: DailyPricesSnapshotResource(snapshot_dir=_snap(s)),
-                     lambda s: DailyPricesLiveResource()),
-    "weather": (lambda s: WeatherSnapshotResource(snapshot_dir=_snap(s)),
-                lambda s: WeatherLiveResource(open_meteo_url=s.urls.get("LEAF_LIVE_OPEN_METEO_URL",
-                                                                        event_weather.OPEN_METEO_ARCHIVE_URL))),
-    "grid_load": (lambda s: GridLoadSnapshotResource(snapshot_dir=_snap(s)),
-                  lambda s: GridLoadLiveResource()),
-    "event_markets": (lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
-                      lambda s: EventMarketsLiveResource()),
-    "recorded_events": (lambda s: RecordedEventsResource(snapshot_dir=_snap(s)),
-                        lambda s: RecordedEventsResource(snapshot_dir=_snap(s))),
-    "event_search": (lambda s: EventSearchSnapshotResource(snapshot_dir=_snap(s)),
-                     lambda s: EventSearchLiveResource()),
+    "daily_prices": (
+        lambda s: DailyPricesSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: DailyPricesLiveResource(),
+    ),
+    "weather": (
+        lambda s: WeatherSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: WeatherLiveResource(
+            open_meteo_url=s.urls.get("LEAF_LIVE_OPEN_METEO_URL", event_weather.OPEN_METEO_ARCHIVE_URL)
+        ),
+    ),
+    "grid_load": (
+        lambda s: GridLoadSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: GridLoadLiveResource(),
+    ),
+    "event_markets": (
+        lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
+        lambda s: EventMarketsLiveResource(),
+    ),
+    "recorded_events": (
+        lambda s: RecordedEventsResource(snapshot_dir=_snap(s)),
+        lambda s: RecordedEventsResource(snapshot_dir=_snap(s)),
+    ),
+    "event_search": (
+        lambda s: EventSearchSnapshotResource(snapshot_dir=_snap(s)),
+        lambda s: EventSearchLiveResource(),
+    ),
 }
 
 
 def source_resources(settings: Settings, transport: str | None = None) -> dict[str, SourceResource]:
     """Every source resource, snapshot or live implementation by ``transport`` (default
-    ``settings.transport``): the one place the choice is made. Raises :class:`ValueError` for another value."""
+    ``settings.transport``): the one place the choice is made. Raises :class:`ValueError` for another value.
+    """
     mode = transport or settings.transport
     if mode not in ("snapshot", "live"):
         raise ValueError(f"transport={mode!r}: expected 'snapshot' or 'live'")

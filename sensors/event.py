@@ -18,8 +18,8 @@ Living service (``clock`` resource gives "now"; the snapshot sources replay the 
   once per source and day (cursor: the last day requested per source).
 * :func:`event_days_schedule_tick` (daily ingestion, 06:00 UTC) requests yesterday's partition of the daily
   sources and tasks unless every daily asset already has it; :func:`event_forecasts_tick` (daily, 07:00 UTC)
-  runs the baseline forecasts and scores when tasks exist; :func:`llm_forecasts_tick` (daily, 07:30 UTC) the LLM
-  forecasts of yesterday's cutoffs; :func:`weekly_retrieval_tick` (Mondays 05:00 UTC) retrieval and
+  runs the baseline forecasts and scores when tasks exist; :func:`llm_forecasts_tick` (daily, 07:30 UTC) the
+  LLM forecasts of yesterday's cutoffs; :func:`weekly_retrieval_tick` (Mondays 05:00 UTC) retrieval and
   fact-checking of every target for the week that ended.
 """
 
@@ -42,15 +42,6 @@ from dagster import (
     sensor,
 )
 
-from assets.event_data import (
-    EVENT_QUESTIONS,
-    electricity_load,
-    leaf_targets,
-    market_prices,
-    prediction_markets,
-    question_keys,
-    weather_hourly,
-)
 from assets.event_agents import (
     RETRIEVAL_TARGETS,
     RETRIEVAL_WEEKS,
@@ -61,46 +52,73 @@ from assets.event_agents import (
     retrieved_events,
 )
 from assets.event_analyses import EVENT_ANALYSIS_ASSETS
+from assets.event_data import (
+    EVENT_QUESTIONS,
+    electricity_load,
+    leaf_targets,
+    market_prices,
+    prediction_markets,
+    question_keys,
+    weather_hourly,
+)
 from assets.event_scoring import leaf_forecasts, leaf_scores
 from assets.event_tasks import TASK_GATE_CHECKS, event_tasks, forecast_tasks
 from leaf_live.core import storage
+from leaf_live.core.llm import no_models_message
 from leaf_live.core.pit import UTC, days_complete
 from leaf_live.event.sources import electricity as load_source
 from leaf_live.event.sources import markets as price_source
 from leaf_live.event.sources import weather as weather_source
 from leaf_live.event.sources.prediction_markets import resolutions_landed
-from leaf_live.core.llm import no_models_message
 from resources import ClockResource, EventMarketsResource, LeafLiveDB, LLMResource
 from sensors.macro import DatabaseBusy, read_stored
 
 event_days_job = define_asset_job(
-    "leaf_live_event_days", selection=[market_prices, weather_hourly, electricity_load, forecast_tasks],
-    description="Event track: daily sources and the series/trend tasks of a range of days.")
+    "leaf_live_event_days",
+    selection=[market_prices, weather_hourly, electricity_load, forecast_tasks],
+    description="Event track: daily sources and the series/trend tasks of a range of days.",
+)
 event_questions_job = define_asset_job(
-    "leaf_live_event_questions", selection=[leaf_targets, prediction_markets, event_tasks],
-    description="Event track: the target catalog, prediction-market questions (price paths, resolutions) and their "
-    "event tasks.")
+    "leaf_live_event_questions",
+    selection=[leaf_targets, prediction_markets, event_tasks],
+    description=(
+        "Event track: the target catalog, prediction-market questions (price paths, resolutions) and their "
+        "event tasks."
+    ),
+)
 event_scores_job = define_asset_job(
     "leaf_live_event_scores",
     selection=AssetSelection.assets(leaf_forecasts, leaf_scores) | AssetSelection.checks(*TASK_GATE_CHECKS),
-    description="Event track: baseline forecasts of every stored task and the scores of every model, after the "
-    "blocking point-in-time checks on the stored tasks.")
+    description=(
+        "Event track: baseline forecasts of every stored task and the scores of every model, after the "
+        "blocking point-in-time checks on the stored tasks."
+    ),
+)
 
-# Issue 11: the agents. Weekly retrieval + dual fact-check of every target (week x target partitions), and the daily
-# LLM forecasts of the day's cutoffs with their blocking leak check, then the scores of every model.
+# Issue 11: the agents. Weekly retrieval + dual fact-check of every target (week x target partitions), and the
+# daily LLM forecasts of the day's cutoffs with their blocking leak check, then the scores of every model.
 event_retrieval_job = define_asset_job(
-    "leaf_live_event_retrieval", selection=[retrieved_events, fact_checked_events],
-    description="Event track: the retrieval agent and the dual fact-check for a week x target (LEAF §3.2).")
+    "leaf_live_event_retrieval",
+    selection=[retrieved_events, fact_checked_events],
+    description="Event track: the retrieval agent and the dual fact-check for a week x target (LEAF §3.2).",
+)
 event_llm_forecasts_job = define_asset_job(
     "leaf_live_event_llm_forecasts",
     selection=AssetSelection.assets(leaf_llm_forecasts, predictability_ratings, leaf_scores)
     | AssetSelection.checks(context_leaks_check),
-    description="Event track: the LLM forecasters with and without events and the predictability ratings for the "
-    "cutoffs of a UTC day, the blocking context-leak check, then the scores of every model.")
+    description=(
+        "Event track: the LLM forecasters with and without events and the predictability ratings for the "
+        "cutoffs of a UTC day, the blocking context-leak check, then the scores of every model."
+    ),
+)
 event_analyses_job = define_asset_job(
-    "leaf_live_event_analyses", selection=AssetSelection.assets(*EVENT_ANALYSIS_ASSETS),
-    description="Event track: Table 2 filter rates and costs, predictability levels, alpha-consistency, living-data "
-    "and fact-check ablations from the stored rows.")
+    "leaf_live_event_analyses",
+    selection=AssetSelection.assets(*EVENT_ANALYSIS_ASSETS),
+    description=(
+        "Event track: Table 2 filter rates and costs, predictability levels, alpha-consistency, living-data "
+        "and fact-check ablations from the stored rows."
+    ),
+)
 
 # daily source asset -> its publication lag after the UTC day's end
 DAILY_SOURCES = {
@@ -112,8 +130,12 @@ DAYS_LOOKBACK = timedelta(days=7)  # the first tick (no cursor) catches up at mo
 DAILY_ASSETS = [market_prices.key, weather_hourly.key, electricity_load.key, forecast_tasks.key]
 
 
-def event_questions_tick(context: SensorEvaluationContext, clock: ClockResource, event_markets: EventMarketsResource,
-                         db: LeafLiveDB) -> SensorResult:
+def event_questions_tick(
+    context: SensorEvaluationContext,
+    clock: ClockResource,
+    event_markets: EventMarketsResource,
+    db: LeafLiveDB,
+) -> SensorResult:
     """One evaluation of ``event_questions_sensor`` (module docstring)."""
     at = clock.now()
     data = event_markets.client().load()
@@ -131,15 +153,26 @@ def event_questions_tick(context: SensorEvaluationContext, clock: ClockResource,
     # a question's first run already stores its resolution when both arrive in one tick
     landed = landed.filter(landed["question_id"].is_in(keys) & ~landed["question_id"].is_in(new))
     runs = [RunRequest(run_key=f"listed/{k}", partition_key=k) for k in new]
-    runs += [RunRequest(run_key=f"resolved/{q}", partition_key=q, tags={"leaf_live/resolved_at": t.isoformat()})
-             for q, t in landed.iter_rows()]
-    cursor = json.dumps({"resolved": sorted({*requested, *landed["question_id"].to_list()}),
-                         "evaluated_at": at.isoformat()})
+    runs += [
+        RunRequest(run_key=f"resolved/{q}", partition_key=q, tags={"leaf_live/resolved_at": t.isoformat()})
+        for q, t in landed.iter_rows()
+    ]
+    cursor = json.dumps(
+        {"resolved": sorted({*requested, *landed["question_id"].to_list()}), "evaluated_at": at.isoformat()}
+    )
     if not runs:
-        return SensorResult(skip_reason=SkipReason(f"{at:%Y-%m-%d %H:%M}Z: no new question and no resolution landed "
-                                                   f"({len(keys)} questions known)"), cursor=cursor)
-    return SensorResult(dynamic_partitions_requests=[EVENT_QUESTIONS.build_add_request(new)] if new else [],
-                        run_requests=runs, cursor=cursor)
+        return SensorResult(
+            skip_reason=SkipReason(
+                f"{at:%Y-%m-%d %H:%M}Z: no new question and no resolution landed "
+                f"({len(keys)} questions known)"
+            ),
+            cursor=cursor,
+        )
+    return SensorResult(
+        dynamic_partitions_requests=[EVENT_QUESTIONS.build_add_request(new)] if new else [],
+        run_requests=runs,
+        cursor=cursor,
+    )
 
 
 def event_days_tick(context: SensorEvaluationContext, clock: ClockResource) -> SensorResult:
@@ -149,32 +182,50 @@ def event_days_tick(context: SensorEvaluationContext, clock: ClockResource) -> S
     runs, cursor = [], dict(last)
     for key, lag in DAILY_SOURCES.items():
         name = key.to_user_string()
-        first = (date.fromisoformat(last[name]) + timedelta(days=1)) if name in last else (at - DAYS_LOOKBACK).date()
+        first = (
+            (date.fromisoformat(last[name]) + timedelta(days=1))
+            if name in last
+            else (at - DAYS_LOOKBACK).date()
+        )
         for day in days_complete(at, lag, first):
-            runs.append(RunRequest(run_key=f"{name}/{day}", partition_key=day.isoformat(), asset_selection=[key]))
+            runs.append(
+                RunRequest(run_key=f"{name}/{day}", partition_key=day.isoformat(), asset_selection=[key])
+            )
             cursor[name] = day.isoformat()
     text = json.dumps(cursor, sort_keys=True)
     if not runs:
-        return SensorResult(skip_reason=SkipReason(f"{at:%Y-%m-%d %H:%M}Z: no day newly complete at any daily source "
-                                                   f"(last requested: {cursor or 'none'})"), cursor=text)
+        return SensorResult(
+            skip_reason=SkipReason(
+                f"{at:%Y-%m-%d %H:%M}Z: no day newly complete at any daily source "
+                f"(last requested: {cursor or 'none'})"
+            ),
+            cursor=text,
+        )
     return SensorResult(run_requests=runs, cursor=text)
 
 
-def event_days_schedule_tick(context: ScheduleEvaluationContext, clock: ClockResource) -> RunRequest | SkipReason:
-    """Daily ingestion: yesterday's (UTC) partition of the daily sources and tasks, unless every daily asset has
-    it materialized already (e.g. by ``event_days_sensor`` and an earlier tick)."""
+def event_days_schedule_tick(
+    context: ScheduleEvaluationContext, clock: ClockResource
+) -> RunRequest | SkipReason:
+    """Daily ingestion: yesterday's (UTC) partition of the daily sources and tasks, unless every daily asset
+    has it materialized already (e.g. by ``event_days_sensor`` and an earlier tick)."""
     t = clock.simulated() or context.scheduled_execution_time or clock.now()
     day = (t.astimezone(UTC) - timedelta(days=1)).date().isoformat()
-    missing = [k.to_user_string() for k in DAILY_ASSETS
-               if day not in context.instance.get_materialized_partitions(k)]
+    missing = [
+        k.to_user_string() for k in DAILY_ASSETS if day not in context.instance.get_materialized_partitions(k)
+    ]
     if not missing:
         return SkipReason(f"day {day}: every daily asset is materialized already (nothing to ingest)")
-    return RunRequest(run_key=f"daily/{day}", partition_key=day, tags={"leaf_live/missing": ",".join(missing)})
+    return RunRequest(
+        run_key=f"daily/{day}", partition_key=day, tags={"leaf_live/missing": ",".join(missing)}
+    )
 
 
-def event_forecasts_tick(context: ScheduleEvaluationContext, clock: ClockResource, db: LeafLiveDB) -> RunRequest | SkipReason:
-    """Daily event forecasts: the baselines (and any forecaster of ``leaf_forecasts``) and the scores, when tasks
-    are stored."""
+def event_forecasts_tick(
+    context: ScheduleEvaluationContext, clock: ClockResource, db: LeafLiveDB
+) -> RunRequest | SkipReason:
+    """Daily event forecasts: the baselines (and any forecaster of ``leaf_forecasts``) and the scores, when
+    tasks are stored."""
     try:
         n = read_stored(db, lambda con: con.execute("SELECT count(*) FROM forecast_tasks").fetchone()[0])
     except DatabaseBusy as exc:
@@ -182,77 +233,142 @@ def event_forecasts_tick(context: ScheduleEvaluationContext, clock: ClockResourc
     tasks = 0 if n is None else int(n)
     if tasks == 0:
         return SkipReason("no forecast task is stored yet (nothing to forecast)")
-    day = (clock.simulated() or context.scheduled_execution_time or clock.now()).astimezone(UTC).date().isoformat()
+    day = (
+        (clock.simulated() or context.scheduled_execution_time or clock.now())
+        .astimezone(UTC)
+        .date()
+        .isoformat()
+    )
     return RunRequest(run_key=f"forecasts/{day}", tags={"leaf_live/tasks": str(tasks)})
 
 
-def llm_forecasts_tick(context: ScheduleEvaluationContext, clock: ClockResource, db: LeafLiveDB,
-                       llm: LLMResource) -> RunRequest | SkipReason:
-    """Daily LLM event forecasts: yesterday's (UTC) partition of ``leaf_live_event_llm_forecasts`` (the tasks whose
-    cutoff falls on that day, with and without events), when models are configured and such tasks are stored."""
+def llm_forecasts_tick(
+    context: ScheduleEvaluationContext, clock: ClockResource, db: LeafLiveDB, llm: LLMResource
+) -> RunRequest | SkipReason:
+    """Daily LLM event forecasts: yesterday's (UTC) partition of ``leaf_live_event_llm_forecasts`` (the tasks
+    whose cutoff falls on that day, with and without events), when models are configured and such tasks are
+    stored.
+    """
     t = clock.simulated() or context.scheduled_execution_time or clock.now()
     day = (t.astimezone(UTC) - timedelta(days=1)).date()
     message = no_models_message(llm.config())
     if message:
         return SkipReason(f"day {day}: {message}")
     try:
-        n = read_stored(db, lambda con: con.execute(
-            "SELECT count(*) FROM forecast_tasks WHERE CAST(cutoff AS DATE) = ?", [day]).fetchone()[0])
+        n = read_stored(
+            db,
+            lambda con: con.execute(
+                "SELECT count(*) FROM forecast_tasks WHERE CAST(cutoff AS DATE) = ?", [day]
+            ).fetchone()[0],
+        )
     except DatabaseBusy as exc:
         return SkipReason(str(exc))
     if not n:
         return SkipReason(f"day {day}: no forecast task has its cutoff on this day (nothing to forecast)")
-    return RunRequest(run_key=f"llm_forecasts/{day}", partition_key=day.isoformat(), tags={"leaf_live/tasks": str(n)})
+    return RunRequest(
+        run_key=f"llm_forecasts/{day}", partition_key=day.isoformat(), tags={"leaf_live/tasks": str(n)}
+    )
 
 
-def weekly_retrieval_tick(context: ScheduleEvaluationContext, clock: ClockResource,
-                          llm: LLMResource) -> list[RunRequest] | SkipReason:
-    """Weekly event retrieval (LEAF §3.2): every target's partition of the week (Monday..Sunday) that ended before
-    the tick, when models are configured."""
+def weekly_retrieval_tick(
+    context: ScheduleEvaluationContext, clock: ClockResource, llm: LLMResource
+) -> list[RunRequest] | SkipReason:
+    """Weekly event retrieval (LEAF §3.2): every target's partition of the week (Monday..Sunday) that ended
+    before the tick, when models are configured."""
     t = (clock.simulated() or context.scheduled_execution_time or clock.now()).astimezone(UTC)
     monday = t.date() - timedelta(days=t.weekday() + 7)
     message = no_models_message(llm.config())
     if message:
         return SkipReason(f"week of {monday}: {message}")
     if monday.isoformat() not in RETRIEVAL_WEEKS.get_partition_keys(current_time=t):
-        return SkipReason(f"week of {monday}: not a retrieval week (weeks start {RETRIEVAL_WEEKS.start:%Y-%m-%d})")
-    return [RunRequest(run_key=f"retrieval/{monday}|{target}", partition_key=f"{monday}|{target}")
-            for target in RETRIEVAL_TARGETS]
+        return SkipReason(
+            f"week of {monday}: not a retrieval week (weeks start {RETRIEVAL_WEEKS.start:%Y-%m-%d})"
+        )
+    return [
+        RunRequest(run_key=f"retrieval/{monday}|{target}", partition_key=f"{monday}|{target}")
+        for target in RETRIEVAL_TARGETS
+    ]
 
 
 def build_event_sensors(status: DefaultSensorStatus) -> list:
     return [
-        sensor(name="event_questions_sensor", job=event_questions_job, minimum_interval_seconds=3600,
-               default_status=status,
-               description="Adds a question partition for every new question of the event_markets source in the LEAF "
-               "categories and requests its run; requests it again once when its resolution lands.")(event_questions_tick),
-        sensor(name="event_days_sensor", job=event_days_job, minimum_interval_seconds=900, default_status=status,
-               description="Requests each daily source's UTC-day partition once the clock passes the day's end plus "
-               "the source's publication lag (prices 1 h, load 2 h, weather 6 h), once per source and day.")(event_days_tick),
+        sensor(
+            name="event_questions_sensor",
+            job=event_questions_job,
+            minimum_interval_seconds=3600,
+            default_status=status,
+            description=(
+                "Adds a question partition for every new question of the event_markets source in the LEAF "
+                "categories and requests its run; requests it again once when its resolution lands."
+            ),
+        )(event_questions_tick),
+        sensor(
+            name="event_days_sensor",
+            job=event_days_job,
+            minimum_interval_seconds=900,
+            default_status=status,
+            description=(
+                "Requests each daily source's UTC-day partition once the clock passes the day's end plus "
+                "the source's publication lag (prices 1 h, load 2 h, weather 6 h), once per source and day."
+            ),
+        )(event_days_tick),
     ]
 
 
 def build_event_schedules(status: DefaultScheduleStatus) -> list:
     """The event track's schedules (module docstring)."""
     return [
-        schedule(name="event_days_daily_schedule", job=event_days_job, cron_schedule="0 6 * * *",
-                 execution_timezone="UTC", default_status=status,
-                 description="Daily ingestion at 06:00 UTC: yesterday's prices, weather, load and series/trend tasks, "
-                 "skipped when all are materialized.")(event_days_schedule_tick),
-        schedule(name="event_forecasts_daily_schedule", job=event_scores_job, cron_schedule="0 7 * * *",
-                 execution_timezone="UTC", default_status=status,
-                 description="Daily baseline event forecasts and scores at 07:00 UTC, skipped while no task is "
-                 "stored.")(event_forecasts_tick),
-        schedule(name="event_llm_forecasts_daily_schedule", job=event_llm_forecasts_job, cron_schedule="30 7 * * *",
-                 execution_timezone="UTC", default_status=status,
-                 description="Daily LLM event forecasts at 07:30 UTC for the tasks whose cutoff was yesterday, "
-                 "skipped without models or tasks.")(llm_forecasts_tick),
-        schedule(name="event_retrieval_weekly_schedule", job=event_retrieval_job, cron_schedule="0 5 * * 1",
-                 execution_timezone="UTC", default_status=status,
-                 description="Weekly event retrieval and fact-checking, Mondays 05:00 UTC: every target of the week "
-                 "that ended; skipped without models.")(weekly_retrieval_tick),
+        schedule(
+            name="event_days_daily_schedule",
+            job=event_days_job,
+            cron_schedule="0 6 * * *",
+            execution_timezone="UTC",
+            default_status=status,
+            description=(
+                "Daily ingestion at 06:00 UTC: yesterday's prices, weather, load and series/trend tasks, "
+                "skipped when all are materialized."
+            ),
+        )(event_days_schedule_tick),
+        schedule(
+            name="event_forecasts_daily_schedule",
+            job=event_scores_job,
+            cron_schedule="0 7 * * *",
+            execution_timezone="UTC",
+            default_status=status,
+            description=(
+                "Daily baseline event forecasts and scores at 07:00 UTC, skipped while no task is stored."
+            ),
+        )(event_forecasts_tick),
+        schedule(
+            name="event_llm_forecasts_daily_schedule",
+            job=event_llm_forecasts_job,
+            cron_schedule="30 7 * * *",
+            execution_timezone="UTC",
+            default_status=status,
+            description=(
+                "Daily LLM event forecasts at 07:30 UTC for the tasks whose cutoff was yesterday, "
+                "skipped without models or tasks."
+            ),
+        )(llm_forecasts_tick),
+        schedule(
+            name="event_retrieval_weekly_schedule",
+            job=event_retrieval_job,
+            cron_schedule="0 5 * * 1",
+            execution_timezone="UTC",
+            default_status=status,
+            description=(
+                "Weekly event retrieval and fact-checking, Mondays 05:00 UTC: every target of the week "
+                "that ended; skipped without models."
+            ),
+        )(weekly_retrieval_tick),
     ]
 
 
-EVENT_JOBS = [event_days_job, event_questions_job, event_scores_job, event_retrieval_job, event_llm_forecasts_job,
-              event_analyses_job]
+EVENT_JOBS = [
+    event_days_job,
+    event_questions_job,
+    event_scores_job,
+    event_retrieval_job,
+    event_llm_forecasts_job,
+    event_analyses_job,
+]

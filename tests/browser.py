@@ -1,5 +1,5 @@
-"""A real headless browser for the site tests: Debian's chromium, a static file server on 127.0.0.1 and a small
-DOM reader (stdlib ``html.parser``).
+"""A real headless browser for the site tests: Debian's chromium, a static file server on 127.0.0.1 and a
+small DOM reader (stdlib ``html.parser``).
 
 ``require_chromium()`` fails the test when the browser is missing and ``LEAF_LIVE_BROWSER_TESTS=1`` or
 ``CI=true`` (``.ci/run`` installs chromium and sets the switch); otherwise it skips with the command that
@@ -24,9 +24,18 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--window-size=1400,4000")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,4000",
+)
 
 
 def chromium_path() -> str | None:
@@ -38,8 +47,11 @@ def require_chromium() -> str:
     path = chromium_path()
     if path:
         return path
-    demanded = (os.environ.get("LEAF_LIVE_BROWSER_TESTS") == "1"
-                or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+    demanded = os.environ.get("LEAF_LIVE_BROWSER_TESTS") == "1" or os.environ.get("CI", "").lower() in (
+        "1",
+        "true",
+        "yes",
+    )
     msg = "chromium is not installed (Debian: apt-get install -y chromium; .ci/run installs it)"
     if demanded:
         pytest.fail(msg + " [LEAF_LIVE_BROWSER_TESTS=1 / CI: required]")
@@ -80,10 +92,23 @@ def serve(directory: Path) -> Iterator[SiteServer]:
 def dump_dom(chromium: str, url: str, timeout: float = 90.0) -> str:
     """The DOM of ``url`` after its scripts ran (``chromium --dump-dom``), with a fresh profile."""
     with tempfile.TemporaryDirectory(prefix="leaf_live_chromium_") as profile:
-        proc = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000",
-                               "--dump-dom", url], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     if proc.returncode != 0 or "<html" not in proc.stdout:
-        raise AssertionError(f"chromium --dump-dom {url} failed (rc {proc.returncode}): {proc.stderr[-2000:]}")
+        raise AssertionError(
+            f"chromium --dump-dom {url} failed (rc {proc.returncode}): {proc.stderr[-2000:]}"
+        )
     return proc.stdout
 
 

@@ -29,7 +29,9 @@ class GetServer:
     a path with no route is served from ``static`` (a directory: ``/a/b.csv`` -> ``static/a/b.csv``) when set;
     ``requests`` records ``(path, query)`` of every request. Binds 127.0.0.1 only."""
 
-    routes: dict[str, Callable[[dict[str, list[str]]], tuple[int, str, str | bytes]]] = field(default_factory=dict)
+    routes: dict[str, Callable[[dict[str, list[str]]], tuple[int, str, str | bytes]]] = field(
+        default_factory=dict
+    )
     requests: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
     url: str = ""
     static: Path | None = None
@@ -95,7 +97,11 @@ def dagster_home(tmp_path_factory, remove: bool = True) -> Iterator[Path]:
     import tempfile
 
     shm = Path("/dev/shm")
-    home = Path(tempfile.mkdtemp(prefix="leaf_live_dagster_", dir=shm if shm.is_dir() else tmp_path_factory.getbasetemp()))
+    home = Path(
+        tempfile.mkdtemp(
+            prefix="leaf_live_dagster_", dir=shm if shm.is_dir() else tmp_path_factory.getbasetemp()
+        )
+    )
     shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     old = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
@@ -132,9 +138,10 @@ def main_run(tmp_path_factory, snapshot_dir) -> Iterator[dict]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-# The time-series foundation models are an optional extra (pip install -e ".[tsfm]": torch, chronos-forecasting,
-# timesfm). CI installs it and sets LEAF_LIVE_REQUIRE_TSFM=1, so there a missing extra FAILS its tests; elsewhere
-# (the two-command quickstart, which does not install torch) they are skipped with the reason.
+# The time-series foundation models are an optional extra (pip install -e ".[tsfm]": torch,
+# chronos-forecasting, timesfm). CI installs it and sets LEAF_LIVE_REQUIRE_TSFM=1, so there a missing extra
+# FAILS its tests; elsewhere (the two-command quickstart, which does not install torch) they are skipped with
+# the reason.
 @pytest.fixture(scope="session")
 def tsfm_extra():
     """The imported ``(torch, transformers, chronos)`` modules of the tsfm extra."""
@@ -151,15 +158,19 @@ def tsfm_extra():
 
 @pytest.fixture(scope="session")
 def series_vintage_rows(snapshot_dir):
-    """The ``series_vintages`` rows of every release month from the snapshot (FRED-MD/QD archive and files, the
-    Philadelphia Fed's real-time GDP with its release-panel extension), built as the asset builds them."""
+    """The ``series_vintages`` rows of every release month from the snapshot (FRED-MD/QD archive and files,
+    the Philadelphia Fed's real-time GDP with its release-panel extension), built as the asset builds them."""
     from leaf_live.core.pit import month_keys
     from leaf_live.macro import series_vintages as SV
     from leaf_live.macro.sources.fred_md import FredMdSnapshot
     from leaf_live.macro.sources.realtime_gdp import RealTimeGdpSnapshot
 
-    rows, report = SV.load_vintage_rows(month_keys("2010-01", "2026-05"), "2010-01",
-                                        fred_md=FredMdSnapshot(snapshot_dir), gdp=RealTimeGdpSnapshot(snapshot_dir))
+    rows, report = SV.load_vintage_rows(
+        month_keys("2010-01", "2026-05"),
+        "2010-01",
+        fred_md=FredMdSnapshot(snapshot_dir),
+        gdp=RealTimeGdpSnapshot(snapshot_dir),
+    )
     assert not report.unavailable
     return rows
 

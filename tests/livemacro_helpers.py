@@ -12,7 +12,8 @@ LIVE = "livemacroeval/Results/ground_truth/data/field_releases_live.csv"
 
 
 def live_releases() -> pl.DataFrame:
-    """(indicator_id, reference_period, release_at UTC) from the paper's live-window ground truth (ET times)."""
+    """(indicator_id, reference_period, release_at UTC) from the paper's live-window ground truth (ET
+    times)."""
     path = get_settings().require_snapshot() / LIVE
     raw = pl.read_csv(path, infer_schema=False)
     q = raw.get_column("ref_period").str.extract(r"^(\d{4})-Q(\d)$", 2)
@@ -24,10 +25,12 @@ def live_releases() -> pl.DataFrame:
         {
             "indicator_id": raw.get_column("field_id"),
             "reference_period": [date(a, b, 1) for a, b in zip(y, m)],
-            "release_at": raw.get_column("release_datetime_et")
-            .str.to_datetime("%Y-%m-%d %H:%M:%S")
-            .dt.replace_time_zone("America/New_York")
-            .dt.convert_time_zone("UTC"),
+            "release_at": (
+                raw.get_column("release_datetime_et")
+                .str.to_datetime("%Y-%m-%d %H:%M:%S")
+                .dt.replace_time_zone("America/New_York")
+                .dt.convert_time_zone("UTC")
+            ),
         }
     )
 
@@ -36,11 +39,11 @@ def live_releases() -> pl.DataFrame:
 # a loopback HTTP server answering in the services' own formats (for the live transports)
 # ------------------------------------------------------------------------------------------------
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+import threading  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from urllib.parse import parse_qs, urlsplit  # noqa: E402
 
 Route = bytes | Callable[[dict[str, list[str]]], tuple[int, bytes]]
 

@@ -1,7 +1,8 @@
 """A local LLM provider for tests and benchmarks: a threaded HTTP server on 127.0.0.1 that answers
 ``POST .../chat/completions`` in OpenAI's Chat Completions wire format, ``POST .../v1/messages`` in
-Anthropic's Messages wire format and ``POST .../models/<model>:generateContent`` in the Gemini API format. What it answers is decided by a ``responder`` function the test sets;
-every request is recorded (path, headers, JSON body, arrival time) so tests can check what litellm sent.
+Anthropic's Messages wire format and ``POST .../models/<model>:generateContent`` in the Gemini API format.
+What it answers is decided by a ``responder`` function the test sets; every request is recorded (path,
+headers, JSON body, arrival time) so tests can check what litellm sent.
 
 Only loopback: the server binds 127.0.0.1 on a free port.
 """
@@ -102,7 +103,12 @@ def openai_chat_completion(
         anns.append(
             {
                 "type": "url_citation",
-                "url_citation": {"start_index": i, "end_index": i + 1, "title": a.get("title", ""), "url": a["url"]},
+                "url_citation": {
+                    "start_index": i,
+                    "end_index": i + 1,
+                    "title": a.get("title", ""),
+                    "url": a["url"],
+                },
             }
         )
     return {
@@ -123,8 +129,12 @@ def openai_chat_completion(
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
             "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
         },
         "service_tier": "default",
         "system_fingerprint": None,
@@ -151,29 +161,51 @@ def anthropic_message(
     if search_results:
         n_search = 1
         tool_id = f"srvtoolu_{uuid.uuid4().hex[:20]}"
-        blocks.append({"type": "server_tool_use", "id": tool_id, "name": "web_search",
-                       "input": {"query": "latest US macro release"}})
-        blocks.append({
-            "type": "web_search_tool_result",
-            "tool_use_id": tool_id,
-            "content": [
-                {"type": "web_search_result", "url": r["url"], "title": r.get("title", ""),
-                 "encrypted_content": "EqgfCioIARgBIiQ3YTAw", "page_age": "April 10, 2026"}
-                for r in search_results
-            ],
-        })
+        blocks.append(
+            {
+                "type": "server_tool_use",
+                "id": tool_id,
+                "name": "web_search",
+                "input": {"query": "latest US macro release"},
+            }
+        )
+        blocks.append(
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": tool_id,
+                "content": [
+                    {
+                        "type": "web_search_result",
+                        "url": r["url"],
+                        "title": r.get("title", ""),
+                        "encrypted_content": "EqgfCioIARgBIiQ3YTAw",
+                        "page_age": "April 10, 2026",
+                    }
+                    for r in search_results
+                ],
+            }
+        )
     rest = text
     for span, cit in cited_spans:
         i = rest.index(span)
         if i:
             blocks.append({"type": "text", "text": rest[:i]})
-        blocks.append({
-            "type": "text",
-            "text": span,
-            "citations": [{"type": "web_search_result_location", "url": cit["url"], "title": cit.get("title", ""),
-                           "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0", "cited_text": cit.get("cited_text", span)}],
-        })
-        rest = rest[i + len(span):]
+        blocks.append(
+            {
+                "type": "text",
+                "text": span,
+                "citations": [
+                    {
+                        "type": "web_search_result_location",
+                        "url": cit["url"],
+                        "title": cit.get("title", ""),
+                        "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0",
+                        "cited_text": cit.get("cited_text", span),
+                    }
+                ],
+            }
+        )
+        rest = rest[i + len(span) :]
     if rest or not blocks:
         blocks.append({"type": "text", "text": rest})
     body: dict[str, Any] = {
@@ -219,36 +251,51 @@ def gemini_generate_content(
             "webSearchQueries": ["latest US macro release"],
             "groundingChunks": [{"web": {"uri": g["url"], "title": g.get("title", "")}} for g in grounding],
             "groundingSupports": [
-                {"segment": {"startIndex": 0, "endIndex": min(len(text), 10), "text": text[:10]},
-                 "groundingChunkIndices": list(range(len(grounding))), "confidenceScores": [0.9] * len(grounding)}
+                {
+                    "segment": {"startIndex": 0, "endIndex": min(len(text), 10), "text": text[:10]},
+                    "groundingChunkIndices": list(range(len(grounding))),
+                    "confidenceScores": [0.9] * len(grounding),
+                }
             ],
         }
     return {
         "candidates": [cand],
-        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": completion_tokens,
-                          "totalTokenCount": prompt_tokens + completion_tokens},
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": completion_tokens,
+            "totalTokenCount": prompt_tokens + completion_tokens,
+        },
         "modelVersion": model,
         "responseId": uuid.uuid4().hex[:22],
     }
 
 
 def openai_tool_calls(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str) -> dict[str, Any]:
-    """A Chat Completions response asking for function calls: ``message.tool_calls`` with JSON-string arguments,
-    ``finish_reason = "tool_calls"``, no content (as api.openai.com answers)."""
+    """A Chat Completions response asking for function calls: ``message.tool_calls`` with JSON-string
+    arguments, ``finish_reason = "tool_calls"``, no content (as api.openai.com answers)."""
     body = openai_chat_completion(None, model=model, finish_reason="tool_calls")
     body["choices"][0]["message"]["tool_calls"] = [
-        {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-         "function": {"name": name, "arguments": json.dumps(dict(args))}} for name, args in calls]
+        {
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(dict(args))},
+        }
+        for name, args in calls
+    ]
     return body
 
 
-def anthropic_tool_use(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str, text: str = "") -> dict[str, Any]:
+def anthropic_tool_use(
+    calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str, text: str = ""
+) -> dict[str, Any]:
     """A Messages API response asking for client tools: ``tool_use`` blocks (object ``input``),
     ``stop_reason = "tool_use"``, optionally a text block before them."""
     body = anthropic_message(text, model=model, stop_reason="tool_use")
     blocks = [b for b in body["content"] if b.get("text")]
-    blocks += [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": dict(args)}
-               for name, args in calls]
+    blocks += [
+        {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": dict(args)}
+        for name, args in calls
+    ]
     body["content"] = blocks
     return body
 
@@ -256,7 +303,9 @@ def anthropic_tool_use(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model:
 def gemini_function_calls(calls: Sequence[tuple[str, Mapping[str, Any]]], *, model: str) -> dict[str, Any]:
     """A Gemini ``generateContent`` response asking for function calls (``functionCall`` parts)."""
     body = gemini_generate_content("", model=model)
-    body["candidates"][0]["content"]["parts"] = [{"functionCall": {"name": name, "args": dict(args)}} for name, args in calls]
+    body["candidates"][0]["content"]["parts"] = [
+        {"functionCall": {"name": name, "args": dict(args)}} for name, args in calls
+    ]
     return body
 
 
@@ -285,14 +334,27 @@ def tool_results(req: WireRequest) -> list[dict[str, Any]]:
     return out
 
 
-def openai_error(status: int, message: str, type_: str = "server_error", headers: Mapping[str, str] | None = None,
-                 delay_s: float = 0.0) -> WireReply:
-    return WireReply(status, {"error": {"message": message, "type": type_, "param": None, "code": None}},
-                     dict(headers or {}), delay_s)
+def openai_error(
+    status: int,
+    message: str,
+    type_: str = "server_error",
+    headers: Mapping[str, str] | None = None,
+    delay_s: float = 0.0,
+) -> WireReply:
+    return WireReply(
+        status,
+        {"error": {"message": message, "type": type_, "param": None, "code": None}},
+        dict(headers or {}),
+        delay_s,
+    )
 
 
-def anthropic_error(status: int, type_: str, message: str, headers: Mapping[str, str] | None = None) -> WireReply:
-    return WireReply(status, {"type": "error", "error": {"type": type_, "message": message}}, dict(headers or {}))
+def anthropic_error(
+    status: int, type_: str, message: str, headers: Mapping[str, str] | None = None
+) -> WireReply:
+    return WireReply(
+        status, {"type": "error", "error": {"type": type_, "message": message}}, dict(headers or {})
+    )
 
 
 def reply_ok(req: WireRequest, content: str, **kw: Any) -> WireReply:
@@ -339,7 +401,9 @@ class WireServer:
                     api = "gemini"
                 else:
                     api = "unknown"
-                req = WireRequest(self.path, api, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
+                req = WireRequest(
+                    self.path, api, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic()
+                )
                 with server._lock:
                     server.requests.append(req)
                 if api == "unknown":
@@ -378,7 +442,7 @@ class WireServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "WireServer":
+    def start(self) -> WireServer:
         self._thread.start()
         return self
 

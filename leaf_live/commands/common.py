@@ -29,9 +29,9 @@ def db_path(arg: str | None) -> Path:
 
 
 def check_writable_db(path: str | Path) -> Path:
-    """Check, before any work, that ``path`` can be the database a command writes: not a directory; a new file's
-    directory creatable and writable (a probe file is created and removed; the database itself is not created);
-    an existing file writable, built by this schema version, and not held by another process
+    """Check, before any work, that ``path`` can be the database a command writes: not a directory; a new
+    file's directory creatable and writable (a probe file is created and removed; the database itself is not
+    created); an existing file writable, built by this schema version, and not held by another process
     (:class:`leaf_live.core.storage.DatabaseLockedError` names that process). Raises :class:`CommandError` or
     :class:`leaf_live.core.storage.StorageError`, one line each."""
     p = Path(path)
@@ -67,7 +67,8 @@ def probe_directory(p: Path, flag: str) -> None:
 
 
 def check_output(path: str | None) -> Path | None:
-    """``--output FILE``: not a directory, its directory exists and is writable. Raises :class:`CommandError`."""
+    """``--output FILE``: not a directory, its directory exists and is writable. Raises
+    :class:`CommandError`."""
     if path is None:
         return None
     p = Path(path)
@@ -112,18 +113,27 @@ def _polars(rel: duckdb.DuckDBPyRelation, table) -> pl.DataFrame:
 
 
 def render(frame: pl.DataFrame, fmt: str) -> str:
-    """Every row and column of ``frame`` as a table (box drawing) or Markdown; no cell is cut (lists and structs
-    are shown as JSON text in full, one line per cell)."""
+    """Every row and column of ``frame`` as a table (box drawing) or Markdown; no cell is cut (lists and
+    structs are shown as JSON text in full, one line per cell)."""
     nested = [c for c, t in frame.schema.items() if t.is_nested()]
     if nested:
         frame = frame.with_columns(
-            pl.Series(c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String)
-            for c in nested)
+            pl.Series(
+                c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String
+            )
+            for c in nested
+        )
     cells = [len(str(v)) for c in frame.columns for v in frame[c].to_list() if v is not None]
     widest = max(cells + [len(c) for c in frame.columns] + [10])
-    opts = dict(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=widest + 2, fmt_table_cell_list_len=-1,
-                tbl_width_chars=max(200, (widest + 3) * max(1, frame.width)), tbl_hide_dataframe_shape=True,
-                fmt_float="full")
+    opts = dict(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        fmt_str_lengths=widest + 2,
+        fmt_table_cell_list_len=-1,
+        tbl_width_chars=max(200, (widest + 3) * max(1, frame.width)),
+        tbl_hide_dataframe_shape=True,
+        fmt_float="full",
+    )
     if fmt == "markdown":
         opts.update(tbl_formatting="MARKDOWN", tbl_hide_column_data_types=True)
     with pl.Config(**opts):
@@ -172,5 +182,17 @@ def check_format(fmt: str, output: str | None) -> Path | None:
     return check_output(output)
 
 
-__all__ = ["CommandError", "FORMATS", "READ_WAIT_S", "check_format", "check_output", "check_writable_db", "db_path",
-           "duckdb_message", "probe_directory", "read_only", "render", "write_result"]
+__all__ = [
+    "CommandError",
+    "FORMATS",
+    "READ_WAIT_S",
+    "check_format",
+    "check_output",
+    "check_writable_db",
+    "db_path",
+    "duckdb_message",
+    "probe_directory",
+    "read_only",
+    "render",
+    "write_result",
+]

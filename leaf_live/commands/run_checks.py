@@ -64,8 +64,9 @@ def check_run_args(args: argparse.Namespace) -> RunPlan:
         settings.require_snapshot()  # LEAF_LIVE_SNAPSHOT names a missing directory: one line
     elif not settings.transport_set:
         raise CommandError(
-            f"no snapshot directory: {settings.snapshot_searched}; pass --snapshot DIR or set LEAF_LIVE_SNAPSHOT, "
-            "or set LEAF_LIVE_TRANSPORT=live to read the live services")
+            f"no snapshot directory: {settings.snapshot_searched}; pass --snapshot DIR or set"
+            " LEAF_LIVE_SNAPSHOT, or set LEAF_LIVE_TRANSPORT=live to read the live services"
+        )
     db = check_writable_db(db_path(args.db))
     resources = default_resources(db=db, snapshot=args.snapshot)
     try:
@@ -76,10 +77,14 @@ def check_run_args(args: argparse.Namespace) -> RunPlan:
         raise CommandError("the configured calendar sources hold no releases")
     first, last = str(cal["partition_key"].min()), str(cal["partition_key"].max())
     if args.start and args.start > last:
-        raise CommandError(f"--start {args.start} is after the last release month the calendar sources hold ({last})")
+        raise CommandError(
+            f"--start {args.start} is after the last release month the calendar sources hold ({last})"
+        )
     if args.end and args.end < max(first, FIRST_MONTH):
-        raise CommandError(f"--end {args.end} is before the first release month the calendar sources hold "
-                           f"({max(first, FIRST_MONTH)})")
+        raise CommandError(
+            f"--end {args.end} is before the first release month the calendar sources hold "
+            f"({max(first, FIRST_MONTH)})"
+        )
     _check_backtest(args, last)
     start, end = args.start or max(first, FIRST_MONTH), args.end or last
     return RunPlan(db, resources, start, end, first, last)
@@ -95,9 +100,15 @@ def _check_backtest(args: argparse.Namespace, last: str) -> None:
     bs, be = args.backtest_start or mode["first_month"], args.backtest_end or mode["last_month"]
     cutoff = args.fit_cutoff or fit["last_month"]
     if bs > last:
-        raise CommandError(f"--backtest-start {bs} is after the last release month the calendar sources hold ({last})")
+        raise CommandError(
+            f"--backtest-start {bs} is after the last release month the calendar sources hold ({last})"
+        )
     if be < bs:
-        raise CommandError(f"the backtest ends ({be}) before it starts ({bs}): set --backtest-start/--backtest-end")
+        raise CommandError(
+            f"the backtest ends ({be}) before it starts ({bs}): set --backtest-start/--backtest-end"
+        )
     if cutoff >= bs:
-        raise CommandError(f"--fit-cutoff {cutoff} is not before the backtest's first month {bs}: the beta fit would "
-                           "see the releases the backtest scores (set --backtest-start after it)")
+        raise CommandError(
+            f"--fit-cutoff {cutoff} is not before the backtest's first month {bs}: the beta fit would "
+            "see the releases the backtest scores (set --backtest-start after it)"
+        )

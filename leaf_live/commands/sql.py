@@ -23,14 +23,24 @@ from leaf_live.commands.common import (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    q = sub.add_parser("sql", help="run a read-only SQL query; every row, as a table, CSV, Parquet or Markdown")
+    q = sub.add_parser(
+        "sql", help="run a read-only SQL query; every row, as a table, CSV, Parquet or Markdown"
+    )
     q.add_argument("query", help="SQL (DuckDB dialect); `leaf-live tables` documents the tables")
     q.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
-    q.add_argument("--format", choices=FORMATS, default="table", help="table (default; every row, never cut), csv, "
-                   "parquet (needs --output) or markdown")
+    q.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default; every row, never cut), csv, parquet (needs --output) or markdown",
+    )
     q.add_argument("--output", help="write to FILE instead of stdout")
-    q.add_argument("--wait", type=float, default=READ_WAIT_S, help="seconds to wait while another process writes "
-                   f"the database (default {READ_WAIT_S:g})")
+    q.add_argument(
+        "--wait",
+        type=float,
+        default=READ_WAIT_S,
+        help=f"seconds to wait while another process writes the database (default {READ_WAIT_S:g})",
+    )
     q.set_defaults(func=cmd_sql)
 
 

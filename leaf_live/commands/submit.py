@@ -4,12 +4,12 @@
 ``submit`` stores forecasts made elsewhere (CSV or Parquet; the schema per track is in
 ``leaf_live.macro.submissions`` and ``leaf_live.event.submissions`` and the README) as the model's own
 producer slice of the track's forecast table (producer ``external_submissions``; ``nowcasts`` partition
-``<model>`` or ``<model>/<run>``, ``leaf_forecasts`` partition ``<model>``). Every row is checked first; a file
-with any bad row is refused with each row named and nothing stored. An accepted file replaces the model's previous
-submission in one transaction (submitting the same file twice leaves the same rows). Then it rescores the track
-(the track's scoring job, ``sensors/scores.py``, in the project's Dagster instance, with the run config of the
-scores' last materialization), so the model is on the same boards as every other; ``--no-score`` skips that and
-prints the command that does it (``leaf-live rescore``)."""
+``<model>`` or ``<model>/<run>``, ``leaf_forecasts`` partition ``<model>``). Every row is checked first; a
+file with any bad row is refused with each row named and nothing stored. An accepted file replaces the model's
+previous submission in one transaction (submitting the same file twice leaves the same rows). Then it rescores
+the track (the track's scoring job, ``sensors/scores.py``, in the project's Dagster instance, with the run
+config of the scores' last materialization), so the model is on the same boards as every other; ``--no-score``
+skips that and prints the command that does it (``leaf-live rescore``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import contextlib
 import io
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from leaf_live.commands.common import CommandError, check_writable_db, db_path, query_frame, read_only, render
@@ -26,18 +26,41 @@ from leaf_live.core import storage
 from leaf_live.core.submissions import PRODUCER, check_model_id, file_format, read_submission
 
 TRACKS = ("macro", "event")
-TASK_COLUMNS = ("task_id", "domain", "task_kind", "horizon", "horizon_steps", "frequency", "cutoff", "target_times",
-                "last_value", "bundle", "bundle_hash")
+TASK_COLUMNS = (
+    "task_id",
+    "domain",
+    "task_kind",
+    "horizon",
+    "horizon_steps",
+    "frequency",
+    "cutoff",
+    "target_times",
+    "last_value",
+    "bundle",
+    "bundle_hash",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("submit", help="store forecasts made elsewhere (CSV or Parquet) as external/<name> and score them")
-    s.add_argument("file", help="CSV (.csv) or Parquet (.parquet) file in the track's submission schema (README)")
-    s.add_argument("--model", required=True, help="model id external/<name> (lower-case letters, digits, . _ -)")
-    s.add_argument("--track", choices=TRACKS, default="macro", help="macro nowcasts (default) or event-track task "
-                   "forecasts")
+    s = sub.add_parser(
+        "submit", help="store forecasts made elsewhere (CSV or Parquet) as external/<name> and score them"
+    )
+    s.add_argument(
+        "file", help="CSV (.csv) or Parquet (.parquet) file in the track's submission schema (README)"
+    )
+    s.add_argument(
+        "--model", required=True, help="model id external/<name> (lower-case letters, digits, . _ -)"
+    )
+    s.add_argument(
+        "--track",
+        choices=TRACKS,
+        default="macro",
+        help="macro nowcasts (default) or event-track task forecasts",
+    )
     s.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
-    s.add_argument("--no-score", action="store_true", help="store only; print the command that rescores the track")
+    s.add_argument(
+        "--no-score", action="store_true", help="store only; print the command that rescores the track"
+    )
     s.set_defaults(func=cmd_submit)
     r = sub.add_parser("rescore", help="rescore every model of a track from the stored forecasts")
     r.add_argument("--track", choices=TRACKS, default="macro", help="macro (default) or event")
@@ -65,7 +88,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise CommandError(f"--db {db}: no database file (run `leaf-live run` first)")
     with storage.writer_lock(db):  # one leaf-live writer per database while storing and rescoring
         sub = read_submission(path, required=track.REQUIRED, optional=track.OPTIONAL)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         con = storage.connect(db)
         try:
             if args.track == "macro":
@@ -76,8 +99,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 what = "task forecasts in leaf_forecasts"
         finally:
             con.close()
-        print(f"leaf-live submit: {path} ({fmt}, sha256 {sub.sha256[:16]}): {written} {what} stored as {model} "
-              f"(producer {PRODUCER}) in {db}; replaced {replaced} rows of its previous submission", flush=True)
+        print(
+            f"leaf-live submit: {path} ({fmt}, sha256 {sub.sha256[:16]}): {written} {what} stored as {model} "
+            f"(producer {PRODUCER}) in {db}; replaced {replaced} rows of its previous submission",
+            flush=True,
+        )
         if args.no_score:
             print(f"scores not updated: run `leaf-live rescore --track {args.track} --db {db}`")
             return 0
@@ -95,9 +121,13 @@ def _store_macro(con, sub, model: str, now: datetime, db: Path) -> tuple[int, in
         raise CommandError(f"{db} holds no nowcast windows (no release is stored): run `leaf-live run` first")
     rows = check_macro_submission(sub, model, windows, now=now)
     frame = submitted_nowcasts(model, rows, windows)
-    old = dict(con.execute(
-        "SELECT partition_key, count(*) FROM nowcasts WHERE producer = ? AND (partition_key = ? OR "
-        "starts_with(partition_key, ?)) GROUP BY 1", [PRODUCER, model, model + "/"]).fetchall())
+    old = dict(
+        con.execute(
+            "SELECT partition_key, count(*) FROM nowcasts WHERE producer = ? AND (partition_key = ? OR "
+            "starts_with(partition_key, ?)) GROUP BY 1",
+            [PRODUCER, model, model + "/"],
+        ).fetchall()
+    )
     keys = sorted(set(old) | set(frame["partition_key"].unique().to_list()))
     written = storage.replace_partition(con, "nowcasts", frame, {"producer": PRODUCER, "partition_key": keys})
     return written, sum(old.values()), frame["partition_key"].n_unique()
@@ -115,7 +145,9 @@ def _store_event(con, sub, model: str, now: datetime, db: Path) -> tuple[int, in
     sliced = "producer" in storage.get_table(TABLE).partition_by
     where = {"producer": PRODUCER, "partition_key": model} if sliced else {"partition_key": model}
     cond = " AND ".join(f'"{k}" = ?' for k in where)
-    replaced = con.execute(f"SELECT count(*) FROM {TABLE} WHERE {cond}", list(where.values())).fetchall()[0][0]
+    replaced = con.execute(f"SELECT count(*) FROM {TABLE} WHERE {cond}", list(where.values())).fetchall()[0][
+        0
+    ]
     return storage.replace_partition(con, TABLE, frame, where), replaced
 
 
@@ -134,8 +166,9 @@ def _last_run_config(instance, job) -> dict:
 
 
 def rescore(track: str, db: Path) -> bool:
-    """Run the track's scoring job (``sensors.scores.SCORE_JOBS``) on ``db`` in the project's Dagster instance with
-    the last scoring run config; print the run and its check tally; False (after printing why) on failure."""
+    """Run the track's scoring job (``sensors.scores.SCORE_JOBS``) on ``db`` in the project's Dagster instance
+    with the last scoring run config; print the run and its check tally; False (after printing why) on
+    failure."""
     from leaf_live.cli import _instance
     from leaf_live.definitions import build_definitions
     from resources import default_resources
@@ -156,17 +189,23 @@ def rescore(track: str, db: Path) -> bool:
         print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name}", file=sys.stderr)
     if not result.success:
         for ev in result.all_events:
-            if ev.is_step_failure and ev.step_failure_data.error and ev.step_failure_data.error.cls_name != \
-                    "DagsterAssetCheckFailedError":
+            if (
+                ev.is_step_failure
+                and ev.step_failure_data.error
+                and ev.step_failure_data.error.cls_name != "DagsterAssetCheckFailedError"
+            ):
                 err = ev.step_failure_data.error
                 while err.cause is not None:
                     err = err.cause
                 print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
         print(f"leaf-live: rescoring the {track} track FAILED (run {result.run_id})", file=sys.stderr)
         return False
-    print(f"rescored the {track} track: job {job.name}, run {result.run_id} in the Dagster instance, "
-          f"{time.monotonic() - t0:.1f} s; asset checks: {len(checks) - len(failed)} passed, {len(failed)} failed",
-          flush=True)
+    print(
+        f"rescored the {track} track: job {job.name}, run {result.run_id} in the Dagster instance,"
+        f" {time.monotonic() - t0:.1f} s; asset checks: {len(checks) - len(failed)} passed, {len(failed)}"
+        " failed",
+        flush=True,
+    )
     return True
 
 
@@ -176,7 +215,11 @@ def _print_model_board(track: str, db: Path, model: str) -> None:
     con = read_only(db)
     try:
         if track == "macro":
-            board = macro_board(con, scope="overall", models=[model]) if _scored(con, "livemacro_scores", model) else None
+            board = (
+                macro_board(con, scope="overall", models=[model])
+                if _scored(con, "livemacro_scores", model)
+                else None
+            )
         else:
             board = event_board(con, models=[model]) if _scored(con, "leaf_scores", model) else None
     finally:
@@ -184,8 +227,12 @@ def _print_model_board(track: str, db: Path, model: str) -> None:
     if board is None or board.height == 0:
         print(f"{model} has no score yet (none of its forecasts is on a scored board)")
         return
-    what = "overall scope, headline fits, terminal horizon" if track == "macro" else "every domain and horizon"
-    print(f"{model} on the {track} boards ({what}; `leaf-live scores --track {track} --model {model}` for all):")
+    what = (
+        "overall scope, headline fits, terminal horizon" if track == "macro" else "every domain and horizon"
+    )
+    print(
+        f"{model} on the {track} boards ({what}; `leaf-live scores --track {track} --model {model}` for all):"
+    )
     print(render(board, "table"))
 
 

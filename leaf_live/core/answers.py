@@ -3,8 +3,8 @@ one enclosing Markdown fence, strict JSON decoding (duplicate keys and NaN/Infin
 truncated-vs-malformed decision for a JSON error.
 
 Source: LiveMacroEval App. D / LEAF §4.1 (strict output formats; a failure is stored invalid with its
-reason, never raised). The track parsers (``leaf_live.macro.agents.parsing``, ``leaf_live.event.agents.parsing``)
-build their reason codes on these helpers.
+reason, never raised). The track parsers (``leaf_live.macro.agents.parsing``,
+``leaf_live.event.agents.parsing``) build their reason codes on these helpers.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def strict_decoder() -> json.JSONDecoder:
 
 def json_error_reason(json_text: str, exc: json.JSONDecodeError) -> str:
     """``truncated: ...`` when the JSON ends before it closes (unterminated string, more brackets opened than
-    closed, error at the last character), else ``invalid_json: ...`` with the decoder's message and position."""
+    closed, error at the last character), else ``invalid_json: ...`` with the decoder's message and position.
+    """
     opened = json_text.count("{") + json_text.count("[")
     closed = json_text.count("}") + json_text.count("]")
     if exc.pos >= len(json_text.rstrip()) - 1 or opened > closed or exc.msg.startswith("Unterminated"):
@@ -94,6 +95,12 @@ def json_error_reason(json_text: str, exc: json.JSONDecodeError) -> str:
 
 
 __all__ = [
-    "DuplicateKeyError", "FENCE", "REFUSAL_PATTERN", "detect_prompt_injection", "json_error_reason",
-    "looks_like_refusal", "strict_decoder", "strip_fence",
+    "DuplicateKeyError",
+    "FENCE",
+    "REFUSAL_PATTERN",
+    "detect_prompt_injection",
+    "json_error_reason",
+    "looks_like_refusal",
+    "strict_decoder",
+    "strip_fence",
 ]

@@ -1,5 +1,5 @@
-"""Generic figure helpers for both tracks' report figures (matplotlib, drawn on the Agg canvas; no pyplot, so no
-display, no global figure state and no backend switch).
+"""Generic figure helpers for both tracks' report figures (matplotlib, drawn on the Agg canvas; no pyplot, so
+no display, no global figure state and no backend switch).
 
 A track figure function takes frames read from the stored tables and returns a :class:`Plot`: the matplotlib
 ``Figure``, the rows it drew (``data``, one row per mark, what the site prints beside it and what the tests
@@ -56,8 +56,11 @@ class Plot:
     empty: bool = False
 
 
-def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplots_kw) -> tuple[Figure, np.ndarray]:
-    """A figure of ``width`` x ``height`` inches on the Agg canvas and its axes as a 2-D array (nrows x ncols)."""
+def new_figure(
+    width: float, height: float, nrows: int = 1, ncols: int = 1, **subplots_kw
+) -> tuple[Figure, np.ndarray]:
+    """A figure of ``width`` x ``height`` inches on the Agg canvas and its axes as a 2-D array (nrows x
+    ncols)."""
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False, **subplots_kw)
@@ -112,7 +115,17 @@ def model_colors(model_ids: Sequence[str]) -> dict[str, str]:
 def note(ax, text: str) -> None:
     """Write ``text`` in the middle of an axis with nothing else on it (nothing stored to draw)."""
     ax.set_axis_off()
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=10, color="#444444", transform=ax.transAxes)
+    ax.text(
+        0.5,
+        0.5,
+        text,
+        ha="center",
+        va="center",
+        wrap=True,
+        fontsize=10,
+        color="#444444",
+        transform=ax.transAxes,
+    )
 
 
 def interval_barh(
@@ -129,9 +142,9 @@ def interval_barh(
 ) -> BarContainer:
     """Horizontal bars, first label on top, with an interval whisker where ``lo``/``hi`` are given (a ``None``
     bound draws no whisker for that bar), a vertical reference line at ``reference`` and each value printed at
-    the end of its bar. A ``None`` value draws an empty bar labelled "n/a"; a bar flagged in ``hollow`` is drawn
-    as its hatched outline (a value of another kind than the filled bars). Returns the bars (their widths are
-    the values; tests read them back)."""
+    the end of its bar. A ``None`` value draws an empty bar labelled "n/a"; a bar flagged in ``hollow`` is
+    drawn as its hatched outline (a value of another kind than the filled bars). Returns the bars (their
+    widths are the values; tests read them back)."""
     n = len(labels)
     y = np.arange(n)[::-1]
     vals = np.array([np.nan if v is None else float(v) for v in values])
@@ -145,8 +158,15 @@ def interval_barh(
         for yi, v, a, b in zip(y, vals, lo, hi):
             if a is None or b is None or np.isnan(v):
                 continue
-            ax.errorbar(v, yi, xerr=[[max(v - a, 0.0)], [max(b - v, 0.0)]], fmt="none", ecolor="black",
-                        elinewidth=1.1, capsize=3)
+            ax.errorbar(
+                v,
+                yi,
+                xerr=[[max(v - a, 0.0)], [max(b - v, 0.0)]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=1.1,
+                capsize=3,
+            )
     if reference is not None:
         ax.axvline(reference, color="#333333", lw=0.8, ls="--")
     ax.set_yticks(y, list(labels))
@@ -158,8 +178,17 @@ def interval_barh(
         ends.append(0.0 if np.isnan(v) else (max(v, b) if v >= 0 else min(v, a)))
     for yi, v, end in zip(y, vals, ends):
         right = np.isnan(v) or v >= 0
-        ax.annotate("n/a" if np.isnan(v) else value_format.format(v), (end, yi), xytext=(5 if right else -5, 0),
-                    textcoords="offset points", ha="left" if right else "right", va="center", fontsize=7)
-    ax.use_sticky_edges = False  # bars stick to 0, which would stop the margin that leaves room for the labels
+        ax.annotate(
+            "n/a" if np.isnan(v) else value_format.format(v),
+            (end, yi),
+            xytext=(5 if right else -5, 0),
+            textcoords="offset points",
+            ha="left" if right else "right",
+            va="center",
+            fontsize=7,
+        )
+    ax.use_sticky_edges = (
+        False  # bars stick to 0, which would stop the margin that leaves room for the labels
+    )
     ax.margins(x=0.25)
     return bars

@@ -8,10 +8,13 @@ re-scoring never re-calls a model").
 Configuration (environment variables, resolved by ``leaf_live.core.settings`` and parsed by
 :func:`load_llm_config`; the ``llm`` Dagster resource receives them as ``EnvVar``s):
 
-| variable                        | meaning                                                          | default |
+| variable                        | meaning                                                          | default
+|
 |---------------------------------|------------------------------------------------------------------|---------|
-| ``LEAF_LIVE_LLM_MODELS``         | comma list of ``provider/model@design`` (single, team, plugin)   | empty = no LLM runs |
-| ``LEAF_LIVE_LLM_API_BASE``       | override of every provider's base URL (a proxy, a local server)  | provider default |
+| ``LEAF_LIVE_LLM_MODELS``         | comma list of ``provider/model@design`` (single, team, plugin)   | empty
+= no LLM runs |
+| ``LEAF_LIVE_LLM_API_BASE``       | override of every provider's base URL (a proxy, a local server)  |
+provider default |
 | ``LEAF_LIVE_LLM_RPM``            | requests per minute per model (shared by concurrent calls)       | 60 |
 | ``LEAF_LIVE_LLM_CONCURRENCY``    | calls in flight at once (all models)                             | 8 |
 | ``LEAF_LIVE_LLM_TIMEOUT_S``      | wall-clock limit of one attempt, seconds                         | 300 |
@@ -33,12 +36,11 @@ import hashlib
 import json
 import math
 import random
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -52,7 +54,6 @@ from leaf_live.core.storage import PARTITION_KEY as _PARTITION_KEY
 from leaf_live.core.storage import Table, col, conform, polars_schema
 
 
-
 @functools.cache
 def _litellm():
     """litellm, imported on first use: importing it costs about 2.3 s, and most commands (status, sql,
@@ -62,9 +63,19 @@ def _litellm():
     litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
     return litellm
 
+
 DESIGNS = ("single", "team", "plugin")
-ROLES = ("single", "researcher", "verifier", "orchestrator", "analyst", "retriever", "checker", "forecaster",
-         "rater")
+ROLES = (
+    "single",
+    "researcher",
+    "verifier",
+    "orchestrator",
+    "analyst",
+    "retriever",
+    "checker",
+    "forecaster",
+    "rater",
+)
 NO_MODELS_MESSAGE = (
     "no LLM models configured: set LEAF_LIVE_LLM_MODELS, e.g. "
     "'openai/gpt-5-search-api@single,anthropic/claude-sonnet-4-5@team'"
@@ -75,7 +86,7 @@ ANTHROPIC_WEB_SEARCH_TOOL = "web_search_20250305"
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,7 +112,9 @@ class ModelSpec:
         if not self.provider or not self.model:
             raise SettingsError(f"model {self.provider}/{self.model}: provider and model must be non-empty")
         if self.design not in DESIGNS:
-            raise SettingsError(f"model {self.provider}/{self.model}@{self.design}: design must be one of {DESIGNS}")
+            raise SettingsError(
+                f"model {self.provider}/{self.model}@{self.design}: design must be one of {DESIGNS}"
+            )
 
     @property
     def litellm_model(self) -> str:
@@ -112,7 +125,7 @@ class ModelSpec:
         return f"{self.provider}/{self.model}@{self.design}"
 
     @classmethod
-    def parse(cls, text: str, api_base: str | None = None) -> "ModelSpec":
+    def parse(cls, text: str, api_base: str | None = None) -> ModelSpec:
         """Parse ``provider/model[@design]`` (design defaults to ``single``).
 
         Raises :class:`~leaf_live.core.settings.SettingsError` naming the text when it has no provider or an
@@ -123,7 +136,8 @@ class ModelSpec:
         provider, sep, model = spec.partition("/")
         if not sep or not provider or not model:
             raise SettingsError(
-                f"LEAF_LIVE_LLM_MODELS entry {raw!r}: expected 'provider/model@design', e.g. 'openai/gpt-5-search-api@single'"
+                f"LEAF_LIVE_LLM_MODELS entry {raw!r}: expected 'provider/model@design', e.g."
+                " 'openai/gpt-5-search-api@single'"
             )
         design = design or "single"
         if design not in DESIGNS:
@@ -149,19 +163,28 @@ class LLMConfig:
     max_searches: int = 5  # Anthropic web-search tool max_uses per call
 
     def __post_init__(self) -> None:
-        for name, positive in (("rpm", True), ("timeout_s", True), ("backoff_base_s", False), ("backoff_max_s", False)):
+        for name, positive in (
+            ("rpm", True),
+            ("timeout_s", True),
+            ("backoff_base_s", False),
+            ("backoff_max_s", False),
+        ):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 if positive else v >= 0)):
-                raise SettingsError(f"LLM setting {name}={v!r}: must be a finite number {'> 0' if positive else '>= 0'}")
+                raise SettingsError(
+                    f"LLM setting {name}={v!r}: must be a finite number {'> 0' if positive else '>= 0'}"
+                )
         for name in ("max_concurrency", "max_attempts", "max_tokens", "max_searches"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise SettingsError(f"LLM setting {name}={v!r}: must be an integer >= 1")
         if self.search_context_size not in ("low", "medium", "high"):
-            raise SettingsError(f"LLM setting search_context_size={self.search_context_size!r}: low | medium | high")
+            raise SettingsError(
+                f"LLM setting search_context_size={self.search_context_size!r}: low | medium | high"
+            )
 
     @property
-    def retry(self) -> "RetryPolicy":
+    def retry(self) -> RetryPolicy:
         return RetryPolicy(self.max_attempts, self.backoff_base_s, self.backoff_max_s)
 
 
@@ -172,7 +195,9 @@ def _env_number(env: Mapping[str, str], name: str, default: float, kind: type) -
     try:
         return kind(raw.strip())
     except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected {'an integer' if kind is int else 'a number'}") from None
+        raise SettingsError(
+            f"{name}={raw!r}: expected {'an integer' if kind is int else 'a number'}"
+        ) from None
 
 
 def load_llm_config(env: Mapping[str, str]) -> LLMConfig:
@@ -288,7 +313,9 @@ class RetryPolicy:
     max_delay_s: float = 60.0
     jitter: float = 0.25
 
-    def delay(self, attempt: int, retry_after_s: float | None = None, rng: random.Random | None = None) -> float:
+    def delay(
+        self, attempt: int, retry_after_s: float | None = None, rng: random.Random | None = None
+    ) -> float:
         backoff = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
         backoff *= 1.0 + self.jitter * (rng or random).random()
         if retry_after_s is not None and retry_after_s > 0:
@@ -300,11 +327,23 @@ class RetryPolicy:
 def _error_types() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """(retryable, not retryable) exception classes; litellm's are looked up on first use."""
     lm = _litellm()
-    retryable = (lm.Timeout, lm.RateLimitError, lm.InternalServerError, lm.ServiceUnavailableError,
-                 lm.BadGatewayError, lm.APIConnectionError, asyncio.TimeoutError, httpx.TransportError)
-    not_retryable = (lm.AuthenticationError, lm.PermissionDeniedError, lm.NotFoundError,
-                     lm.BadRequestError,  # includes context-window and content-policy errors
-                     lm.UnprocessableEntityError)
+    retryable = (
+        lm.Timeout,
+        lm.RateLimitError,
+        lm.InternalServerError,
+        lm.ServiceUnavailableError,
+        lm.BadGatewayError,
+        lm.APIConnectionError,
+        asyncio.TimeoutError,
+        httpx.TransportError,
+    )
+    not_retryable = (
+        lm.AuthenticationError,
+        lm.PermissionDeniedError,
+        lm.NotFoundError,
+        lm.BadRequestError,  # includes context-window and content-policy errors
+        lm.UnprocessableEntityError,
+    )
     return retryable, not_retryable
 
 
@@ -371,11 +410,12 @@ def retry_after_seconds(exc: BaseException, now: datetime | None = None) -> floa
 def _rfc3339(t: datetime) -> str:
     if t.tzinfo is None:
         raise ValueError(f"search window time {t!r} has no time zone; pass tz-aware UTC times")
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def web_search_params(spec: ModelSpec, config: LLMConfig,
-                      window: tuple[datetime, datetime] | None = None) -> dict[str, Any]:
+def web_search_params(
+    spec: ModelSpec, config: LLMConfig, window: tuple[datetime, datetime] | None = None
+) -> dict[str, Any]:
     """litellm keyword arguments that give ``spec`` its provider's hosted web search.
 
     * ``openai`` (search models such as ``gpt-5-search-api``): ``web_search_options`` (Chat Completions), only
@@ -400,11 +440,25 @@ def web_search_params(spec: ModelSpec, config: LLMConfig,
             return {}
         return {"web_search_options": {"search_context_size": config.search_context_size}}
     if p == "anthropic":
-        return {"tools": [{"type": ANTHROPIC_WEB_SEARCH_TOOL, "name": "web_search", "max_uses": config.max_searches}]}
+        return {
+            "tools": [
+                {"type": ANTHROPIC_WEB_SEARCH_TOOL, "name": "web_search", "max_uses": config.max_searches}
+            ]
+        }
     if p in ("gemini", "vertex_ai"):
         if window is not None:
-            return {"tools": [{"googleSearch": {"timeRangeFilter": {"startTime": _rfc3339(window[0]),
-                                                                     "endTime": _rfc3339(window[1])}}}]}
+            return {
+                "tools": [
+                    {
+                        "googleSearch": {
+                            "timeRangeFilter": {
+                                "startTime": _rfc3339(window[0]),
+                                "endTime": _rfc3339(window[1]),
+                            }
+                        }
+                    }
+                ]
+            }
         return {"tools": [{"googleSearch": {}}]}
     return {}
 
@@ -497,7 +551,9 @@ class CallResult:
     refusal: str | None = None
     citations: list[dict[str, str | None]] = field(default_factory=list)
     response: dict[str, Any] | None = None
-    tool_calls: list[dict[str, str]] = field(default_factory=list)  # [{"id", "name", "arguments" (JSON text)}]
+    tool_calls: list[dict[str, str]] = field(
+        default_factory=list
+    )  # [{"id", "name", "arguments" (JSON text)}]
 
     @property
     def ok(self) -> bool:
@@ -535,8 +591,16 @@ def _cost(response: Any) -> float | None:
 # Transport failures below HTTP. litellm wraps them in exceptions that carry a made-up status (a refused
 # connection arrives as InternalServerError with a synthetic 500 response, a client timeout as 408), so the
 # cause chain, not the status, says whether a server answered at all.
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, httpx.ConnectError, httpx.NetworkError)
-_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException)
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    ConnectionError,
+    httpx.ConnectError,
+    httpx.NetworkError,
+)
+_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (
+    asyncio.TimeoutError,
+    TimeoutError,
+    httpx.TimeoutException,
+)
 
 
 def _cause_chain(exc: BaseException) -> list[BaseException]:
@@ -571,7 +635,9 @@ def _error_text(exc: BaseException) -> str:
     if failure is not None:
         kind, root = failure
         if not msg:
-            msg = str(root).strip() or ("attempt exceeded the wall-clock timeout" if kind == "timeout" else "")
+            msg = str(root).strip() or (
+                "attempt exceeded the wall-clock timeout" if kind == "timeout" else ""
+            )
         label = f"{kind}: {type(root).__name__}" if root is not exc else kind
         text = f"{type(exc).__name__} ({label})" + (f": {msg}" if msg else "")
     else:
@@ -622,8 +688,13 @@ class LLMClient:
             self._limiters[key] = RateLimiter(self.config.rpm, sleep=self._sleep)
         return self._limiters[key]
 
-    def request_kwargs(self, spec: ModelSpec, web_search: bool, max_tokens: int | None = None,
-                       search_window: tuple[datetime, datetime] | None = None) -> dict[str, Any]:
+    def request_kwargs(
+        self,
+        spec: ModelSpec,
+        web_search: bool,
+        max_tokens: int | None = None,
+        search_window: tuple[datetime, datetime] | None = None,
+    ) -> dict[str, Any]:
         kw: dict[str, Any] = {
             "model": spec.litellm_model,
             "max_tokens": self.config.max_tokens if max_tokens is None else max_tokens,
@@ -739,8 +810,13 @@ class LLMClient:
                 fn = (tc or {}).get("function") or {}
                 if fn.get("name"):
                     args = fn.get("arguments")
-                    result.tool_calls.append({"id": str(tc.get("id") or ""), "name": str(fn["name"]),
-                                              "arguments": args if isinstance(args, str) else json.dumps(args or {})})
+                    result.tool_calls.append(
+                        {
+                            "id": str(tc.get("id") or ""),
+                            "name": str(fn["name"]),
+                            "arguments": args if isinstance(args, str) else json.dumps(args or {}),
+                        }
+                    )
         self.records.append(record)
         return result
 
@@ -770,31 +846,63 @@ class LLMClient:
 # module (the registry accepts the same definition twice), so README order follows the tracks.
 LLM_CALLS = Table(
     name="llm_calls",
-    doc="Every LLM call (success or final failure) with its exact request, raw response, usage and cost, so "
-    "answers (nowcasts, retrieved events, fact-checks, event-track forecasts) can be re-parsed and re-scored without calling a model again (DESIGN.md principle 6). API keys "
-    "are never stored. The raw response is litellm's OpenAI-format dump (Anthropic blocks under "
-    "provider_specific_fields).",
+    doc=(
+        "Every LLM call (success or final failure) with its exact request, raw response, usage and cost, so"
+        " answers (nowcasts, retrieved events, fact-checks, event-track forecasts) can be re-parsed and"
+        " re-scored without calling a model again (DESIGN.md principle 6). API keys are never stored. The raw"
+        " response is litellm's OpenAI-format dump (Anthropic blocks under provider_specific_fields)."
+    ),
     grain="one row per call_id",
     columns=(
         _PARTITION_KEY,
-        col("call_id", "VARCHAR", "unique id of the call (nowcasts.raw_response_id, retrieved_events.call_id, fact_checks.call_id, leaf_forecast_trials.call_id)", False),
-        col("run_id", "VARCHAR", "id shared by the calls of one unit of work (a nowcast: model x prompt group x hour, team = 3 calls; a retrieval: target x interval, one call per round)"),
+        col(
+            "call_id",
+            "VARCHAR",
+            "unique id of the call (nowcasts.raw_response_id, retrieved_events.call_id, fact_checks.call_id,"
+            " leaf_forecast_trials.call_id)",
+            False,
+        ),
+        col(
+            "run_id",
+            "VARCHAR",
+            "id shared by the calls of one unit of work (a nowcast: model x prompt group x hour, team = 3"
+            " calls; a retrieval: target x interval, one call per round)",
+        ),
         col("model_id", "VARCHAR", "provider/model@design", False),
         col("model", "VARCHAR", "litellm model string provider/model", False),
-        col("role", "VARCHAR", "single | researcher | verifier | orchestrator (LiveMacroEval App. S.1) | analyst "
-            "(plug-in design, one row per tool round, S.5); retriever | checker | forecaster | rater (LEAF §3.2)", False),
-        col("prompt_group", "VARCHAR", "macro: output_core | demand_sectoral (App. D); event: retrieval round, fact-check, forecast kind"),
+        col(
+            "role",
+            "VARCHAR",
+            "single | researcher | verifier | orchestrator (LiveMacroEval App. S.1) | analyst (plug-in"
+            " design, one row per tool round, S.5); retriever | checker | forecaster | rater (LEAF §3.2)",
+            False,
+        ),
+        col(
+            "prompt_group",
+            "VARCHAR",
+            "macro: output_core | demand_sectoral (App. D); event: retrieval round, fact-check, forecast"
+            " kind",
+        ),
         col("requested_at", "TIMESTAMPTZ", "first attempt started, UTC", False),
         col("completed_at", "TIMESTAMPTZ", "final answer or final failure, UTC", False),
         col("prompt_hash", "VARCHAR", "sha256 of the canonical JSON of the request messages", False),
         col("request_messages", "VARCHAR", "JSON list of the messages sent", False),
-        col("request_params", "VARCHAR", "JSON of model, max_tokens, timeout, web-search options (no secrets)", False),
+        col(
+            "request_params",
+            "VARCHAR",
+            "JSON of model, max_tokens, timeout, web-search options (no secrets)",
+            False,
+        ),
         col("response_json", "VARCHAR", "raw response JSON (NULL when the call failed)"),
         col("response_model", "VARCHAR", "model name the provider reported"),
         col("finish_reason", "VARCHAR", "stop | length | content_filter | tool_calls ..."),
         col("status", "VARCHAR", "ok | failed (after the last attempt)", False),
-        col("error", "VARCHAR", "last error type, HTTP status (or 'connection error' / 'timeout' when no HTTP "
-            "answer came back) and message, secrets redacted (NULL when ok)"),
+        col(
+            "error",
+            "VARCHAR",
+            "last error type, HTTP status (or 'connection error' / 'timeout' when no HTTP "
+            "answer came back) and message, secrets redacted (NULL when ok)",
+        ),
         col("attempts", "INTEGER", "attempts made (1 = no retry)", False),
         col("latency_s", "DOUBLE", "seconds from first attempt to final outcome, incl. backoff", False),
         col("prompt_tokens", "INTEGER", "tokens in"),
@@ -808,9 +916,28 @@ LLM_CALLS = Table(
 )
 
 LLM_CALL_FIELDS = (
-    "call_id", "run_id", "model_id", "model", "role", "prompt_group", "requested_at", "completed_at",
-    "prompt_hash", "request_messages", "request_params", "response_json", "response_model", "finish_reason",
-    "status", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd",
+    "call_id",
+    "run_id",
+    "model_id",
+    "model",
+    "role",
+    "prompt_group",
+    "requested_at",
+    "completed_at",
+    "prompt_hash",
+    "request_messages",
+    "request_params",
+    "response_json",
+    "response_model",
+    "finish_reason",
+    "status",
+    "error",
+    "attempts",
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost_usd",
 )
 
 
@@ -831,9 +958,27 @@ def llm_calls_frame(records: Iterable[CallRecord], partition_key: str) -> pl.Dat
 
 
 __all__ = [
-    "ANTHROPIC_WEB_SEARCH_TOOL", "LLM_CALLS", "CallRecord", "CallRequest", "CallResult", "DESIGNS", "LLMClient", "LLMConfig",
-    "ModelSpec", "NO_MODELS_MESSAGE", "RateLimiter", "RetryPolicy", "extract_citations", "is_retryable",
-    "llm_calls_frame", "load_llm_config", "messages_json", "no_models_message", "prompt_hash", "redact_secrets",
+    "ANTHROPIC_WEB_SEARCH_TOOL",
+    "LLM_CALLS",
+    "CallRecord",
+    "CallRequest",
+    "CallResult",
+    "DESIGNS",
+    "LLMClient",
+    "LLMConfig",
+    "ModelSpec",
+    "NO_MODELS_MESSAGE",
+    "RateLimiter",
+    "RetryPolicy",
+    "extract_citations",
+    "is_retryable",
+    "llm_calls_frame",
+    "load_llm_config",
+    "messages_json",
+    "no_models_message",
+    "prompt_hash",
+    "redact_secrets",
     "transport_failure",
-    "retry_after_seconds", "web_search_params",
+    "retry_after_seconds",
+    "web_search_params",
 ]

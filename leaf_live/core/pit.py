@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -18,7 +18,6 @@ import polars as pl
 from leaf_live.core.sources import SourceError
 
 ET = ZoneInfo("America/New_York")
-UTC = timezone.utc
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 MONTH_NUMBER = {m: i + 1 for i, m in enumerate(_MONTHS)}
@@ -39,10 +38,17 @@ def localize(local: datetime, tz: ZoneInfo, *, file: str, row: int, field: str, 
     second = local.replace(tzinfo=tz, fold=1)
     if first.utcoffset() != second.utcoffset():
         back = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
-        kind = "does not exist (daylight-saving gap)" if back != local else "is ambiguous (daylight-saving overlap)"
+        kind = (
+            "does not exist (daylight-saving gap)"
+            if back != local
+            else "is ambiguous (daylight-saving overlap)"
+        )
         raise SourceError(
             f"local time {local:%Y-%m-%d %H:%M:%S} {kind} in time zone {tz.key}; cannot place it in UTC",
-            file=file, row=row, field=field, value=value,
+            file=file,
+            row=row,
+            field=field,
+            value=value,
         )
     return first.astimezone(UTC)
 
@@ -55,7 +61,9 @@ def parse_naive_datetime(text: str, *, file: str, row: int, field: str) -> datet
             return datetime.strptime(s, fmt)
         except ValueError:
             continue
-    raise SourceError("not a timestamp of the form YYYY-MM-DD HH:MM[:SS]", file=file, row=row, field=field, value=text)
+    raise SourceError(
+        "not a timestamp of the form YYYY-MM-DD HH:MM[:SS]", file=file, row=row, field=field, value=text
+    )
 
 
 def shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
@@ -73,8 +81,8 @@ _MONTH_KEY = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
 
 def check_month(value: object, field: str = "month", error: type[Exception] = ValueError) -> str:
-    """Return ``value`` when it is a month ``YYYY-MM`` (month 01-12); else raise ``error`` naming ``field`` and
-    the value. The one YYYY-MM check (CLI flags, config, source files, vintage labels)."""
+    """Return ``value`` when it is a month ``YYYY-MM`` (month 01-12); else raise ``error`` naming ``field``
+    and the value. The one YYYY-MM check (CLI flags, config, source files, vintage labels)."""
     if not isinstance(value, str) or not _MONTH_KEY.fullmatch(value):
         raise error(f"{field}={value!r}: expected a month YYYY-MM (e.g. 2024-03)")
     return value
@@ -121,7 +129,8 @@ def et_month_start(ts: datetime) -> date:
 
 
 def et_month_key(ts: datetime) -> str:
-    """``YYYY-MM`` of the America/New_York month holding the instant ``ts`` (the release-month partition key)."""
+    """``YYYY-MM`` of the America/New_York month holding the instant ``ts`` (the release-month partition
+    key)."""
     et = to_utc(ts).astimezone(ET)
     return label_for_month(et.year, et.month)
 
@@ -185,7 +194,9 @@ def to_utc(dt: datetime) -> datetime:
 # ------------------------------------------------------------------------------------------------
 
 
-def require_columns(frame: pl.DataFrame, cols: Sequence[str], what: str, error: type[Exception] = ValueError) -> None:
+def require_columns(
+    frame: pl.DataFrame, cols: Sequence[str], what: str, error: type[Exception] = ValueError
+) -> None:
     """Raise ``error`` naming ``what`` and the missing columns when ``frame`` lacks any of ``cols``.
 
     The one required-columns check of the project (every stage validates its input frames with it)."""
@@ -195,15 +206,19 @@ def require_columns(frame: pl.DataFrame, cols: Sequence[str], what: str, error: 
 
 
 def require_tz_aware(frame: pl.DataFrame, col: str, what: str, error: type[Exception] = ValueError) -> None:
-    """Raise ``error`` unless ``frame[col]`` is a tz-aware datetime column (naive times are refused, not guessed)."""
+    """Raise ``error`` unless ``frame[col]`` is a tz-aware datetime column (naive times are refused, not
+    guessed)."""
     require_columns(frame, [col], what, error)
     dtype = frame.schema[col]
     if not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
         raise error(f"{what}.{col} must be a tz-aware datetime, got {dtype}")
 
 
-def as_utc_column(frame: pl.DataFrame, col: str, what: str, error: type[Exception] = ValueError) -> pl.DataFrame:
-    """``frame`` with the tz-aware column ``col`` as ``Datetime(us, UTC)`` (:func:`require_tz_aware` first)."""
+def as_utc_column(
+    frame: pl.DataFrame, col: str, what: str, error: type[Exception] = ValueError
+) -> pl.DataFrame:
+    """``frame`` with the tz-aware column ``col`` as ``Datetime(us, UTC)`` (:func:`require_tz_aware`
+    first)."""
     require_tz_aware(frame, col, what, error)
     return frame.with_columns(pl.col(col).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
 
@@ -214,7 +229,9 @@ def _utc_instant(at: datetime, name: str = "at") -> datetime:
     return at.astimezone(UTC)
 
 
-def known_by(frame: pl.DataFrame, at: datetime, *, time_col: str = "available_at", strict: bool = False) -> pl.DataFrame:
+def known_by(
+    frame: pl.DataFrame, at: datetime, *, time_col: str = "available_at", strict: bool = False
+) -> pl.DataFrame:
     """Rows of ``frame`` knowable at ``at``: ``time_col <= at`` (``< at`` when ``strict``).
 
     ``at`` must be tz-aware (raises :class:`ValueError` otherwise); ``time_col`` a tz-aware timestamp column.
@@ -236,10 +253,10 @@ def as_of(
 ) -> pl.DataFrame:
     """The latest row per ``keys`` knowable at ``at`` (a step function of ``time_col``).
 
-    Rows pass ``where`` (e.g. ``pl.col("valid")``) and ``time_col <= at`` (``< at`` when ``strict``); of those,
-    each key keeps the row with the greatest ``time_col``; ties keep the row that comes last in ``frame``.
-    Returns the selected rows with ``frame``'s columns, sorted by ``keys``; a key with no row by ``at`` is
-    absent. Raises :class:`ValueError` for a naive ``at`` or missing columns."""
+    Rows pass ``where`` (e.g. ``pl.col("valid")``) and ``time_col <= at`` (``< at`` when ``strict``); of
+    those, each key keeps the row with the greatest ``time_col``; ties keep the row that comes last in
+    ``frame``. Returns the selected rows with ``frame``'s columns, sorted by ``keys``; a key with no row by
+    ``at`` is absent. Raises :class:`ValueError` for a naive ``at`` or missing columns."""
     require_columns(frame, [*keys, time_col], "as-of")
     sel = known_by(frame, at, time_col=time_col, strict=strict)
     if where is not None:
@@ -271,13 +288,13 @@ def as_of_join(
     where: pl.Expr | None = None,
     suffix: str = "_asof",
 ) -> pl.DataFrame:
-    """:func:`as_of` evaluated at every row of ``left``: for each row, the latest row of ``frame`` with the same
-    ``by`` values and ``time_col <= left[left_time]`` (``<`` when ``strict``), after ``where``.
+    """:func:`as_of` evaluated at every row of ``left``: for each row, the latest row of ``frame`` with the
+    same ``by`` values and ``time_col <= left[left_time]`` (``<`` when ``strict``), after ``where``.
 
-    Same tie rule as :func:`as_of` (equal ``time_col``: the row that comes last in ``frame``). Returns ``left``
-    in its own row order with ``frame``'s other columns appended (named ``<col><suffix>`` where they clash
-    with ``left``'s; ``time_col`` always comes back as ``<time_col><suffix>``); rows with no match get NULLs.
-    Both time columns must be tz-aware. Raises :class:`ValueError` for missing columns or naive times.
+    Same tie rule as :func:`as_of` (equal ``time_col``: the row that comes last in ``frame``). Returns
+    ``left`` in its own row order with ``frame``'s other columns appended (named ``<col><suffix>`` where they
+    clash with ``left``'s; ``time_col`` always comes back as ``<time_col><suffix>``); rows with no match get
+    NULLs. Both time columns must be tz-aware. Raises :class:`ValueError` for missing columns or naive times.
     Vectorised with polars ``join_asof`` (a backward search), so a few thousand evaluation times cost one join
     rather than one filter each."""
     require_columns(left, [left_time, *by], "as-of join (left)")
@@ -288,7 +305,9 @@ def as_of_join(
             raise ValueError(f"as-of join: column {c!r} must be a tz-aware timestamp, got {dt}")
     right = frame if where is None else frame.filter(where)
     t_out = f"{time_col}{suffix}"
-    rename = {c: (f"{c}{suffix}" if c in left.columns or c == time_col else c) for c in right.columns if c not in by}
+    rename = {
+        c: f"{c}{suffix}" if c in left.columns or c == time_col else c for c in right.columns if c not in by
+    }
     right = (
         right.with_row_index("_asof_row")
         .sort(time_col, "_asof_row")
@@ -302,8 +321,14 @@ def as_of_join(
         .with_columns(pl.col(left_time).dt.convert_time_zone("UTC").alias("_asof_key"))
         .sort("_asof_key")
         # both sides are sorted on the key just above (polars cannot verify it within ``by`` groups)
-        .join_asof(right, on="_asof_key", by=list(by) or None, strategy="backward",
-                   allow_exact_matches=not strict, check_sortedness=False)
+        .join_asof(
+            right,
+            on="_asof_key",
+            by=list(by) or None,
+            strategy="backward",
+            allow_exact_matches=not strict,
+            check_sortedness=False,
+        )
         .sort("_asof_left")
     )
     return out.drop("_asof_left", "_asof_key")
@@ -315,24 +340,26 @@ def first_per_period(
     *,
     time_col: str = "release_at",
 ) -> pl.DataFrame:
-    """The earliest row per ``keys`` by ``time_col`` (the first release of each indicator and reference period:
-    GDP keeps its advance estimate). Rows come back in ``time_col`` order; rows of one key must not tie in
-    ``time_col`` (one release per instant), else which one is kept is unspecified. Raises :class:`ValueError`
-    for missing columns."""
+    """The earliest row per ``keys`` by ``time_col`` (the first release of each indicator and reference
+    period: GDP keeps its advance estimate). Rows come back in ``time_col`` order; rows of one key must not
+    tie in ``time_col`` (one release per instant), else which one is kept is unspecified. Raises
+    :class:`ValueError` for missing columns."""
     require_columns(frame, [*keys, time_col], "first-per-period")
     return frame.sort(time_col).unique(list(keys), keep="first", maintain_order=True)
 
 
-def is_first_per_period(keys: Sequence[str] = ("indicator_id", "reference_period"), time_col: str = "release_at") -> pl.Expr:
-    """Polars expression: the row is the earliest of its ``keys`` group by ``time_col`` (a later estimate of the
-    same period is False)."""
+def is_first_per_period(
+    keys: Sequence[str] = ("indicator_id", "reference_period"), time_col: str = "release_at"
+) -> pl.Expr:
+    """Polars expression: the row is the earliest of its ``keys`` group by ``time_col`` (a later estimate of
+    the same period is False)."""
     return pl.col(time_col) == pl.col(time_col).min().over(list(keys))
 
 
 def days_complete(at: datetime, lag: timedelta, first: date, last: date | None = None) -> list[date]:
     """UTC days ``first`` .. ``last`` (default: any) whose data a source has published by the instant ``at``
-    (tz-aware): the day's end (next day 00:00 UTC) plus the source's publication ``lag`` is at or before ``at``.
-    Empty when none. Raises :class:`ValueError` for a naive ``at`` or a negative ``lag``."""
+    (tz-aware): the day's end (next day 00:00 UTC) plus the source's publication ``lag`` is at or before
+    ``at``. Empty when none. Raises :class:`ValueError` for a naive ``at`` or a negative ``lag``."""
     if at.tzinfo is None:
         raise ValueError(f"at={at!r}: give a time zone (UTC)")
     if lag < timedelta(0):

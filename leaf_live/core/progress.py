@@ -1,9 +1,9 @@
-"""Progress of long steps: how many of a known number of items are done, reported by the code that does the work
-and shown by whoever listens (``leaf-live run``'s progress display, the Dagster log of the step).
+"""Progress of long steps: how many of a known number of items are done, reported by the code that does the
+work and shown by whoever listens (``leaf-live run``'s progress display, the Dagster log of the step).
 
 The science takes a plain callback ``progress(n)`` ("n more items done", :data:`Advance`) and never knows who
-listens; the wiring opens a :class:`Task` (name, total, unit), passes ``task.advance`` down and closes the task.
-Listeners subscribe process-wide (:func:`subscribe`) and receive ``(task, event)`` with ``event`` one of
+listens; the wiring opens a :class:`Task` (name, total, unit), passes ``task.advance`` down and closes the
+task. Listeners subscribe process-wide (:func:`subscribe`) and receive ``(task, event)`` with ``event`` one of
 ``'start'``, ``'advance'``, ``'end'``. No Dagster import; listeners must be quick (they run in the caller's
 thread) and must not raise (an exception in one is swallowed so the work never fails for a display).
 """
@@ -25,8 +25,8 @@ _lock = threading.Lock()
 
 @dataclass
 class Task:
-    """One long piece of work: ``name`` (e.g. ``'arima_nowcasts: histories fitted'``), ``total`` items of ``unit``,
-    ``done`` so far, ``started`` (``time.monotonic()``), ``ended`` when closed."""
+    """One long piece of work: ``name`` (e.g. ``'arima_nowcasts: histories fitted'``), ``total`` items of
+    ``unit``, ``done`` so far, ``started`` (``time.monotonic()``), ``ended`` when closed."""
 
     name: str
     total: int

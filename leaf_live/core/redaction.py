@@ -7,13 +7,13 @@ What is replaced by ``***`` (DESIGN.md, Conventions: "secrets ... never stored, 
   :func:`leaf_live.core.settings.secret_values`), wherever they appear;
 - provider keys by their shape, of any length past the prefix: OpenAI ``sk-...`` / ``sk-proj-...``,
   Anthropic ``sk-ant-...``, OpenRouter ``sk-or-...``, Google ``AIza...``, xAI ``xai-...``, Groq ``gsk_...``,
-  Perplexity ``pplx-...``, Hugging Face ``hf_...``, GitHub ``ghp_...`` / ``github_pat_...``, Slack ``xox?-...``,
-  AWS access key ids (``AKIA...``, ``ASIA...`` and the other IAM prefixes), JSON web tokens and PEM private
-  key blocks;
+  Perplexity ``pplx-...``, Hugging Face ``hf_...``, GitHub ``ghp_...`` / ``github_pat_...``, Slack
+  ``xox?-...``, AWS access key ids (``AKIA...``, ``ASIA...`` and the other IAM prefixes), JSON web tokens and
+  PEM private key blocks;
 - values next to a secret name: ``aws_secret_access_key = ...`` (the 40-character AWS secret key),
-  ``aws_session_token``, ``api_key`` / ``x-api-key`` / ``x-goog-api-key``, ``access_token``, ``client_secret``,
-  ``password``, ``NAME_API_KEY=...`` / ``NAME_TOKEN=...`` / ``NAME_SECRET=...`` / ``NAME_PASSWORD=...``, in
-  ``key=value``, ``key: value`` and JSON form;
+  ``aws_session_token``, ``api_key`` / ``x-api-key`` / ``x-goog-api-key``, ``access_token``,
+  ``client_secret``, ``password``, ``NAME_API_KEY=...`` / ``NAME_TOKEN=...`` / ``NAME_SECRET=...`` /
+  ``NAME_PASSWORD=...``, in ``key=value``, ``key: value`` and JSON form;
 - ``Authorization:`` header values (``Bearer``, ``Basic``, ``Token``) and bare ``Bearer <token>``;
 - URL query parameters that carry credentials (``api_key=``, ``key=``, ``token=``, ``access_token=``,
   ``signature=``, AWS presigned ``X-Amz-*``) and the password of ``scheme://user:password@host``.
@@ -52,7 +52,10 @@ _SHAPES: tuple[tuple[re.Pattern[str], int], ...] = (
     # OpenAI / Anthropic / OpenRouter / DeepSeek style; \b keeps "risk-adjusted" (no boundary before "sk").
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), 40),
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), 0),  # Google API keys
-    (re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA)[A-Z0-9]{16}\b"), 0),  # AWS key ids
+    (
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA)[A-Z0-9]{16}\b"),
+        0,
+    ),  # AWS key ids
     (re.compile(r"\b(?:xai|pplx)-[A-Za-z0-9]{20,}"), 0),
     (re.compile(r"\b(?:gsk|hf|ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"), 0),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"), 0),
@@ -125,7 +128,7 @@ def redact(text: str | None, secrets: Iterable[str] | None = None) -> str | None
     text = _NAMED.sub(_named, text)
     text = _ENV_NAMED.sub(_named, text)
     for pat, long_word in _SHAPES:
-        text = pat.sub(lambda m: MASK if looks_random(m.group(0), long_word or 16) else m.group(0), text)
+        text = pat.sub(lambda m, n=long_word or 16: MASK if looks_random(m.group(0), n) else m.group(0), text)
     return text
 
 

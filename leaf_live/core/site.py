@@ -1,6 +1,6 @@
-"""The static leaderboard site: plain HTML + CSS + a few lines of vanilla JavaScript for the tabs, rendered with
-Jinja2 from page descriptions the tracks build (:class:`Page` of :class:`Tab` of blocks). Works offline: no
-CDN, no font or script from elsewhere; figures are files next to the pages.
+"""The static leaderboard site: plain HTML + CSS + a few lines of vanilla JavaScript for the tabs, rendered
+with Jinja2 from page descriptions the tracks build (:class:`Page` of :class:`Tab` of blocks). Works offline:
+no CDN, no font or script from elsewhere; figures are files next to the pages.
 
 Every table cell carries the stored value it shows in ``data-value`` (floats as ``repr``, so they round-trip
 exactly; empty for NULL) and its column in ``data-col``; rows carry ``data-key``. A reader (or a test) can
@@ -27,8 +27,8 @@ SITE_DIR = "site"
 
 
 def site_dir(db_path: str | os.PathLike) -> Path:
-    """Where the site of a database is written: ``site/`` next to the DuckDB file (``data/site/`` for the default
-    ``data/leaf_live.duckdb``). Raises ``ValueError`` for an in-memory database (``:memory:``)."""
+    """Where the site of a database is written: ``site/`` next to the DuckDB file (``data/site/`` for the
+    default ``data/leaf_live.duckdb``). Raises ``ValueError`` for an in-memory database (``:memory:``)."""
     if str(db_path) == ":memory:":
         raise ValueError("the leaderboard site is written next to a DuckDB file, not an in-memory database")
     return Path(db_path).resolve().parent / SITE_DIR
@@ -36,8 +36,8 @@ def site_dir(db_path: str | os.PathLike) -> Path:
 
 @dataclass(frozen=True)
 class Column:
-    """A table column: ``key`` in the row dicts, header ``label``, ``fmt`` (a format spec such as ``+.4f``, or a
-    callable value -> text), ``numeric`` (right-aligned) and a header tooltip ``title``."""
+    """A table column: ``key`` in the row dicts, header ``label``, ``fmt`` (a format spec such as ``+.4f``, or
+    a callable value -> text), ``numeric`` (right-aligned) and a header tooltip ``title``."""
 
     key: str
     label: str
@@ -73,7 +73,8 @@ class FigureBlock:
 
 @dataclass
 class TextBlock:
-    """Plain paragraphs (escaped), e.g. a coverage statement, and ``links`` ((href, text) pairs) listed below."""
+    """Plain paragraphs (escaped), e.g. a coverage statement, and ``links`` ((href, text) pairs) listed
+    below."""
 
     paragraphs: Sequence[str]
     title: str = ""
@@ -131,8 +132,13 @@ def cell_text(v: Any, fmt: str | Callable[[Any], str] | None) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(["html"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["raw"] = raw_value
     env.globals["cell_text"] = cell_text
     return env
@@ -151,11 +157,13 @@ def _write(path: Path, text: str | bytes) -> None:
         raise
 
 
-def render_site(out_dir: str | Path, pages: Sequence[Page], index: Page, *, site_title: str,
-                generated_at: datetime) -> list[Path]:
+def render_site(
+    out_dir: str | Path, pages: Sequence[Page], index: Page, *, site_title: str, generated_at: datetime
+) -> list[Path]:
     """Write ``index.html`` (from ``index``), ``<slug>.html`` for each page, ``site.css`` and ``site.js`` into
     ``out_dir`` (created). ``generated_at`` (UTC) is printed on every page. Page slugs must be unique and not
-    ``index``; tab ids unique within a page (``ValueError`` naming the duplicate). Returns the written files."""
+    ``index``; tab ids unique within a page (``ValueError`` naming the duplicate). Returns the written files.
+    """
     if index.slug != "index":
         raise ValueError(f"the index page's slug must be 'index', got {index.slug!r}")
     slugs = [p.slug for p in pages]
@@ -171,8 +179,12 @@ def render_site(out_dir: str | Path, pages: Sequence[Page], index: Page, *, site
     nav = [("index", "Overview"), *((p.slug, p.title) for p in pages)]
     written = []
     for page in (index, *pages):
-        html = env.get_template("page.html").render(page=page, nav=nav, site_title=site_title,
-                                                    generated_at=generated_at.strftime("%Y-%m-%d %H:%M UTC"))
+        html = env.get_template("page.html").render(
+            page=page,
+            nav=nav,
+            site_title=site_title,
+            generated_at=generated_at.strftime("%Y-%m-%d %H:%M UTC"),
+        )
         path = out / f"{page.slug}.html"
         _write(path, html)
         written.append(path)

@@ -11,7 +11,8 @@ The source-client pattern (DESIGN.md principle 4), the same for every source of 
   science functions take a client, never a transport name;
 * where the live service serves the very files a snapshot records, both implementations read through a
   :class:`FileStore` (:class:`SnapshotFiles` for a directory, :class:`HttpFiles` for a base URL);
-* ``resources/sources.py`` wraps each implementation in a Dagster resource, and ``resources.default_resources``
+* ``resources/sources.py`` wraps each implementation in a Dagster resource, and
+``resources.default_resources``
   chooses snapshot or live for every source in one place.
 
 Time placement and calendar helpers are in :mod:`leaf_live.core.pit`."""
@@ -71,7 +72,9 @@ class SourceError(ValueError):
 # ------------------------------------------------------------------------------------------------
 
 
-def parse_number(text: str | None, *, file: str, row: int, field: str, required: bool = False) -> float | None:
+def parse_number(
+    text: str | None, *, file: str, row: int, field: str, required: bool = False
+) -> float | None:
     """Strict float parse: empty -> ``None`` (or an error if ``required``); anything else must be a finite
     number. Raises :class:`SourceError` naming file, row, field and value."""
     s = (text or "").strip()
@@ -109,7 +112,11 @@ def require_header(header: list[str], required: tuple[str, ...], *, file: str) -
     missing = [c for c in required if c not in header]
     if missing:
         raise SourceError(
-            f"missing column(s) {missing}; header has {header}", file=file, row=0, field="header", value=",".join(header)
+            f"missing column(s) {missing}; header has {header}",
+            file=file,
+            row=0,
+            field="header",
+            value=",".join(header),
         )
 
 
@@ -123,8 +130,13 @@ def csv_rows(text: str, *, file: str, required: tuple[str, ...]) -> Iterator[tup
     require_header(header, required, file=file)
     for i, row in enumerate(reader, start=1):
         if None in row:  # DictReader puts surplus fields under the key None
-            raise SourceError(f"row has more fields than the header ({len(header)})", file=file, row=i,
-                              field="row", value=row[None])
+            raise SourceError(
+                f"row has more fields than the header ({len(header)})",
+                file=file,
+                row=i,
+                field="row",
+                value=row[None],
+            )
         yield i, row
 
 
@@ -188,8 +200,13 @@ def http_get(
     return resp
 
 
-def http_get_text(url: str, *, params: dict[str, Any] | None = None, timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-                  what: str = "response") -> str:
+def http_get_text(
+    url: str,
+    *,
+    params: dict[str, Any] | None = None,
+    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+    what: str = "response",
+) -> str:
     """GET ``url`` and return the body text (:func:`http_get`). Raises :class:`SourceError`."""
     return http_get(url, params=params, timeout=timeout, what=what).text
 
@@ -273,15 +290,22 @@ class SnapshotFiles:
         return cached_parse(kind, self.path(rel), lambda p: parse(self.read_text(rel), self.name(rel)))
 
     def list(self, folder: str, pattern: str) -> list[str]:
-        return sorted(str(p.relative_to(self.root)) for p in (self.root / folder).glob(pattern) if p.is_file())
+        return sorted(
+            str(p.relative_to(self.root)) for p in (self.root / folder).glob(pattern) if p.is_file()
+        )
 
 
 class HttpFiles:
-    """A :class:`FileStore` over an HTTP base URL serving the snapshot's layout (``{base_url}/{rel}``); files are
-    fetched once per store (one store per run) and named by their URL."""
+    """A :class:`FileStore` over an HTTP base URL serving the snapshot's layout (``{base_url}/{rel}``); files
+    are fetched once per store (one store per run) and named by their URL."""
 
-    def __init__(self, base_url: str, *, timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         if not is_url(base_url):
             raise ValueError(f"base_url={base_url!r}: expected an http(s) URL")
         self.base_url = base_url.rstrip("/")

@@ -23,15 +23,14 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import polars as pl
-
 
 
 class StorageError(ValueError):
@@ -52,7 +51,10 @@ class DatabaseLockedError(StorageError):
         self.holder = holder
 
 
-_LOCK = re.compile(r'Could not set lock on file "(?P<file>[^"]*)": Conflicting lock is held in (?P<holder>.*?) \(PID (?P<pid>\d+)\)')
+_LOCK = re.compile(
+    r'Could not set lock on file "(?P<file>[^"]*)": Conflicting lock is held in (?P<holder>.*?) \(PID'
+    r" (?P<pid>\d+)\)"
+)
 
 
 def _process_command(pid: int) -> str | None:
@@ -85,11 +87,15 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                 pid = int(m["pid"])
                 cmd = _process_command(pid) or m["holder"]
                 if read_only:
-                    msg = (f"{p} is being written by another process, PID {pid} ({cmd}); waited {wait_s:g} s: try again "
-                           "when it finishes")
+                    msg = (
+                        f"{p} is being written by another process, PID {pid} ({cmd}); waited {wait_s:g} s:"
+                        " try again when it finishes"
+                    )
                 else:
-                    msg = (f"{p} is held by another process, PID {pid} ({cmd}): DuckDB allows one writing process at a "
-                           "time; try again when it finishes")
+                    msg = (
+                        f"{p} is held by another process, PID {pid} ({cmd}): DuckDB allows one writing"
+                        " process at a time; try again when it finishes"
+                    )
                 raise DatabaseLockedError(msg, pid=pid, holder=cmd) from None
             time.sleep(min(delay, left))
             delay = min(delay * 2, 1.0)
@@ -97,10 +103,11 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
 
 @contextmanager
 def writer_lock(path: str | Path):
-    """Hold the leaf-live writer lock of the database ``path`` for a whole command (an ``flock`` on ``<db>.lock``
-    beside it, holding the PID). DuckDB's own lock lasts only while a connection is open, and a run opens one per
-    step, so without this a second ``leaf-live run``/``submit``/``rescore`` on the same file would interleave its
-    steps with the first. Released when the block exits (also when the process dies). Raises
+    """Hold the leaf-live writer lock of the database ``path`` for a whole command (an ``flock`` on
+    ``<db>.lock`` beside it, holding the PID). DuckDB's own lock lasts only while a connection is open, and a
+    run opens one per step, so without this a second ``leaf-live run``/``submit``/``rescore`` on the same file
+    would interleave its steps with the first. Released when the block exits (also when the process dies).
+    Raises
     :class:`DatabaseLockedError` naming the holder's PID and command when another process holds it."""
     p = Path(path)
     fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
@@ -111,8 +118,12 @@ def writer_lock(path: str | Path):
         os.close(fd)
         pid = int(text[0]) if text and text[0].isdigit() else None
         cmd = (_process_command(pid) if pid else None) or "unknown command"
-        raise DatabaseLockedError(f"{p} is being written by another leaf-live process, PID {pid} ({cmd}): one writer "
-                                  "at a time; try again when it finishes", pid=pid, holder=cmd) from None
+        raise DatabaseLockedError(
+            f"{p} is being written by another leaf-live process, PID {pid} ({cmd}): one writer "
+            "at a time; try again when it finishes",
+            pid=pid,
+            holder=cmd,
+        ) from None
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -140,8 +151,8 @@ class Table:
     partition_by: tuple[str, ...] = ()  # columns that identify one replaceable slice
     primary_key: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
-    # False: the key is enforced by :func:`replace_partition` (within the slice it replaces) but DuckDB keeps no
-    # index for it; for large tables whose key includes the partition, where the index makes every replace
+    # False: the key is enforced by :func:`replace_partition` (within the slice it replaces) but DuckDB keeps
+    # no index for it; for large tables whose key includes the partition, where the index makes every replace
     # several times slower (series_vintages: 1.4 M rows, 8 s instead of 1.5 s)
     index_primary_key: bool = True
 
@@ -159,7 +170,11 @@ class Table:
         cols = ",\n  ".join(
             f'"{c.name}" {c.type}' + ("" if c.nullable else " NOT NULL") for c in self.columns
         )
-        pk = f",\n  PRIMARY KEY ({', '.join(self.primary_key)})" if self.primary_key and self.index_primary_key else ""
+        pk = (
+            f",\n  PRIMARY KEY ({', '.join(self.primary_key)})"
+            if self.primary_key and self.index_primary_key
+            else ""
+        )
         return f'CREATE TABLE IF NOT EXISTS "{self.name}" (\n  {cols}{pk}\n)'
 
 
@@ -168,14 +183,23 @@ def col(name: str, type_: str, doc: str, nullable: bool = True) -> Column:
     return Column(name, type_, doc, nullable)
 
 
-PARTITION_KEY = col("partition_key", "VARCHAR", "slice the writing asset replaces as a unit: the release month (2024-03), the hour (2026-04-09-14:00), "
-    "or, for unpartitioned producers, a model or run id (fed/gdpnow)", False)
-AVAILABLE_AT = col("available_at", "TIMESTAMPTZ", "UTC time the fact became knowable (point-in-time filter)", False)
+PARTITION_KEY = col(
+    "partition_key",
+    "VARCHAR",
+    "slice the writing asset replaces as a unit: the release month (2024-03), the hour (2026-04-09-14:00), "
+    "or, for unpartitioned producers, a model or run id (fed/gdpnow)",
+    False,
+)
+AVAILABLE_AT = col(
+    "available_at", "TIMESTAMPTZ", "UTC time the fact became knowable (point-in-time filter)", False
+)
 
 
 # The registry: each track's schema module registers its tables at import (one schema definition per
 # table); ``leaf_live.macro`` and ``leaf_live.event`` import their schema modules in their package init.
 TABLES: dict[str, Table] = {}
+
+
 def register(table: Table) -> Table:
     """Add a table to :data:`TABLES` (module-level, at import of the defining module)."""
     if table.name in TABLES and TABLES[table.name] != table:
@@ -224,7 +248,9 @@ def connect_read_only(path: str | os.PathLike, *, wait_s: float = 0.0) -> duckdb
     schema version (tables are registered when their track is imported, e.g. ``import leaf_live.macro``)."""
     p = Path(path)
     if not p.exists():
-        raise StorageError(f"database file {p} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)")
+        raise StorageError(
+            f"database file {p} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)"
+        )
     con = _open(p, read_only=True, wait_s=wait_s)
     con.execute("SET TimeZone='UTC'")
     try:
@@ -256,7 +282,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = 
     if missing:
         con.execute(_META_DDL)
         con.executemany(
-            f'INSERT OR REPLACE INTO "{META_TABLE}" VALUES (?, ?, now())', [[n, schema_version(n)] for n in missing]
+            f'INSERT OR REPLACE INTO "{META_TABLE}" VALUES (?, ?, now())',
+            [[n, schema_version(n)] for n in missing],
         )
 
 
@@ -266,8 +293,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = 
 
 META_TABLE = "_leaf_live_meta"
 _META_DDL = (
-    f'CREATE TABLE IF NOT EXISTS "{META_TABLE}" (table_name VARCHAR PRIMARY KEY, schema_version VARCHAR NOT NULL, '
-    "stamped_at TIMESTAMPTZ NOT NULL)"
+    f'CREATE TABLE IF NOT EXISTS "{META_TABLE}" (table_name VARCHAR PRIMARY KEY, schema_version VARCHAR NOT'
+    " NULL, stamped_at TIMESTAMPTZ NOT NULL)"
 )
 
 
@@ -282,22 +309,32 @@ def schema_version(name: str) -> str:
 def _described(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple]:
     return con.execute(
         "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
-        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position", [name]
+        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+        [name],
     ).fetchall()
 
 
-def check_schema_versions(con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = None) -> dict[str, str]:
+def check_schema_versions(
+    con: duckdb.DuckDBPyConnection, names: Sequence[str] | None = None
+) -> dict[str, str]:
     """Check that every registered table in ``names`` (default all) that the database holds was written under
     this code's :func:`schema_version`; return the stored version per table (``{}`` for a new file).
 
     A table without a stored version (a file from before versioning) passes when its columns are exactly the
-    registered ones. Raises :class:`SchemaVersionError` with one line naming the file, the table, both versions
-    and how to rebuild. Runs on every read-write and read-only connection of this module."""
+    registered ones. Raises :class:`SchemaVersionError` with one line naming the file, the table, both
+    versions and how to rebuild. Runs on every read-write and read-only connection of this module."""
     names = list(names or TABLES)
-    present = {r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
-    stored = dict(con.execute(f'SELECT table_name, schema_version FROM "{META_TABLE}"').fetchall()) \
-        if META_TABLE in present else {}
+    present = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    }
+    stored = (
+        dict(con.execute(f'SELECT table_name, schema_version FROM "{META_TABLE}"').fetchall())
+        if META_TABLE in present
+        else {}
+    )
     for name in names:
         if name not in present:
             continue
@@ -311,7 +348,9 @@ def check_schema_versions(con: duckdb.DuckDBPyConnection, names: Sequence[str] |
             finally:
                 probe.close()
         if have != want:
-            path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+            path = con.execute(
+                "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+            ).fetchone()[0]
             raise SchemaVersionError(
                 f"{path}: table {name} was built by schema {have}, this is {want}: rebuild with "
                 f"`leaf-live run --db NEW_FILE` (or move {Path(path).name} away and run `leaf-live run`)"
@@ -381,7 +420,9 @@ def conform(name: str, frame: pl.DataFrame, *, deferred: Sequence[str] = ()) -> 
             try:
                 s = s.cast(target, strict=True)
             except Exception as exc:  # polars raises several error types
-                raise StorageError(f"table {name}, column {c.name}: cannot cast {s.dtype} to {target}: {exc}") from exc
+                raise StorageError(
+                    f"table {name}, column {c.name}: cannot cast {s.dtype} to {target}: {exc}"
+                ) from exc
         if not c.nullable and c.name not in deferred and s.null_count():
             row = int(s.is_null().arg_max())
             raise StorageError(f"table {name}, column {c.name}: NULL in NOT NULL column at frame row {row}")
@@ -398,11 +439,11 @@ def replace_partition(
     """Replace one partition's rows of table ``name`` with ``frame``, atomically.
 
     ``where`` maps the table's ``partition_by`` columns to the slice's values (e.g.
-    ``{"partition_key": "2024-03"}``; ``None`` = the whole table, for unpartitioned tables). One column may map
-    to a list or tuple of values: the slices with those values are replaced together, in the same transaction
-    (a run's range of days or questions in one write). Every row of ``frame`` must belong to the slice(s).
-    Validation runs before anything is deleted and the delete + insert run in one transaction, so a bad frame
-    or a failed insert leaves the previous rows intact. Returns the number of rows written. Raises
+    ``{"partition_key": "2024-03"}``; ``None`` = the whole table, for unpartitioned tables). One column may
+    map to a list or tuple of values: the slices with those values are replaced together, in the same
+    transaction (a run's range of days or questions in one write). Every row of ``frame`` must belong to the
+    slice(s). Validation runs before anything is deleted and the delete + insert run in one transaction, so a
+    bad frame or a failed insert leaves the previous rows intact. Returns the number of rows written. Raises
     :class:`StorageError`.
     """
     table = get_table(name)
@@ -455,7 +496,9 @@ def replace_partition(
     return data.height
 
 
-def read_table(con: duckdb.DuckDBPyConnection, name: str, where: str = "", params: Sequence[Any] = ()) -> pl.DataFrame:
+def read_table(
+    con: duckdb.DuckDBPyConnection, name: str, where: str = "", params: Sequence[Any] = ()
+) -> pl.DataFrame:
     """Read a table (optionally filtered by a SQL ``where`` clause) as a polars frame in schema order."""
     table = get_table(name)
     cols = ", ".join(f'"{c}"' for c in table.column_names)

@@ -6,7 +6,8 @@ file with any problem raises :class:`SubmissionError` listing them all; nothing 
 (:mod:`leaf_live.macro.submissions`, :mod:`leaf_live.event.submissions`) hold the track rules (catalog units
 and guardrails, release windows, task cutoffs); this module reads the file and parses cells strictly:
 
-* numbers: a finite decimal (``1.5``, ``-0.2``, ``2e3``); empty, text, booleans, NaN and infinities are refused;
+* numbers: a finite decimal (``1.5``, ``-0.2``, ``2e3``); empty, text, booleans, NaN and infinities are
+refused;
 * timestamps: ISO 8601 with an offset (``2026-03-25T04:00:00Z``, ``2026-03-25 00:00:00-04:00``), or a Parquet
   timestamp with a time zone; a naive time is refused, never guessed (DESIGN.md conventions: UTC);
 * dates: ``YYYY-MM-DD`` (or a Parquet date);
@@ -26,7 +27,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,11 @@ class RowProblem:
     reason: str
 
     def text(self, csv_lines: bool = True) -> str:
-        where = "file" if self.row == 0 else (f"row {self.row} (line {self.row + 1})" if csv_lines else f"row {self.row}")
+        where = (
+            "file"
+            if self.row == 0
+            else (f"row {self.row} (line {self.row + 1})" if csv_lines else f"row {self.row}")
+        )
         shown = self.value if isinstance(self.value, str) else ("" if self.value is None else str(self.value))
         if len(shown) > 60:
             shown = shown[:57] + "..."
@@ -61,7 +66,9 @@ class SubmissionError(ValueError):
     one file-level problem (unreadable, empty, wrong columns, bad model id). The message is the first line:
     file, count of rejected rows; :meth:`lines` gives one line per problem."""
 
-    def __init__(self, file: str, problems: Sequence[RowProblem], *, n_rows: int = 0, csv_lines: bool = True) -> None:
+    def __init__(
+        self, file: str, problems: Sequence[RowProblem], *, n_rows: int = 0, csv_lines: bool = True
+    ) -> None:
         self.file = file
         self.problems = list(problems)
         self.n_rows = n_rows
@@ -70,7 +77,9 @@ class SubmissionError(ValueError):
         if rows:
             head = f"{file}: {len(rows)} of {n_rows} rows rejected, nothing stored"
         else:
-            head = f"{file}: {self.problems[0].reason}; nothing stored" if self.problems else f"{file}: refused"
+            head = (
+                f"{file}: {self.problems[0].reason}; nothing stored" if self.problems else f"{file}: refused"
+            )
         super().__init__(head)
 
     def lines(self) -> list[str]:
@@ -83,18 +92,22 @@ class SubmissionError(ValueError):
 def check_model_id(model_id: str) -> str:
     """``model_id`` if it is ``external/<name>`` (module doc), else :class:`ValueError` naming it."""
     if not isinstance(model_id, str) or not model_id.startswith(EXTERNAL_PREFIX):
-        raise ValueError(f"--model {model_id!r}: submitted forecasts are external/<name> (e.g. external/my-model)")
-    name = model_id[len(EXTERNAL_PREFIX):]
+        raise ValueError(
+            f"--model {model_id!r}: submitted forecasts are external/<name> (e.g. external/my-model)"
+        )
+    name = model_id[len(EXTERNAL_PREFIX) :]
     if not _NAME.fullmatch(name):
-        raise ValueError(f"--model {model_id!r}: <name> must be 1-64 lower-case letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit")
+        raise ValueError(
+            f"--model {model_id!r}: <name> must be 1-64 lower-case letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
     return model_id
 
 
 @dataclass
 class SubmissionFile:
-    """A read submission: ``rows`` as dicts (CSV cells as text, Parquet cells typed), ``columns`` in file order,
-    ``sha256`` of the file bytes, ``format`` csv | parquet."""
+    """A read submission: ``rows`` as dicts (CSV cells as text, Parquet cells typed), ``columns`` in file
+    order, ``sha256`` of the file bytes, ``format`` csv | parquet."""
 
     path: str
     format: str
@@ -108,7 +121,8 @@ class SubmissionFile:
 
 
 def file_format(path: str | Path) -> str:
-    """``csv`` or ``parquet`` from the file name (``.csv``, ``.parquet`` / ``.pq``); :class:`ValueError` otherwise."""
+    """``csv`` or ``parquet`` from the file name (``.csv``, ``.parquet`` / ``.pq``); :class:`ValueError`
+    otherwise."""
     suffix = Path(path).suffix.lower()
     if suffix == ".csv":
         return "csv"
@@ -117,23 +131,29 @@ def file_format(path: str | Path) -> str:
     raise ValueError(f"{path}: unknown file type {suffix or '(none)'!r}; give a .csv or .parquet file")
 
 
-def read_submission(path: str | Path, *, required: Sequence[str], optional: Sequence[str] = ()) -> SubmissionFile:
+def read_submission(
+    path: str | Path, *, required: Sequence[str], optional: Sequence[str] = ()
+) -> SubmissionFile:
     """Read a submission file and check its columns: every ``required`` present, none outside ``required`` +
-    ``optional``, none repeated. Raises :class:`SubmissionError` (file-level: unreadable, empty, wrong columns)
-    and :class:`ValueError` for an unknown file type."""
+    ``optional``, none repeated. Raises :class:`SubmissionError` (file-level: unreadable, empty, wrong
+    columns) and :class:`ValueError` for an unknown file type."""
     p = Path(path)
     fmt = file_format(p)
     name = str(path)
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise SubmissionError(name, [RowProblem(0, "file", name, f"cannot read: {exc.strerror or exc}")]) from None
+        raise SubmissionError(
+            name, [RowProblem(0, "file", name, f"cannot read: {exc.strerror or exc}")]
+        ) from None
     digest = hashlib.sha256(data).hexdigest()
     if fmt == "csv":
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise SubmissionError(name, [RowProblem(0, "file", name, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
+            raise SubmissionError(
+                name, [RowProblem(0, "file", name, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]
+            ) from None
         reader = csv.reader(io.StringIO(text))
         header = next(reader, None)
         if not header or not any(h.strip() for h in header):
@@ -147,12 +167,18 @@ def read_submission(path: str | Path, *, required: Sequence[str], optional: Sequ
                 rows.append({})
                 continue
             if len(cells) != len(header):
-                problems.append(RowProblem(i, "row", ",".join(cells), f"{len(cells)} fields, the header has {len(header)}"))
+                problems.append(
+                    RowProblem(
+                        i, "row", ",".join(cells), f"{len(cells)} fields, the header has {len(header)}"
+                    )
+                )
                 rows.append({})
                 continue
             rows.append(dict(zip(header, cells)))
         if not rows:
-            raise SubmissionError(name, [RowProblem(0, "file", name, "empty file: a header and no data rows")])
+            raise SubmissionError(
+                name, [RowProblem(0, "file", name, "empty file: a header and no data rows")]
+            )
         if problems:
             raise SubmissionError(name, problems, n_rows=len(rows))
         return SubmissionFile(name, fmt, header, rows, digest)
@@ -160,14 +186,20 @@ def read_submission(path: str | Path, *, required: Sequence[str], optional: Sequ
         frame = pl.read_parquet(io.BytesIO(data))
     except Exception as exc:  # polars raises several error types for a bad file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SubmissionError(name, [RowProblem(0, "file", name, f"not a readable Parquet file ({first})")]) from None
+        raise SubmissionError(
+            name, [RowProblem(0, "file", name, f"not a readable Parquet file ({first})")]
+        ) from None
     _check_columns(name, frame.columns, required, optional)
     if frame.height == 0:
-        raise SubmissionError(name, [RowProblem(0, "file", name, "empty file: no data rows")], csv_lines=False)
+        raise SubmissionError(
+            name, [RowProblem(0, "file", name, "empty file: no data rows")], csv_lines=False
+        )
     return SubmissionFile(name, fmt, list(frame.columns), frame.to_dicts(), digest)
 
 
-def _check_columns(name: str, header: Sequence[str], required: Sequence[str], optional: Sequence[str]) -> None:
+def _check_columns(
+    name: str, header: Sequence[str], required: Sequence[str], optional: Sequence[str]
+) -> None:
     seen, dup = set(), []
     for h in header:
         if h in seen:
@@ -184,8 +216,17 @@ def _check_columns(name: str, header: Sequence[str], required: Sequence[str], op
         if dup:
             parts.append(f"repeated column(s) {dup}")
         expected = list(required) + [f"[{c}]" for c in optional]
-        raise SubmissionError(name, [RowProblem(0, "header", ",".join(header),
-                                                f"wrong columns: {'; '.join(parts)}; expected {', '.join(expected)}")])
+        raise SubmissionError(
+            name,
+            [
+                RowProblem(
+                    0,
+                    "header",
+                    ",".join(header),
+                    f"wrong columns: {'; '.join(parts)}; expected {', '.join(expected)}",
+                )
+            ],
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -198,7 +239,8 @@ def _blank(v: Any) -> bool:
 
 
 def parse_number(v: Any) -> float:
-    """A finite float from a decimal text or a numeric cell (module doc); :class:`ValueError` with the reason."""
+    """A finite float from a decimal text or a numeric cell (module doc); :class:`ValueError` with the
+    reason."""
     if _blank(v):
         raise ValueError("empty: a number is required")
     if isinstance(v, bool):
@@ -231,9 +273,11 @@ def parse_timestamp(v: Any) -> datetime:
     else:
         raise ValueError(f"not a timestamp ({type(v).__name__})")
     if t.tzinfo is None or t.utcoffset() is None:
-        raise ValueError("timestamp without a time zone: give an offset (e.g. 2026-03-25T04:00:00Z); naive times "
-                         "are never guessed")
-    return t.astimezone(timezone.utc)
+        raise ValueError(
+            "timestamp without a time zone: give an offset (e.g. 2026-03-25T04:00:00Z); naive times "
+            "are never guessed"
+        )
+    return t.astimezone(UTC)
 
 
 def parse_date(v: Any) -> date:

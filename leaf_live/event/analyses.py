@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -41,7 +40,9 @@ def _frame(table: str, rows: list[dict], partition_key: str, at: datetime) -> pl
 
 
 def _at(*frames: pl.DataFrame) -> datetime:
-    ts = [f["available_at"].max() for f in frames if f is not None and f.height and "available_at" in f.columns]
+    ts = [
+        f["available_at"].max() for f in frames if f is not None and f.height and "available_at" in f.columns
+    ]
     return max(ts)
 
 
@@ -64,46 +65,88 @@ def split_model_id(model_id: str) -> tuple[str, str | None]:
 # ------------------------------------------------------------------------------------------------
 
 
-def filter_rates(retrieved: pl.DataFrame, checked: pl.DataFrame, *, partition_key: str = "all") -> pl.DataFrame:
+def filter_rates(
+    retrieved: pl.DataFrame, checked: pl.DataFrame, *, partition_key: str = "all"
+) -> pl.DataFrame:
     """``event_filter_rates`` rows (module doc) from ``retrieved_events`` and ``fact_checked_events`` rows."""
     pit.require_columns(retrieved, ["retriever", "domain", "target_id", "valid"], "retrieved_events")
-    pit.require_columns(checked, ["retriever", "domain", "target_id", "event_date", "kept", "drop_reason"],
-                        "fact_checked_events")
+    pit.require_columns(
+        checked,
+        ["retriever", "domain", "target_id", "event_date", "kept", "drop_reason"],
+        "fact_checked_events",
+    )
     rows = []
-    for (ret, dom), g in retrieved.filter(pl.col("valid")).group_by(["retriever", "domain"], maintain_order=True):
+    for (ret, dom), g in retrieved.filter(pl.col("valid")).group_by(
+        ["retriever", "domain"], maintain_order=True
+    ):
         c = checked.filter((pl.col("retriever") == ret) & (pl.col("domain") == dom))
         merged = c.filter(pl.col("drop_reason") == "merged").height
         dec = c.filter(pl.col("drop_reason").is_null() | (pl.col("drop_reason") != "merged"))
         kept = dec.filter(pl.col("kept"))
         reasons = dec.filter(~pl.col("kept")).group_by("drop_reason").len().sort("drop_reason")
-        rows.append({"retriever": ret, "domain": dom, "n_entities": g["target_id"].n_unique(), "n_events": g.height,
-                     "n_checked": dec.height, "n_kept": kept.height,
-                     "filter_rate": 1 - kept.height / dec.height if dec.height else None, "n_merged": merged,
-                     "n_days": kept.select("target_id", "event_date").unique().height,
-                     "first_date": kept["event_date"].min(), "last_date": kept["event_date"].max(),
-                     "drop_reasons": json.dumps(dict(zip(reasons["drop_reason"], reasons["len"])))})
+        rows.append(
+            {
+                "retriever": ret,
+                "domain": dom,
+                "n_entities": g["target_id"].n_unique(),
+                "n_events": g.height,
+                "n_checked": dec.height,
+                "n_kept": kept.height,
+                "filter_rate": 1 - kept.height / dec.height if dec.height else None,
+                "n_merged": merged,
+                "n_days": kept.select("target_id", "event_date").unique().height,
+                "first_date": kept["event_date"].min(),
+                "last_date": kept["event_date"].max(),
+                "drop_reasons": json.dumps(dict(zip(reasons["drop_reason"], reasons["len"]))),
+            }
+        )
     return _frame("event_filter_rates", rows, partition_key, _at(retrieved, checked))
 
 
-def retrieval_costs(calls: pl.DataFrame, retrieved: pl.DataFrame, checks: pl.DataFrame, checked: pl.DataFrame, *,
-                    partition_key: str = "all") -> pl.DataFrame:
+def retrieval_costs(
+    calls: pl.DataFrame,
+    retrieved: pl.DataFrame,
+    checks: pl.DataFrame,
+    checked: pl.DataFrame,
+    *,
+    partition_key: str = "all",
+) -> pl.DataFrame:
     """``event_retrieval_costs`` rows: the retrieval calls (``retrieved_events.call_id``) and fact-check calls
-    (``fact_checks.call_id``) of each retriever x domain, their tokens and cost, per valid and per kept event."""
+    (``fact_checks.call_id``) of each retriever x domain, their tokens and cost, per valid and per kept event.
+    """
     pit.require_columns(calls, ["call_id", "total_tokens", "cost_usd", "status"], "llm_calls")
     rows = []
     for (ret, dom), g in retrieved.group_by(["retriever", "domain"], maintain_order=True):
         ev_ids = g.filter(pl.col("valid"))["event_id"]
-        ids = set(g["call_id"].drop_nulls()) | set(checks.filter(pl.col("event_id").is_in(ev_ids))["call_id"].drop_nulls())
+        ids = set(g["call_id"].drop_nulls()) | set(
+            checks.filter(pl.col("event_id").is_in(ev_ids))["call_id"].drop_nulls()
+        )
         cs = calls.filter(pl.col("call_id").is_in(list(ids)))
         tok = int(cs["total_tokens"].fill_null(0).sum())
         answered = cs.filter(pl.col("status") == "ok")
-        cost = None if answered.height == 0 or answered["cost_usd"].null_count() else float(answered["cost_usd"].sum())
-        n_kept = checked.filter((pl.col("retriever") == ret) & (pl.col("domain") == dom) & pl.col("kept")).height
+        cost = (
+            None
+            if answered.height == 0 or answered["cost_usd"].null_count()
+            else float(answered["cost_usd"].sum())
+        )
+        n_kept = checked.filter(
+            (pl.col("retriever") == ret) & (pl.col("domain") == dom) & pl.col("kept")
+        ).height
         n_ev = ev_ids.len()
-        rows.append({"retriever": ret, "domain": dom, "n_calls": cs.height, "total_tokens": tok, "cost_usd": cost,
-                     "n_events": n_ev, "n_kept": n_kept, "tokens_per_event": tok / n_ev if n_ev else None,
-                     "tokens_per_kept_event": tok / n_kept if n_kept else None,
-                     "cost_per_kept_event": cost / n_kept if (cost is not None and n_kept) else None})
+        rows.append(
+            {
+                "retriever": ret,
+                "domain": dom,
+                "n_calls": cs.height,
+                "total_tokens": tok,
+                "cost_usd": cost,
+                "n_events": n_ev,
+                "n_kept": n_kept,
+                "tokens_per_event": tok / n_ev if n_ev else None,
+                "tokens_per_kept_event": tok / n_kept if n_kept else None,
+                "cost_per_kept_event": cost / n_kept if (cost is not None and n_kept) else None,
+            }
+        )
     return _frame("event_retrieval_costs", rows, partition_key, _at(calls, retrieved))
 
 
@@ -112,29 +155,50 @@ def retrieval_costs(calls: pl.DataFrame, retrieved: pl.DataFrame, checks: pl.Dat
 # ------------------------------------------------------------------------------------------------
 
 
-def predictability_accuracy(ratings: pl.DataFrame, scores: pl.DataFrame, tasks: pl.DataFrame, *,
-                            partition_key: str = "all") -> pl.DataFrame:
-    """``predictability_accuracy`` rows: each forecasting model's trend accuracy grouped by the level the rater
-    gave the stock at the task's cutoff (rating context = the forecast's context kind), per-cutoff accuracies
-    averaged over cutoffs, and the correlation of accuracy with the level."""
-    pit.require_columns(ratings, ["model_id", "context_kind", "cutoff", "target_id", "level", "valid"], "predictability_ratings")
-    s = (scores.filter(pl.col("metric") == "accuracy")
-         .join(tasks.select("task_id", "cutoff"), on="task_id")
-         .with_columns(pl.col("model_id").map_elements(lambda m: split_model_id(m)[1], return_dtype=pl.Utf8).alias("ck")))
-    r = ratings.filter(pl.col("valid")).select(pl.col("model_id").alias("rater"), pl.col("context_kind").alias("ck"),
-                                               "cutoff", "target_id", "level")
+def predictability_accuracy(
+    ratings: pl.DataFrame, scores: pl.DataFrame, tasks: pl.DataFrame, *, partition_key: str = "all"
+) -> pl.DataFrame:
+    """``predictability_accuracy`` rows: each forecasting model's trend accuracy grouped by the level the
+    rater gave the stock at the task's cutoff (rating context = the forecast's context kind), per-cutoff
+    accuracies averaged over cutoffs, and the correlation of accuracy with the level."""
+    pit.require_columns(
+        ratings,
+        ["model_id", "context_kind", "cutoff", "target_id", "level", "valid"],
+        "predictability_ratings",
+    )
+    s = (
+        scores.filter(pl.col("metric") == "accuracy")
+        .join(tasks.select("task_id", "cutoff"), on="task_id")
+        .with_columns(
+            pl.col("model_id").map_elements(lambda m: split_model_id(m)[1], return_dtype=pl.Utf8).alias("ck")
+        )
+    )
+    r = ratings.filter(pl.col("valid")).select(
+        pl.col("model_id").alias("rater"), pl.col("context_kind").alias("ck"), "cutoff", "target_id", "level"
+    )
     j = s.join(r, on=["ck", "cutoff", "target_id"])
     rows = []
     keys = ["model_id", "rater", "ck", "domain", "task_kind", "horizon"]
     for k, g in j.group_by(keys, maintain_order=True):
-        per = (g.group_by("level", "cutoff").agg(pl.col("value").mean().alias("acc"))
-               .group_by("level").agg(pl.col("acc").mean(), pl.len().alias("_days")).sort("level"))
+        per = (
+            g.group_by("level", "cutoff")
+            .agg(pl.col("value").mean().alias("acc"))
+            .group_by("level")
+            .agg(pl.col("acc").mean(), pl.len().alias("_days"))
+            .sort("level")
+        )
         n = g.group_by("level").len()
         corr = pearson(per["level"].to_list(), per["acc"].to_list())
         for lv, acc in zip(per["level"], per["acc"]):
-            rows.append({**dict(zip(["model_id", "rater", "context_kind", "domain", "task_kind", "horizon"], k)),
-                         "level": lv, "n": int(n.filter(pl.col("level") == lv)["len"][0]), "accuracy": 100.0 * acc,
-                         "level_correlation": corr})
+            rows.append(
+                {
+                    **dict(zip(["model_id", "rater", "context_kind", "domain", "task_kind", "horizon"], k)),
+                    "level": lv,
+                    "n": int(n.filter(pl.col("level") == lv)["len"][0]),
+                    "accuracy": 100.0 * acc,
+                    "level_correlation": corr,
+                }
+            )
     return _frame("predictability_accuracy", rows, partition_key, _at(ratings, scores))
 
 
@@ -143,9 +207,16 @@ def predictability_accuracy(ratings: pl.DataFrame, scores: pl.DataFrame, tasks: 
 # ------------------------------------------------------------------------------------------------
 
 
-def alpha_contexts(events: pl.DataFrame, tasks: pl.DataFrame, outcomes: pl.DataFrame, *, n_events: int = 5,
-                   alphas: Sequence[float] = ALPHAS, other_target: Mapping[str, str] | None = None,
-                   seed: int = 0) -> dict[float, dict[str, list[dict]]]:
+def alpha_contexts(
+    events: pl.DataFrame,
+    tasks: pl.DataFrame,
+    outcomes: pl.DataFrame,
+    *,
+    n_events: int = 5,
+    alphas: Sequence[float] = ALPHAS,
+    other_target: Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> dict[float, dict[str, list[dict]]]:
     """alpha -> task_id -> events: ``round(alpha n)`` events whose sentiment matches the sign of the task's
     realised change and ``n - round(alpha n)`` of the opposite sentiment, drawn (seeded) from the kept events
     of the target (or of ``other_target[target]``) dated on or before the cutoff day. Tasks with no change or
@@ -163,7 +234,9 @@ def alpha_contexts(events: pl.DataFrame, tasks: pl.DataFrame, outcomes: pl.DataF
             continue
         src = (other_target or {}).get(t["target_id"], t["target_id"])
         day = cutoff_day(t["cutoff"])
-        pool = events.filter((pl.col("target_id") == src) & (pl.col("event_date") <= day)).sort("event_date", "event_id")
+        pool = events.filter((pl.col("target_id") == src) & (pl.col("event_date") <= day)).sort(
+            "event_date", "event_id"
+        )
         want = "Positive" if c > 0 else "Negative"
         other = "Negative" if c > 0 else "Positive"
         cons = pool.filter(pl.col("sentiment") == want).to_dicts()
@@ -175,16 +248,27 @@ def alpha_contexts(events: pl.DataFrame, tasks: pl.DataFrame, outcomes: pl.DataF
             rng = random.Random(f"{seed}|{t['task_id']}|{a}")
             pick = rng.sample(cons, k) + rng.sample(inc, n_events - k)
             pick.sort(key=lambda e: (e["event_date"], e["event_id"]))
-            out[a][t["task_id"]] = [{"event_id": e["event_id"], "date": e["event_date"].isoformat(),
-                                     "description": e["description"], "sentiment": e["sentiment"]} for e in pick]
+            out[a][t["task_id"]] = [
+                {
+                    "event_id": e["event_id"],
+                    "date": e["event_date"].isoformat(),
+                    "description": e["description"],
+                    "sentiment": e["sentiment"],
+                }
+                for e in pick
+            ]
     return out
 
 
 def alpha_consistency(scores: pl.DataFrame, *, partition_key: str = "all") -> pl.DataFrame:
-    """``alpha_consistency`` rows from the scores of forecasters whose context kind is ``alpha=<a>`` (target) or
-    ``other_alpha=<a>`` (other target): mean error per alpha (1 - accuracy; MAPE for prices; Brier for events) and
-    the Pearson correlation of the mean error with alpha."""
-    err = {"accuracy": ("1-accuracy", lambda v: 1.0 - v), "mape": ("mape", lambda v: v), "brier": ("brier", lambda v: v)}
+    """``alpha_consistency`` rows from the scores of forecasters whose context kind is ``alpha=<a>`` (target)
+    or ``other_alpha=<a>`` (other target): mean error per alpha (1 - accuracy; MAPE for prices; Brier for
+    events) and the Pearson correlation of the mean error with alpha."""
+    err = {
+        "accuracy": ("1-accuracy", lambda v: 1.0 - v),
+        "mape": ("mape", lambda v: v),
+        "brier": ("brier", lambda v: v),
+    }
     recs = []
     for r in scores.filter(pl.col("metric").is_in(list(err))).iter_rows(named=True):
         base, ctx = split_model_id(r["model_id"])
@@ -192,14 +276,23 @@ def alpha_consistency(scores: pl.DataFrame, *, partition_key: str = "all") -> pl
             continue
         variant = "other_target" if ctx.startswith("other_alpha=") else "target"
         name, f = err[r["metric"]]
-        recs.append({"model_id": base, "variant": variant, "metric": name, "alpha": float(ctx.split("=", 1)[1]),
-                     "error": f(r["value"])})
+        recs.append(
+            {
+                "model_id": base,
+                "variant": variant,
+                "metric": name,
+                "alpha": float(ctx.split("=", 1)[1]),
+                "error": f(r["value"]),
+            }
+        )
     if not recs:
         return empty_frame("alpha_consistency")
     f = pl.DataFrame(recs)
-    g = f.group_by("model_id", "variant", "metric", "alpha").agg(pl.len().alias("n"), pl.col("error").mean().alias("mean_error"))
+    g = f.group_by("model_id", "variant", "metric", "alpha").agg(
+        pl.len().alias("n"), pl.col("error").mean().alias("mean_error")
+    )
     rows = []
-    for k, h in g.sort("alpha").group_by(["model_id", "variant", "metric"], maintain_order=True):
+    for _, h in g.sort("alpha").group_by(["model_id", "variant", "metric"], maintain_order=True):
         corr = pearson(h["alpha"].to_list(), h["mean_error"].to_list())
         rows += [{**r, "correlation": corr} for r in h.to_dicts()]
     return _frame("alpha_consistency", rows, partition_key, _at(scores))
@@ -210,46 +303,102 @@ def alpha_consistency(scores: pl.DataFrame, *, partition_key: str = "all") -> pl
 # ------------------------------------------------------------------------------------------------
 
 
-def living_data_ablation(scores: pl.DataFrame, tasks: pl.DataFrame, before: tuple[date, date], after: tuple[date, date],
-                         *, partition_key: str = "all") -> pl.DataFrame:
+def living_data_ablation(
+    scores: pl.DataFrame,
+    tasks: pl.DataFrame,
+    before: tuple[date, date],
+    after: tuple[date, date],
+    *,
+    partition_key: str = "all",
+) -> pl.DataFrame:
     """``living_data_ablation`` rows: accuracy (%) of each model on trend tasks whose cutoff day lies in
     ``before`` (pre-training span) and in ``after`` (live span), and 100 (before - after) / after."""
-    s = (scores.filter(pl.col("metric") == "accuracy").join(tasks.select("task_id", "cutoff"), on="task_id")
-         .with_columns(pl.col("cutoff").dt.convert_time_zone("America/New_York").dt.date().alias("_d")))
+    s = (
+        scores.filter(pl.col("metric") == "accuracy")
+        .join(tasks.select("task_id", "cutoff"), on="task_id")
+        .with_columns(pl.col("cutoff").dt.convert_time_zone("America/New_York").dt.date().alias("_d"))
+    )
     rows = []
     for k, g in s.group_by(["model_id", "domain", "task_kind", "horizon"], maintain_order=True):
         b = g.filter(pl.col("_d").is_between(*before))
         a = g.filter(pl.col("_d").is_between(*after))
         ab = 100.0 * b["value"].mean() if b.height else None
         aa = 100.0 * a["value"].mean() if a.height else None
-        rows.append({"model_id": k[0], "domain": k[1], "task_kind": k[2], "horizon": k[3], "accuracy_before": ab,
-                     "accuracy_after": aa, "n_before": b.height, "n_after": a.height,
-                     "relative_improvement_pct": 100.0 * (ab - aa) / aa if (ab is not None and aa) else None})
+        rows.append(
+            {
+                "model_id": k[0],
+                "domain": k[1],
+                "task_kind": k[2],
+                "horizon": k[3],
+                "accuracy_before": ab,
+                "accuracy_after": aa,
+                "n_before": b.height,
+                "n_after": a.height,
+                "relative_improvement_pct": 100.0 * (ab - aa) / aa if (ab is not None and aa) else None,
+            }
+        )
     return _frame("living_data_ablation", rows, partition_key, _at(scores))
 
 
-def fact_check_ablation(scores: pl.DataFrame, forecasts: pl.DataFrame, checked: pl.DataFrame, *,
-                        filtered: str = "events", unfiltered: str = "events_unfiltered",
-                        partition_key: str = "all") -> pl.DataFrame:
-    """``fact_check_ablation`` rows: per base model, the metric with the ``filtered`` context vs the ``unfiltered``
-    one on the tasks scored in both, and the number of distinct events in the unfiltered contexts that the
-    checkers dropped as ``after_cutoff`` (leaks)."""
+def fact_check_ablation(
+    scores: pl.DataFrame,
+    forecasts: pl.DataFrame,
+    checked: pl.DataFrame,
+    *,
+    filtered: str = "events",
+    unfiltered: str = "events_unfiltered",
+    partition_key: str = "all",
+) -> pl.DataFrame:
+    """``fact_check_ablation`` rows: per base model, the metric with the ``filtered`` context vs the
+    ``unfiltered`` one on the tasks scored in both, and the number of distinct events in the unfiltered
+    contexts that the checkers dropped as ``after_cutoff`` (leaks)."""
     leaked_ids = set(checked.filter(pl.col("drop_reason") == "after_cutoff")["event_id"])
-    s = scores.with_columns(pl.col("model_id").map_elements(lambda m: split_model_id(m)[0], return_dtype=pl.Utf8).alias("base"),
-                            pl.col("model_id").map_elements(lambda m: split_model_id(m)[1] or "", return_dtype=pl.Utf8).alias("ck"))
+    s = scores.with_columns(
+        pl.col("model_id").map_elements(lambda m: split_model_id(m)[0], return_dtype=pl.Utf8).alias("base"),
+        pl.col("model_id")
+        .map_elements(lambda m: split_model_id(m)[1] or "", return_dtype=pl.Utf8)
+        .alias("ck"),
+    )
     fv = s.filter(pl.col("ck") == filtered)
     uv = s.filter(pl.col("ck") == unfiltered)
-    j = fv.join(uv.select("base", "task_id", "metric", pl.col("value").alias("u")), on=["base", "task_id", "metric"])
+    j = fv.join(
+        uv.select("base", "task_id", "metric", pl.col("value").alias("u")), on=["base", "task_id", "metric"]
+    )
     rows = []
     for k, g in j.group_by(["base", "domain", "task_kind", "horizon", "metric"], maintain_order=True):
-        ctx = forecasts.filter(pl.col("model_id") == f"{k[0]}:{unfiltered}", pl.col("task_id").is_in(g["task_id"]))
-        ids = {e.get("event_id") for c in ctx["context"].drop_nulls() for e in json.loads(c).get("events", [])}
+        ctx = forecasts.filter(
+            pl.col("model_id") == f"{k[0]}:{unfiltered}", pl.col("task_id").is_in(g["task_id"])
+        )
+        ids = {
+            e.get("event_id") for c in ctx["context"].drop_nulls() for e in json.loads(c).get("events", [])
+        }
         vf, vu = float(g["value"].mean()), float(g["u"].mean())
-        rows.append({"model_id": k[0], "domain": k[1], "task_kind": k[2], "horizon": k[3], "metric": k[4], "n": g.height,
-                     "value_filtered": vf, "value_unfiltered": vu, "inflation": vu - vf,
-                     "n_leaked_events": len(ids & leaked_ids)})
+        rows.append(
+            {
+                "model_id": k[0],
+                "domain": k[1],
+                "task_kind": k[2],
+                "horizon": k[3],
+                "metric": k[4],
+                "n": g.height,
+                "value_filtered": vf,
+                "value_unfiltered": vu,
+                "inflation": vu - vf,
+                "n_leaked_events": len(ids & leaked_ids),
+            }
+        )
     return _frame("fact_check_ablation", rows, partition_key, _at(scores))
 
 
-__all__ = ["ALPHAS", "alpha_consistency", "alpha_contexts", "fact_check_ablation", "filter_rates",
-           "living_data_ablation", "pearson", "predictability_accuracy", "retrieval_costs", "split_model_id"]
+__all__ = [
+    "ALPHAS",
+    "alpha_consistency",
+    "alpha_contexts",
+    "fact_check_ablation",
+    "filter_rates",
+    "living_data_ablation",
+    "pearson",
+    "predictability_accuracy",
+    "retrieval_costs",
+    "split_model_id",
+]

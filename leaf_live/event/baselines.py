@@ -15,7 +15,8 @@ Every forecaster reads only a task's frozen bundle (never its outcome) and issue
   daily closes season 1 with the default searches.
 * For trend tasks every series model answers with its implied class: markets ROC = (yhat_{T+h} - x_T) / x_T;
   weather min(yhat over the horizon) - min(last 24 h); load max(...) - max(...), classed by App. C.1.
-* :class:`MarketPrice` (``market/polymarket``): an event task's YES price at the cutoff, where the data has one.
+* :class:`MarketPrice` (``market/polymarket``): an event task's YES price at the cutoff, where the data has
+one.
 * :class:`BaseRate` (``baseline/base-rate``): the share of YES among same-category questions resolved before
   the cutoff, (k + 1) / (n + 2) (Laplace; 0.5 with none).
 * :class:`Constant` (``baseline/always-0.5``): P(YES) = 0.5, the ForecastBench reference that fixes the
@@ -38,8 +39,17 @@ from leaf_live.event import catalog
 from leaf_live.event.tasks import trend_label
 
 QUANTILE_LEVELS = {"0.025": ("lo", 95), "0.1": ("lo", 80), "0.9": ("hi", 80), "0.975": ("hi", 95)}
-_TASK_COLS = ["task_id", "domain", "task_kind", "horizon", "horizon_steps", "frequency", "cutoff", "bundle",
-              "bundle_hash"]
+_TASK_COLS = [
+    "task_id",
+    "domain",
+    "task_kind",
+    "horizon",
+    "horizon_steps",
+    "frequency",
+    "cutoff",
+    "bundle",
+    "bundle_hash",
+]
 
 
 # columns the writing stage sets (the producer slice it owns), as for the macro nowcasts
@@ -47,23 +57,41 @@ WRITER_COLUMNS = ("producer",)
 
 
 def _rows_frame(rows: list[dict]) -> pl.DataFrame:
-    """``leaf_forecasts`` rows with ``producer`` NULL: the writing stage stamps it (science never names a stage)."""
+    """``leaf_forecasts`` rows with ``producer`` NULL: the writing stage stamps it (science never names a
+    stage)."""
     if not rows:
         return empty_frame("leaf_forecasts")
-    f = pl.DataFrame(rows, schema={"model_id": pl.Utf8, "task_id": pl.Utf8, "bundle_hash": pl.Utf8,
-                                   "issued_at": pl.Datetime("us", "UTC"), "valid": pl.Boolean,
-                                   "invalid_reason": pl.Utf8, "point": pl.List(pl.Float64), "quantiles": pl.Utf8,
-                                   "predicted_class": pl.Utf8, "probability": pl.Float64})
+    f = pl.DataFrame(
+        rows,
+        schema={
+            "model_id": pl.Utf8,
+            "task_id": pl.Utf8,
+            "bundle_hash": pl.Utf8,
+            "issued_at": pl.Datetime("us", "UTC"),
+            "valid": pl.Boolean,
+            "invalid_reason": pl.Utf8,
+            "point": pl.List(pl.Float64),
+            "quantiles": pl.Utf8,
+            "predicted_class": pl.Utf8,
+            "probability": pl.Float64,
+        },
+    )
     f = f.with_columns(pl.col("model_id").alias("partition_key"), pl.col("issued_at").alias("available_at"))
     schema = empty_frame("leaf_forecasts").schema
-    f = f.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in schema if c not in f.columns)  # LLM-only columns
+    f = f.with_columns(
+        pl.lit(None, dtype=schema[c]).alias(c) for c in schema if c not in f.columns
+    )  # LLM-only columns
     return conform("leaf_forecasts", f.select(list(schema)), deferred=WRITER_COLUMNS)
 
 
-def path_forecasts(model_id: str, tasks: pl.DataFrame, paths: dict[str, np.ndarray],
-                   quantiles: dict[str, dict[str, np.ndarray]] | None = None) -> pl.DataFrame:
-    """``leaf_forecasts`` rows of a series model for the series and trend tasks of ``tasks``, from one point path
-    per bundle hash (at least the task's ``horizon_steps`` long) and optional quantile paths
+def path_forecasts(
+    model_id: str,
+    tasks: pl.DataFrame,
+    paths: dict[str, np.ndarray],
+    quantiles: dict[str, dict[str, np.ndarray]] | None = None,
+) -> pl.DataFrame:
+    """``leaf_forecasts`` rows of a series model for the series and trend tasks of ``tasks``, from one point
+    path per bundle hash (at least the task's ``horizon_steps`` long) and optional quantile paths
     (``{"0.025": path, "0.1": ..., "0.9": ..., "0.975": ...}``); trend tasks get the implied App. C.1 class.
     Tasks whose bundle has no path are left out. The shared tail of every series forecaster here and of the
     foundation models (:mod:`leaf_live.event.tsfm`)."""
@@ -84,9 +112,19 @@ def series_inputs(tasks: pl.DataFrame) -> tuple[dict[str, np.ndarray], dict[str,
 
 
 def _row(model_id: str, task: dict, **kw: object) -> dict:
-    return {"model_id": model_id, "task_id": task["task_id"], "bundle_hash": task["bundle_hash"],
-            "issued_at": task["cutoff"], "valid": True, "invalid_reason": None, "point": None, "quantiles": None,
-            "predicted_class": None, "probability": None, **kw}
+    return {
+        "model_id": model_id,
+        "task_id": task["task_id"],
+        "bundle_hash": task["bundle_hash"],
+        "issued_at": task["cutoff"],
+        "valid": True,
+        "invalid_reason": None,
+        "point": None,
+        "quantiles": None,
+        "predicted_class": None,
+        "probability": None,
+        **kw,
+    }
 
 
 def bundle_values(bundle: str) -> np.ndarray:
@@ -111,11 +149,17 @@ def implied_class(task: dict, history: np.ndarray, path: np.ndarray) -> str:
 
 def _series_tasks(tasks: pl.DataFrame) -> list[dict]:
     pit.require_columns(tasks, _TASK_COLS, "forecast_tasks")
-    return tasks.filter(pl.col("task_kind").is_in(["series", "trend3", "trend5"])).select(_TASK_COLS).to_dicts()
+    return (
+        tasks.filter(pl.col("task_kind").is_in(["series", "trend3", "trend5"])).select(_TASK_COLS).to_dicts()
+    )
 
 
-def _path_rows(model_id: str, tasks: Iterable[dict], paths: dict[str, np.ndarray],
-               quantiles: dict[str, dict[str, np.ndarray]] | None = None) -> list[dict]:
+def _path_rows(
+    model_id: str,
+    tasks: Iterable[dict],
+    paths: dict[str, np.ndarray],
+    quantiles: dict[str, dict[str, np.ndarray]] | None = None,
+) -> list[dict]:
     """Rows for series and trend tasks from a point path per bundle hash (long enough for every task)."""
     rows = []
     hist_cache: dict[str, np.ndarray] = {}
@@ -128,14 +172,22 @@ def _path_rows(model_id: str, tasks: Iterable[dict], paths: dict[str, np.ndarray
         if t["task_kind"] == "series":
             q = None
             if quantiles is not None and t["bundle_hash"] in quantiles:
-                q = json.dumps({k: [float(x) for x in v[:steps]] for k, v in quantiles[t["bundle_hash"]].items()},
-                               sort_keys=True)
+                q = json.dumps(
+                    {k: [float(x) for x in v[:steps]] for k, v in quantiles[t["bundle_hash"]].items()},
+                    sort_keys=True,
+                )
             rows.append(_row(model_id, t, point=[float(x) for x in path], quantiles=q))
         else:
             if t["bundle_hash"] not in hist_cache:
                 hist_cache[t["bundle_hash"]] = bundle_values(t["bundle"])
-            rows.append(_row(model_id, t, predicted_class=implied_class(t, hist_cache[t["bundle_hash"]], path),
-                             point=[float(path[-1])]))
+            rows.append(
+                _row(
+                    model_id,
+                    t,
+                    predicted_class=implied_class(t, hist_cache[t["bundle_hash"]], path),
+                    point=[float(path[-1])],
+                )
+            )
     return rows
 
 
@@ -146,9 +198,14 @@ def _max_steps(tasks: Sequence[dict]) -> dict[str, int]:
     return out
 
 
-def _naive_forecast(model_id: str, tasks: pl.DataFrame, hourly: Callable[[np.ndarray, int], np.ndarray],
-                    daily: Callable[[np.ndarray, int], np.ndarray]) -> pl.DataFrame:
-    """Rows of a naive rule applied once per bundle: ``hourly(y, steps)`` or ``daily(y, steps)`` gives the path."""
+def _naive_forecast(
+    model_id: str,
+    tasks: pl.DataFrame,
+    hourly: Callable[[np.ndarray, int], np.ndarray],
+    daily: Callable[[np.ndarray, int], np.ndarray],
+) -> pl.DataFrame:
+    """Rows of a naive rule applied once per bundle: ``hourly(y, steps)`` or ``daily(y, steps)`` gives the
+    path."""
     ts = _series_tasks(tasks)
     steps = _max_steps(ts)
     paths: dict[str, np.ndarray] = {}
@@ -162,7 +219,7 @@ def _naive_forecast(model_id: str, tasks: pl.DataFrame, hourly: Callable[[np.nda
 
 def _hour_of_day_means(y: np.ndarray, steps: int) -> np.ndarray:
     k = len(y) // 24 * 24
-    profile = y[len(y) - k:].reshape(-1, 24).mean(axis=0)  # hour-of-day means, aligned to the cutoff
+    profile = y[len(y) - k :].reshape(-1, 24).mean(axis=0)  # hour-of-day means, aligned to the cutoff
     return np.resize(profile, steps)
 
 
@@ -172,8 +229,12 @@ class LastValue:
     model_id = "baseline/last-value"
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
-        return _naive_forecast(self.model_id, tasks, lambda y, n: np.resize(y[-24:], n),  # the previous 24 hours again
-                               lambda y, n: np.full(n, y[-1]))
+        return _naive_forecast(
+            self.model_id,
+            tasks,
+            lambda y, n: np.resize(y[-24:], n),  # the previous 24 hours again
+            lambda y, n: np.full(n, y[-1]),
+        )
 
 
 class HistoricalMean:
@@ -196,29 +257,39 @@ def _sf_models(season: int, which: Sequence[str]) -> list:
         elif name == "AutoTheta":
             out.append(AutoTheta(season_length=season))
         elif name == "AutoARIMA":
-            out.append(AutoARIMA(season_length=season, approximation=True, max_p=2, max_q=2, max_P=1, max_Q=1)
-                       if season > 1 else AutoARIMA())
+            out.append(
+                AutoARIMA(season_length=season, approximation=True, max_p=2, max_q=2, max_P=1, max_Q=1)
+                if season > 1
+                else AutoARIMA()
+            )
         else:
             raise ValueError(f"unknown statsforecast model {name!r}; use AutoETS, AutoTheta, AutoARIMA")
     return out
 
 
-SF_MODEL_IDS = {"AutoETS": "baseline/auto-ets", "AutoTheta": "baseline/auto-theta", "AutoARIMA": "baseline/auto-arima"}
+SF_MODEL_IDS = {
+    "AutoETS": "baseline/auto-ets",
+    "AutoTheta": "baseline/auto-theta",
+    "AutoARIMA": "baseline/auto-arima",
+}
 
 
-def statsforecast_paths(series: dict[str, np.ndarray], horizon: int, season: int, models: Sequence[str],
-                        n_jobs: int = 1) -> dict[str, tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]]:
+def statsforecast_paths(
+    series: dict[str, np.ndarray], horizon: int, season: int, models: Sequence[str], n_jobs: int = 1
+) -> dict[str, tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]]:
     """One ``StatsForecast.forecast`` call over every series (id -> values) with ``horizon`` steps and 80/95%
     levels. Returns model -> (id -> point path, id -> {quantile: path})."""
     import pandas as pd
     from statsforecast import StatsForecast
 
     ids = list(series)
-    df = pd.DataFrame({
-        "unique_id": np.repeat(ids, [len(series[i]) for i in ids]),
-        "ds": np.concatenate([np.arange(len(series[i])) for i in ids]),
-        "y": np.concatenate([series[i] for i in ids]),
-    })
+    df = pd.DataFrame(
+        {
+            "unique_id": np.repeat(ids, [len(series[i]) for i in ids]),
+            "ds": np.concatenate([np.arange(len(series[i])) for i in ids]),
+            "y": np.concatenate([series[i] for i in ids]),
+        }
+    )
     sf = StatsForecast(models=_sf_models(season, models), freq=1, n_jobs=n_jobs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -243,7 +314,9 @@ class StatsForecastBaselines:
 
     model_id = "baseline/statsforecast"
 
-    def __init__(self, models: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"), n_jobs: int = 1) -> None:
+    def __init__(
+        self, models: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"), n_jobs: int = 1
+    ) -> None:
         self.models = tuple(models)
         self.n_jobs = n_jobs
 
@@ -273,9 +346,13 @@ class MarketPrice:
     model_id = "market/polymarket"
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
-        pit.require_columns(tasks, ["task_id", "task_kind", "cutoff", "bundle_hash", "last_value"], "forecast_tasks")
+        pit.require_columns(
+            tasks, ["task_id", "task_kind", "cutoff", "bundle_hash", "last_value"], "forecast_tasks"
+        )
         ev = tasks.filter(pl.col("task_kind") == "event", pl.col("last_value").is_not_null())
-        return _rows_frame([_row(self.model_id, t, probability=float(t["last_value"])) for t in ev.to_dicts()])
+        return _rows_frame(
+            [_row(self.model_id, t, probability=float(t["last_value"])) for t in ev.to_dicts()]
+        )
 
 
 class Constant:
@@ -302,7 +379,9 @@ class BaseRate:
     model_id = "baseline/base-rate"
 
     def __init__(self, resolutions: pl.DataFrame) -> None:
-        pit.require_columns(resolutions, ["question_id", "category", "outcome", "available_at"], "resolutions")
+        pit.require_columns(
+            resolutions, ["question_id", "category", "outcome", "available_at"], "resolutions"
+        )
         self.res = resolutions.sort("available_at")
 
     def rate(self, category: str, at: datetime, exclude: str | None = None) -> float:
@@ -316,17 +395,24 @@ class BaseRate:
         rows = []
         for t in ev.to_dicts():
             cat = json.loads(t["bundle"]).get("category", "other")
-            rows.append(_row(self.model_id, t, probability=self.rate(cat, t["cutoff"], exclude=t["target_id"])))
+            rows.append(
+                _row(self.model_id, t, probability=self.rate(cat, t["cutoff"], exclude=t["target_id"]))
+            )
         return _rows_frame(rows)
 
 
 def resolutions_frame(questions: pl.DataFrame, path: pl.DataFrame) -> pl.DataFrame:
-    """(question_id, category, outcome, available_at) of every resolved question: the input of :class:`BaseRate`."""
-    res = path.filter(pl.col("kind") == "resolution").select("question_id", pl.col("price").alias("outcome"), "available_at")
+    """(question_id, category, outcome, available_at) of every resolved question: the input of
+    :class:`BaseRate`."""
+    res = path.filter(pl.col("kind") == "resolution").select(
+        "question_id", pl.col("price").alias("outcome"), "available_at"
+    )
     return res.join(questions.select("question_id", "category"), on="question_id")
 
 
-def reusable_rows(stored: pl.DataFrame, tasks: pl.DataFrame, model_ids: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def reusable_rows(
+    stored: pl.DataFrame, tasks: pl.DataFrame, model_ids: Sequence[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split the work of forecasters whose rows depend only on a task's frozen bundle (statsforecast paths).
 
     ``stored``: ``leaf_forecasts`` rows; ``tasks``: ``forecast_tasks`` rows (``task_id``, ``bundle_hash``);
@@ -338,15 +424,23 @@ def reusable_rows(stored: pl.DataFrame, tasks: pl.DataFrame, model_ids: Sequence
         return stored.head(0), tasks
     rows = stored.filter(pl.col("model_id").is_in(list(model_ids)))
     current = rows.join(tasks.select("task_id", "bundle_hash"), on=["task_id", "bundle_hash"], how="semi")
-    complete = (current.group_by("task_id").agg(pl.col("model_id").n_unique().alias("_n"))
-                .filter(pl.col("_n") == len(set(model_ids))).select("task_id"))
-    return (current.join(complete, on="task_id", how="semi"),
-            tasks.join(complete, on="task_id", how="anti"))
+    complete = (
+        current.group_by("task_id")
+        .agg(pl.col("model_id").n_unique().alias("_n"))
+        .filter(pl.col("_n") == len(set(model_ids)))
+        .select("task_id")
+    )
+    return (current.join(complete, on="task_id", how="semi"), tasks.join(complete, on="task_id", how="anti"))
 
 
-def default_forecasters(resolutions: pl.DataFrame, *, statistical: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"),
-                        n_jobs: int = 1) -> list:
-    """The baselines the main job runs: LVB, HMB, statsforecast models, market price, base rate, always 0.5."""
+def default_forecasters(
+    resolutions: pl.DataFrame,
+    *,
+    statistical: Sequence[str] = ("AutoETS", "AutoTheta", "AutoARIMA"),
+    n_jobs: int = 1,
+) -> list:
+    """The baselines the main job runs: LVB, HMB, statsforecast models, market price, base rate, always
+    0.5."""
     out: list = [LastValue(), HistoricalMean()]
     if statistical:
         out.append(StatsForecastBaselines(statistical, n_jobs=n_jobs))

@@ -50,18 +50,24 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / min(len(a), len(b))
 
 
-def find_merges(events: pl.DataFrame, *, threshold: float = DEFAULT_THRESHOLD,
-                max_days: int = DEFAULT_MAX_DAYS) -> pl.DataFrame:
+def find_merges(
+    events: pl.DataFrame, *, threshold: float = DEFAULT_THRESHOLD, max_days: int = DEFAULT_MAX_DAYS
+) -> pl.DataFrame:
     """``event_merges`` rows for the valid events of ``events`` (``retrieved_events`` rows; module doc rule).
 
     Returns one row per event merged away, with its representative, similarity and date gap. Raises
     ``ValueError`` for missing columns or thresholds outside (0, 1] / a negative ``max_days``."""
-    pit.require_columns(events, ["partition_key", "event_id", "target_id", "event_date", "description", "valid",
-                                 "available_at"], "retrieved_events")
+    pit.require_columns(
+        events,
+        ["partition_key", "event_id", "target_id", "event_date", "description", "valid", "available_at"],
+        "retrieved_events",
+    )
     if not (0 < threshold <= 1) or max_days < 0:
         raise ValueError(f"threshold={threshold} must be in (0, 1] and max_days={max_days} >= 0")
     rule = f"overlap>={threshold:g} within {max_days}d, into the earliest representative"
-    ev = events.filter(pl.col("valid") & pl.col("event_date").is_not_null() & pl.col("description").is_not_null())
+    ev = events.filter(
+        pl.col("valid") & pl.col("event_date").is_not_null() & pl.col("description").is_not_null()
+    )
     if "item" in ev.columns:
         ev = ev.sort("target_id", "event_date", "round", "item")
     else:
@@ -79,10 +85,18 @@ def find_merges(events: pl.DataFrame, *, threshold: float = DEFAULT_THRESHOLD,
                 if s > best_s:
                     best, best_s = rep, s
             if best is not None and best_s >= threshold:
-                rows.append({"partition_key": r["partition_key"], "event_id": r["event_id"],
-                             "into_event_id": best["event_id"], "target_id": r["target_id"], "similarity": best_s,
-                             "days_apart": abs((r["event_date"] - best["event_date"]).days), "rule": rule,
-                             "available_at": max(r["available_at"], best["available_at"])})
+                rows.append(
+                    {
+                        "partition_key": r["partition_key"],
+                        "event_id": r["event_id"],
+                        "into_event_id": best["event_id"],
+                        "target_id": r["target_id"],
+                        "similarity": best_s,
+                        "days_apart": abs((r["event_date"] - best["event_date"]).days),
+                        "rule": rule,
+                        "available_at": max(r["available_at"], best["available_at"]),
+                    }
+                )
             else:
                 reps.append((r, words))
     return conform("event_merges", pl.DataFrame(rows, schema=empty_frame("event_merges").schema))
@@ -98,5 +112,12 @@ def merge_counts(merges: pl.DataFrame, by: Sequence[str] = ("target_id",)) -> pl
     return merges.group_by(list(by)).len().rename({"len": "n_merged"}).sort("n_merged", descending=True)
 
 
-__all__ = ["DEFAULT_MAX_DAYS", "DEFAULT_THRESHOLD", "content_words", "find_merges", "merge_counts", "overlap",
-           "representatives"]
+__all__ = [
+    "DEFAULT_MAX_DAYS",
+    "DEFAULT_THRESHOLD",
+    "content_words",
+    "find_merges",
+    "merge_counts",
+    "overlap",
+    "representatives",
+]

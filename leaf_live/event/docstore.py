@@ -62,18 +62,32 @@ class DocumentStore:
     def __len__(self) -> int:
         return self.docs.height
 
-    def mask(self, cutoff: datetime, since: datetime | None = None, target_id: str | None = None) -> np.ndarray:
-        """1.0 for documents published in ``[since, cutoff]`` (and of ``target_id`` or untargeted), else 0.0."""
+    def mask(
+        self, cutoff: datetime, since: datetime | None = None, target_id: str | None = None
+    ) -> np.ndarray:
+        """1.0 for documents published in ``[since, cutoff]`` (and of ``target_id`` or untargeted), else
+        0.0."""
         at = pit.to_utc(cutoff)
         lo = pit.to_utc(since) if since is not None else None
-        return np.array([float(t <= at and (lo is None or t >= lo) and (target_id is None or g in (None, target_id)))
-                         for t, g in zip(self._times, self._targets)])
+        return np.array(
+            [
+                float(t <= at and (lo is None or t >= lo) and (target_id is None or g in (None, target_id)))
+                for t, g in zip(self._times, self._targets)
+            ]
+        )
 
-    def search(self, query: str, cutoff: datetime, *, k: int = 5, since: datetime | None = None,
-               target_id: str | None = None) -> list[dict[str, Any]]:
-        """The ``k`` best documents for ``query`` published at or before ``cutoff`` (and at or after ``since``),
-        best first: dicts with doc_id, title, url, text, published_at, score. Raises ``ValueError`` for a naive
-        time; returns [] when nothing published by the cutoff matches."""
+    def search(
+        self,
+        query: str,
+        cutoff: datetime,
+        *,
+        k: int = 5,
+        since: datetime | None = None,
+        target_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The ``k`` best documents for ``query`` published at or before ``cutoff`` (and at or after
+        ``since``), best first: dicts with doc_id, title, url, text, published_at, score. Raises
+        ``ValueError`` for a naive time; returns [] when nothing published by the cutoff matches."""
         m = self.mask(cutoff, since, target_id)
         if not m.any() or not query.strip():
             return []
@@ -89,8 +103,12 @@ class DocumentStore:
             row = self.docs.row(int(i), named=True)
             if row["published_at"] > at:  # the mask already excludes it; never hand out a later document
                 raise AssertionError(f"document {row['doc_id']} published after the cutoff escaped the mask")
-            out.append({**{c: row[c] for c in ("doc_id", "title", "url", "text", "published_at", "target_id")},
-                        "score": float(s)})
+            out.append(
+                {
+                    **{c: row[c] for c in ("doc_id", "title", "url", "text", "published_at", "target_id")},
+                    "score": float(s),
+                }
+            )
         return out
 
 

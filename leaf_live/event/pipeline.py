@@ -54,14 +54,20 @@ class Spans:
         lo, hi = self.mid_cap_months
         if lo.day != 1 or hi.day != 1:
             raise ValueError(f"span mid_cap_months=({lo}, {hi}): give the first day of each month")
-        if _month_index(hi) - _month_index(lo) < catalog.MID_CAP_LOOKBACK_MONTHS + min(catalog.MID_CAP_HORIZONS_MONTHS):
-            raise ValueError(f"span mid_cap_months=({lo}, {hi}): needs {catalog.MID_CAP_LOOKBACK_MONTHS} months of "
-                             f"history and {min(catalog.MID_CAP_HORIZONS_MONTHS)} of horizon")
+        if _month_index(hi) - _month_index(lo) < catalog.MID_CAP_LOOKBACK_MONTHS + min(
+            catalog.MID_CAP_HORIZONS_MONTHS
+        ):
+            raise ValueError(
+                f"span mid_cap_months=({lo}, {hi}): needs {catalog.MID_CAP_LOOKBACK_MONTHS} months of "
+                f"history and {min(catalog.MID_CAP_HORIZONS_MONTHS)} of horizon"
+            )
         for name in ("markets", "weather", "electricity"):
             lo, hi = getattr(self, name)
             if (hi - lo).days < catalog.LOOKBACK_DAYS + min(catalog.SERIES_HORIZONS_DAYS):
-                raise ValueError(f"span {name}=({lo}, {hi}): shorter than the {catalog.LOOKBACK_DAYS}-day look-back "
-                                 f"plus the {min(catalog.SERIES_HORIZONS_DAYS)}-day horizon")
+                raise ValueError(
+                    f"span {name}=({lo}, {hi}): shorter than the {catalog.LOOKBACK_DAYS}-day look-back "
+                    f"plus the {min(catalog.SERIES_HORIZONS_DAYS)}-day horizon"
+                )
 
 
 def _month_index(d: date) -> int:
@@ -73,12 +79,14 @@ MID_CAP_TAIL = timedelta(days=62)  # a month counts once the series reaches the 
 
 
 def source_days(spans: Spans = Spans()) -> dict[str, tuple[date, date]]:
-    """Days (UTC partition days) each source table must hold for the task spans: ``market_prices`` (markets and
-    mid caps), ``weather_hourly``, ``electricity_load``."""
+    """Days (UTC partition days) each source table must hold for the task spans: ``market_prices`` (markets
+    and mid caps), ``weather_hourly``, ``electricity_load``."""
     m = SOURCE_MARGIN
     return {
-        "market_prices": (min(spans.markets[0], spans.mid_cap_months[0]) - m,
-                          max(spans.markets[1], spans.mid_cap_months[1] + MID_CAP_TAIL) + m),
+        "market_prices": (
+            min(spans.markets[0], spans.mid_cap_months[0]) - m,
+            max(spans.markets[1], spans.mid_cap_months[1] + MID_CAP_TAIL) + m,
+        ),
         "weather_hourly": (spans.weather[0] - m, spans.weather[1] + m),
         "electricity_load": (spans.electricity[0] - m, spans.electricity[1] + m),
     }
@@ -94,13 +102,21 @@ def cutoff_days(spans: Spans = Spans()) -> dict[str, tuple[date, date]]:
     mid_start = date(k // 12, k % 12 + 1, 1)
     mid_end = date(last_mid.year + last_mid.month // 12, last_mid.month % 12 + 1, 1) - timedelta(days=1)
     one = timedelta(days=1)
-    return {"markets": spans.markets, "mid_cap": (mid_start, mid_end),
-            "weather": (spans.weather[0], spans.weather[1] + one),
-            "electricity": (spans.electricity[0], spans.electricity[1] + one)}
+    return {
+        "markets": spans.markets,
+        "mid_cap": (mid_start, mid_end),
+        "weather": (spans.weather[0], spans.weather[1] + one),
+        "electricity": (spans.electricity[0], spans.electricity[1] + one),
+    }
 
 
-def series_tasks(prices: pl.DataFrame, weather: pl.DataFrame, load: pl.DataFrame, spans: Spans = Spans(),
-                 days: Sequence[str] | None = None) -> tasks.TaskSet:
+def series_tasks(
+    prices: pl.DataFrame,
+    weather: pl.DataFrame,
+    load: pl.DataFrame,
+    spans: Spans = Spans(),
+    days: Sequence[str] | None = None,
+) -> tasks.TaskSet:
     """Series and trend tasks of every market, weather and load family over the spans, from ``market_prices``,
     ``weather_hourly`` and ``electricity_load`` rows; with ``days`` (``YYYY-MM-DD``), only the families whose
     cutoff days (:func:`cutoff_days`) meet them are built and only tasks with those cutoff days kept."""
@@ -113,21 +129,43 @@ def series_tasks(prices: pl.DataFrame, weather: pl.DataFrame, load: pl.DataFrame
 
     sets = []
     if wanted("markets"):
-        sets += [tasks.market_tasks(prices, "large_cap", [x.symbol for x in catalog.LARGE_CAPS], *spans.markets),
-                 tasks.market_tasks(prices, "commodity", [x.symbol for x in catalog.COMMODITIES], *spans.markets)]
+        sets += [
+            tasks.market_tasks(prices, "large_cap", [x.symbol for x in catalog.LARGE_CAPS], *spans.markets),
+            tasks.market_tasks(prices, "commodity", [x.symbol for x in catalog.COMMODITIES], *spans.markets),
+        ]
     if wanted("mid_cap"):
         sets.append(tasks.midcap_tasks(prices, [x.symbol for x in catalog.MID_CAPS], *spans.mid_cap_months))
     if wanted("weather"):
-        sets.append(tasks.hourly_tasks(weather, "weather", catalog.CITIES, *spans.weather, target_col="city",
-                                       time_col="ts", value_col="temperature_c"))
+        sets.append(
+            tasks.hourly_tasks(
+                weather,
+                "weather",
+                catalog.CITIES,
+                *spans.weather,
+                target_col="city",
+                time_col="ts",
+                value_col="temperature_c",
+            )
+        )
     if wanted("electricity"):
-        sets.append(tasks.hourly_tasks(load, "electricity", catalog.ELECTRICITY_AREAS, *spans.electricity,
-                                       target_col="area", time_col="interval_start", value_col="load_mw"))
+        sets.append(
+            tasks.hourly_tasks(
+                load,
+                "electricity",
+                catalog.ELECTRICITY_AREAS,
+                *spans.electricity,
+                target_col="area",
+                time_col="interval_start",
+                value_col="load_mw",
+            )
+        )
     ts = tasks.TaskSet.concat(sets)
     if want is None:
         return ts
-    return tasks.TaskSet(ts.tasks.filter(pl.col("partition_key").is_in(list(want))),
-                         ts.outcomes.filter(pl.col("partition_key").is_in(list(want))))
+    return tasks.TaskSet(
+        ts.tasks.filter(pl.col("partition_key").is_in(list(want))),
+        ts.outcomes.filter(pl.col("partition_key").is_in(list(want))),
+    )
 
 
 @dataclass
@@ -146,10 +184,24 @@ class EventTables:
 
 def targets_frame() -> pl.DataFrame:
     """``leaf_targets`` rows from the catalog."""
-    rows = [{"domain": t.domain, "target_id": t.target_id, "name": t.name, "group_name": t.group, "symbol": t.symbol,
-             "latitude": t.latitude, "longitude": t.longitude, "timezone": t.timezone, "unit": t.unit,
-             "source_ids": json.dumps(t.source_ids, sort_keys=True)} for t in catalog.ALL_TARGETS]
-    return conform("leaf_targets", pl.DataFrame(rows, schema_overrides={"latitude": pl.Float64, "longitude": pl.Float64}))
+    rows = [
+        {
+            "domain": t.domain,
+            "target_id": t.target_id,
+            "name": t.name,
+            "group_name": t.group,
+            "symbol": t.symbol,
+            "latitude": t.latitude,
+            "longitude": t.longitude,
+            "timezone": t.timezone,
+            "unit": t.unit,
+            "source_ids": json.dumps(t.source_ids, sort_keys=True),
+        }
+        for t in catalog.ALL_TARGETS
+    ]
+    return conform(
+        "leaf_targets", pl.DataFrame(rows, schema_overrides={"latitude": pl.Float64, "longitude": pl.Float64})
+    )
 
 
 def load_snapshot(snapshot_dir: str | Path, spans: Spans = Spans()) -> EventTables:
@@ -165,8 +217,12 @@ def load_snapshot(snapshot_dir: str | Path, spans: Spans = Spans()) -> EventTabl
 
 def build_tasks(t: EventTables, spans: Spans = Spans()) -> tasks.TaskSet:
     """Every task family over the spans (module doc)."""
-    return tasks.TaskSet.concat([series_tasks(t.market_prices, t.weather_hourly, t.electricity_load, spans),
-                                 tasks.event_tasks(t.prediction_markets, t.market_price_path)])
+    return tasks.TaskSet.concat(
+        [
+            series_tasks(t.market_prices, t.weather_hourly, t.electricity_load, spans),
+            tasks.event_tasks(t.prediction_markets, t.market_price_path),
+        ]
+    )
 
 
 # AutoARIMA is opt-in: on the snapshot's ~1,700 task series it costs about 5 minutes on 2 shared cores (daily
@@ -176,15 +232,26 @@ BASELINE_PRODUCER = "leaf_forecasts"  # the stage that writes the baselines' sli
 ALL_STATISTICAL = ("AutoETS", "AutoTheta", "AutoARIMA")
 
 
-def run_baselines(t: EventTables, *, statistical: Sequence[str] = DEFAULT_STATISTICAL, n_jobs: int = 1) -> pl.DataFrame:
+def run_baselines(
+    t: EventTables, *, statistical: Sequence[str] = DEFAULT_STATISTICAL, n_jobs: int = 1
+) -> pl.DataFrame:
     """``leaf_forecasts`` rows of every default baseline for ``t.forecast_tasks``."""
     res = baselines.resolutions_frame(t.prediction_markets, t.market_price_path)
-    return run_forecasters(baselines.default_forecasters(res, statistical=statistical, n_jobs=n_jobs),
-                           t.forecast_tasks, "leaf_forecasts", columns={"producer": BASELINE_PRODUCER})
+    return run_forecasters(
+        baselines.default_forecasters(res, statistical=statistical, n_jobs=n_jobs),
+        t.forecast_tasks,
+        "leaf_forecasts",
+        columns={"producer": BASELINE_PRODUCER},
+    )
 
 
-def run_snapshot(snapshot_dir: str | Path, spans: Spans = Spans(), *,
-                 statistical: Sequence[str] = DEFAULT_STATISTICAL, n_jobs: int = 1) -> EventTables:
+def run_snapshot(
+    snapshot_dir: str | Path,
+    spans: Spans = Spans(),
+    *,
+    statistical: Sequence[str] = DEFAULT_STATISTICAL,
+    n_jobs: int = 1,
+) -> EventTables:
     """Sources, tasks, baseline forecasts and per-task scores from the snapshot."""
     t = load_snapshot(snapshot_dir, spans)
     ts = build_tasks(t, spans)

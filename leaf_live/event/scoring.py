@@ -3,7 +3,8 @@
 Per task (:func:`score_forecasts`, rows of ``leaf_scores``):
 
 * trend (3/5 class): ``accuracy`` = 1 when the predicted class equals the realised App. C.1 label.
-* market series (daily closes): ``mape`` = 100/n sum |y - yhat| / |y| (%), ``rmse`` = sqrt(1/n sum (y - yhat)^2),
+* market series (daily closes): ``mape`` = 100/n sum |y - yhat| / |y| (%), ``rmse`` = sqrt(1/n sum (y -
+yhat)^2),
   ``dlv`` = 100/n sum |yhat - x_T| / |x_T| (% distance to the last value, §4.3 / Table 7).
 * weather / load series: ``mae_z`` and ``mse_z`` on z-scored values, the mean and standard deviation (ddof 0)
   taken from the task's look-back only (§4.1), applied to truth and forecast alike.
@@ -65,11 +66,11 @@ def dlv(yhat: np.ndarray, last: float) -> float:
 def zscore_errors(history: np.ndarray, y: np.ndarray, yhat: np.ndarray) -> tuple[float, float]:
     """(MAE, MSE) of yhat vs y after z-scoring both with the look-back ``history`` mean and sd (ddof 0)."""
     h = np.asarray(history, float)
-    mu, sd = h.mean(), h.std()
+    sd = h.std()  # the mean cancels in the error difference
     if not sd > 0:
         raise ScoringError("look-back has zero variance; z-scores undefined")
     e = (np.asarray(yhat, float) - np.asarray(y, float)) / sd
-    return float(np.mean(np.abs(e))), float(np.mean(e ** 2))
+    return float(np.mean(np.abs(e))), float(np.mean(e**2))
 
 
 def brier(p: float | np.ndarray, o: float | np.ndarray) -> np.ndarray:
@@ -102,25 +103,78 @@ def score_forecasts(tasks: pl.DataFrame, outcomes: pl.DataFrame, forecasts: pl.D
 
     A forecast whose ``bundle_hash`` differs from its task's is not scored (it saw other inputs). Raises
     :class:`ScoringError` for missing columns."""
-    pit.require_columns(tasks, ["task_id", "domain", "task_kind", "horizon", "target_id", "frequency", "bundle",
-                                "bundle_hash", "last_value"], "forecast_tasks", ScoringError)
-    pit.require_columns(outcomes, ["task_id", "actual", "label", "outcome", "available_at"], "task_outcomes", ScoringError)
-    pit.require_columns(forecasts, ["model_id", "task_id", "bundle_hash", "valid", "point", "quantiles",
-                                    "predicted_class", "probability"], "leaf_forecasts", ScoringError)
-    j = (forecasts.filter(pl.col("valid"))
-         .join(tasks.select("task_id", "domain", "task_kind", "horizon", "target_id", "frequency", "bundle",
-                            pl.col("bundle_hash").alias("_task_hash"), "last_value"), on="task_id")
-         .filter(pl.col("bundle_hash") == pl.col("_task_hash"))
-         .join(outcomes.select("task_id", "actual", "label", "outcome", pl.col("available_at").alias("_oa")), on="task_id"))
+    pit.require_columns(
+        tasks,
+        [
+            "task_id",
+            "domain",
+            "task_kind",
+            "horizon",
+            "target_id",
+            "frequency",
+            "bundle",
+            "bundle_hash",
+            "last_value",
+        ],
+        "forecast_tasks",
+        ScoringError,
+    )
+    pit.require_columns(
+        outcomes, ["task_id", "actual", "label", "outcome", "available_at"], "task_outcomes", ScoringError
+    )
+    pit.require_columns(
+        forecasts,
+        [
+            "model_id",
+            "task_id",
+            "bundle_hash",
+            "valid",
+            "point",
+            "quantiles",
+            "predicted_class",
+            "probability",
+        ],
+        "leaf_forecasts",
+        ScoringError,
+    )
+    j = (
+        forecasts.filter(pl.col("valid"))
+        .join(
+            tasks.select(
+                "task_id",
+                "domain",
+                "task_kind",
+                "horizon",
+                "target_id",
+                "frequency",
+                "bundle",
+                pl.col("bundle_hash").alias("_task_hash"),
+                "last_value",
+            ),
+            on="task_id",
+        )
+        .filter(pl.col("bundle_hash") == pl.col("_task_hash"))
+        .join(
+            outcomes.select("task_id", "actual", "label", "outcome", pl.col("available_at").alias("_oa")),
+            on="task_id",
+        )
+    )
     rows: list[dict] = []
     hist: dict[str, np.ndarray] = {}
     for r in j.iter_rows(named=True):
-        base = {"model_id": r["model_id"], "task_id": r["task_id"], "domain": r["domain"], "task_kind": r["task_kind"],
-                "horizon": r["horizon"], "target_id": r["target_id"], "available_at": r["_oa"]}
+        base = {
+            "model_id": r["model_id"],
+            "task_id": r["task_id"],
+            "domain": r["domain"],
+            "task_kind": r["task_kind"],
+            "horizon": r["horizon"],
+            "target_id": r["target_id"],
+            "available_at": r["_oa"],
+        }
 
         def put(metric: str, value: float) -> None:
             if value is not None and math.isfinite(value):
-                rows.append({**base, "metric": metric, "value": float(value)})
+                rows.append({**base, "metric": metric, "value": float(value)})  # noqa: B023 (called in this iteration)
 
         kind = r["task_kind"]
         if kind in ("trend3", "trend5"):
@@ -150,7 +204,7 @@ def score_forecasts(tasks: pl.DataFrame, outcomes: pl.DataFrame, forecasts: pl.D
                 put("dlv", dlv(yhat, last))
                 center, scale = 0.0, abs(last) / 100.0  # % of x_T
             if q:
-                z = lambda a: (np.asarray(a, float) - center) / scale  # noqa: E731
+                z = lambda a: (np.asarray(a, float) - center) / scale  # noqa: B023, E731
                 yz, qs = z(y), {0.5: z(yhat), **{float(k): z(v) for k, v in q.items()}}
                 if set(QUANTILES) <= set(qs):
                     put("qloss", float(np.mean([pinball(yz, qs[t], t).mean() for t in QUANTILES])))
@@ -175,7 +229,8 @@ ANALYSIS_CONTEXTS = ("alpha=", "other_alpha=")
 
 
 def board_scores(scores: pl.DataFrame) -> pl.DataFrame:
-    """``scores`` without the analysis-only variants (``model_id`` ending ``:alpha=<a>`` or ``:other_alpha=<a>``,
+    """``scores`` without the analysis-only variants (``model_id`` ending ``:alpha=<a>`` or
+    ``:other_alpha=<a>``,
     :data:`ANALYSIS_CONTEXTS`); every leaderboard of this module starts here. Same columns, fewer rows."""
     if scores.is_empty() or "model_id" not in scores.columns:
         return scores
@@ -196,8 +251,9 @@ def common_tasks(scores: pl.DataFrame, models: Sequence[str] | None = None) -> p
     return s.join(keep, on=[*keys, "task_id"])
 
 
-def bootstrap_mean(values: np.ndarray, groups: np.ndarray, *, n_draws: int = 2000, seed: int = 0,
-                   level: float = 0.95) -> tuple[float, float, float]:
+def bootstrap_mean(
+    values: np.ndarray, groups: np.ndarray, *, n_draws: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
     """Mean of ``values`` and a percentile bootstrap interval that resamples the distinct ``groups`` (e.g.
     questions, whose cutoffs move together) with replacement. Returns (mean, lo, hi)."""
     v = np.asarray(values, float)
@@ -214,7 +270,9 @@ def bootstrap_mean(values: np.ndarray, groups: np.ndarray, *, n_draws: int = 200
     return float(v.mean()), float(np.percentile(draws, a)), float(np.percentile(draws, 100 - a))
 
 
-def leaderboard(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0, like_with_like: bool = True) -> pl.DataFrame:
+def leaderboard(
+    scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0, like_with_like: bool = True
+) -> pl.DataFrame:
     """Model x domain x task kind x horizon x metric: mean, 95% bootstrap interval (tasks resampled; events:
     questions resampled, all cutoffs together) and the sample count. With ``like_with_like`` only tasks every
     model of the group scored are used (:func:`common_tasks`); ``rmse`` is reported as sqrt(mean(rmse^2)).
@@ -226,13 +284,26 @@ def leaderboard(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0, lik
         v = g["value"].to_numpy()
         groups = (g["target_id"] if key[2] == "event" else g["task_id"]).to_numpy()
         if key[4] == "rmse":
-            m, lo, hi = bootstrap_mean(v ** 2, groups, n_draws=n_draws, seed=seed)
+            m, lo, hi = bootstrap_mean(v**2, groups, n_draws=n_draws, seed=seed)
             m, lo, hi = math.sqrt(m), math.sqrt(lo), math.sqrt(hi)
         else:
             m, lo, hi = bootstrap_mean(v, groups, n_draws=n_draws, seed=seed)
-        out.append({"model_id": key[0], "domain": key[1], "task_kind": key[2], "horizon": key[3], "metric": key[4],
-                    "mean": m, "ci_lo": lo, "ci_hi": hi, "n": g.height})
-    return pl.DataFrame(out).sort("domain", "task_kind", "horizon", "metric", "mean") if out else pl.DataFrame()
+        out.append(
+            {
+                "model_id": key[0],
+                "domain": key[1],
+                "task_kind": key[2],
+                "horizon": key[3],
+                "metric": key[4],
+                "mean": m,
+                "ci_lo": lo,
+                "ci_hi": hi,
+                "n": g.height,
+            }
+        )
+    return (
+        pl.DataFrame(out).sort("domain", "task_kind", "horizon", "metric", "mean") if out else pl.DataFrame()
+    )
 
 
 def brier_by_cutoff(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0) -> pl.DataFrame:
@@ -242,24 +313,32 @@ def brier_by_cutoff(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0)
     b = board_scores(scores).filter(pl.col("metric") == "brier")
     out = []
     for (model, cut), g in b.group_by(["model_id", "horizon"], maintain_order=True):
-        m, lo, hi = bootstrap_mean(g["value"].to_numpy(), g["target_id"].to_numpy(), n_draws=n_draws, seed=seed)
+        m, lo, hi = bootstrap_mean(
+            g["value"].to_numpy(), g["target_id"].to_numpy(), n_draws=n_draws, seed=seed
+        )
         out.append({"model_id": model, "cutoff": cut, "brier": m, "ci_lo": lo, "ci_hi": hi, "n": g.height})
     for (model,), g in b.group_by(["model_id"], maintain_order=True):
         per_q = g.group_by("target_id").agg(pl.col("value").mean())
-        m, lo, hi = bootstrap_mean(per_q["value"].to_numpy(), per_q["target_id"].to_numpy(), n_draws=n_draws, seed=seed)
-        out.append({"model_id": model, "cutoff": "avg", "brier": m, "ci_lo": lo, "ci_hi": hi, "n": per_q.height})
+        m, lo, hi = bootstrap_mean(
+            per_q["value"].to_numpy(), per_q["target_id"].to_numpy(), n_draws=n_draws, seed=seed
+        )
+        out.append(
+            {"model_id": model, "cutoff": "avg", "brier": m, "ci_lo": lo, "ci_hi": hi, "n": per_q.height}
+        )
     return pl.DataFrame(out).sort("model_id", "cutoff")
 
 
-def two_way_fixed_effects(y: np.ndarray, question: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares fit of y_ij = a_i (model) + b_j (question) + u_ij on an unbalanced panel. Returns (a per model
-    code, b per question code) with the normalisation a_0 = 0 (the first model code), i.e. b_j absorbs the level,
-    as in pyfixest with the question effect listed first. Codes are 0..k-1 integer arrays.
+def two_way_fixed_effects(
+    y: np.ndarray, question: np.ndarray, model: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares fit of y_ij = a_i (model) + b_j (question) + u_ij on an unbalanced panel. Returns (a per
+    model code, b per question code) with the normalisation a_0 = 0 (the first model code), i.e. b_j absorbs
+    the level, as in pyfixest with the question effect listed first. Codes are 0..k-1 integer arrays.
 
     Solved exactly by eliminating the question effects (b_j = mean over question j of y - a), which leaves the
-    k x k system (diag(n) - P C^-1 P^T) a = N^T y - P (s / c) for the model effects (P: model x question counts,
-    c and s: count and sum of y per question, n: count per model); a_0 = 0 fixes its one free level. The
-    model count is small, so this costs a few bincounts instead of iterating projections."""
+    k x k system (diag(n) - P C^-1 P^T) a = N^T y - P (s / c) for the model effects (P: model x question
+    counts, c and s: count and sum of y per question, n: count per model); a_0 = 0 fixes its one free level.
+    The model count is small, so this costs a few bincounts instead of iterating projections."""
     y = np.asarray(y, float)
     q = np.asarray(question)
     m = np.asarray(model)
@@ -277,8 +356,14 @@ def two_way_fixed_effects(y: np.ndarray, question: np.ndarray, model: np.ndarray
     return a, b
 
 
-def _dab(brier_vals: np.ndarray, qcodes: np.ndarray, mcodes: np.ndarray, fit_mask: np.ndarray, ref_code: int | None,
-         n_models: int) -> np.ndarray:
+def _dab(
+    brier_vals: np.ndarray,
+    qcodes: np.ndarray,
+    mcodes: np.ndarray,
+    fit_mask: np.ndarray,
+    ref_code: int | None,
+    n_models: int,
+) -> np.ndarray:
     """Rescaled difficulty-adjusted Brier per model code (ForecastBench two_way_fixed_effects + rescale)."""
     # questions that only the reference forecasts get no effect from the fit; give them the reference's Brier
     fq = np.unique(qcodes[fit_mask])
@@ -292,14 +377,21 @@ def _dab(brier_vals: np.ndarray, qcodes: np.ndarray, mcodes: np.ndarray, fit_mas
     adj = brier_vals - qfe
     ok = np.isfinite(adj)
     per_model = np.bincount(mcodes[ok], weights=adj[ok], minlength=n_models) / np.maximum(
-        np.bincount(mcodes[ok], minlength=n_models), 1)
+        np.bincount(mcodes[ok], minlength=n_models), 1
+    )
     if ref_code is not None:
         per_model = per_model + (0.25 - per_model[ref_code])
     return per_model
 
 
-def difficulty_adjusted_brier(scores: pl.DataFrame, *, reference: str = REFERENCE_MODEL, n_draws: int = 500,
-                              seed: int = 0, by_cutoff: bool = True) -> pl.DataFrame:
+def difficulty_adjusted_brier(
+    scores: pl.DataFrame,
+    *,
+    reference: str = REFERENCE_MODEL,
+    n_draws: int = 500,
+    seed: int = 0,
+    by_cutoff: bool = True,
+) -> pl.DataFrame:
     """ForecastBench difficulty adjustment of event Brier scores (module doc).
 
     Unit ("question") = one question at one cutoff; the fixed-effects fit excludes the ``reference`` model
@@ -337,7 +429,9 @@ def difficulty_adjusted_brier(scores: pl.DataFrame, *, reference: str = REFERENC
             pick = rng.integers(0, qs.size, qs.size)
             n_rows = lens[pick]
             ends = np.cumsum(n_rows)
-            offset = np.arange(ends[-1]) - np.repeat(ends - n_rows, n_rows)  # position within the drawn question
+            offset = np.arange(ends[-1]) - np.repeat(
+                ends - n_rows, n_rows
+            )  # position within the drawn question
             idx = order[np.repeat(starts[pick], n_rows) + offset]
             copy = np.repeat(np.arange(qs.size), n_rows)  # each drawn copy is a separate question
             uc = np.unique(ucode[idx] * (qs.size + 1) + copy, return_inverse=True)[1]
@@ -346,9 +440,19 @@ def difficulty_adjusted_brier(scores: pl.DataFrame, *, reference: str = REFERENC
         for m, i in mcode.items():
             s = float(point[i])
             lo, hi = np.nanpercentile(d[:, i], [2.5, 97.5])
-            out.append({"model_id": m, "cutoff": cut, "adj_brier": s, "adj_ci_lo": float(lo), "adj_ci_hi": float(hi),
-                        "brier_index": brier_index(s), "index_ci_lo": brier_index(float(hi)),
-                        "index_ci_hi": brier_index(float(lo)), "n": int((mc == i).sum())})
+            out.append(
+                {
+                    "model_id": m,
+                    "cutoff": cut,
+                    "adj_brier": s,
+                    "adj_ci_lo": float(lo),
+                    "adj_ci_hi": float(hi),
+                    "brier_index": brier_index(s),
+                    "index_ci_lo": brier_index(float(hi)),
+                    "index_ci_hi": brier_index(float(lo)),
+                    "n": int((mc == i).sum()),
+                }
+            )
     return pl.DataFrame(out).sort("cutoff", "model_id")
 
 
@@ -357,19 +461,33 @@ def brier_index(score: float) -> float:
     return (1.0 - math.sqrt(max(score, 0.0))) * 100.0
 
 
-def reliability_table(scores_or_forecasts: pl.DataFrame, outcomes: pl.DataFrame | None = None, *, bins: int = 10) -> pl.DataFrame:
-    """Calibration table per model: probability bins [0, 0.1), ..., [0.9, 1.0] with the count, mean forecast and
-    observed YES frequency. Input: ``leaf_forecasts`` rows with ``probability`` plus ``outcomes``
+def reliability_table(
+    scores_or_forecasts: pl.DataFrame, outcomes: pl.DataFrame | None = None, *, bins: int = 10
+) -> pl.DataFrame:
+    """Calibration table per model: probability bins [0, 0.1), ..., [0.9, 1.0] with the count, mean forecast
+    and observed YES frequency. Input: ``leaf_forecasts`` rows with ``probability`` plus ``outcomes``
     (``task_outcomes``), or a frame that already has ``model_id``, ``probability`` and ``outcome``."""
     f = scores_or_forecasts
     if outcomes is not None:
-        f = f.filter(pl.col("probability").is_not_null()).join(outcomes.select("task_id", "outcome"), on="task_id")
+        f = f.filter(pl.col("probability").is_not_null()).join(
+            outcomes.select("task_id", "outcome"), on="task_id"
+        )
     f = f.filter(pl.col("outcome").is_not_null())
-    f = f.with_columns(pl.min_horizontal((pl.col("probability") * bins).floor().cast(pl.Int32), pl.lit(bins - 1)).alias("bin"))
-    return (f.group_by("model_id", "bin").agg(pl.len().alias("n"), pl.col("probability").mean().alias("mean_forecast"),
-                                             pl.col("outcome").mean().alias("observed_freq"))
-            .with_columns((pl.col("bin") / bins).alias("bin_lo"), ((pl.col("bin") + 1) / bins).alias("bin_hi"))
-            .sort("model_id", "bin"))
+    f = f.with_columns(
+        pl.min_horizontal((pl.col("probability") * bins).floor().cast(pl.Int32), pl.lit(bins - 1)).alias(
+            "bin"
+        )
+    )
+    return (
+        f.group_by("model_id", "bin")
+        .agg(
+            pl.len().alias("n"),
+            pl.col("probability").mean().alias("mean_forecast"),
+            pl.col("outcome").mean().alias("observed_freq"),
+        )
+        .with_columns((pl.col("bin") / bins).alias("bin_lo"), ((pl.col("bin") + 1) / bins).alias("bin_hi"))
+        .sort("model_id", "bin")
+    )
 
 
 def format_leaderboard(board: pl.DataFrame, metrics: Sequence[str] | None = None) -> str:
@@ -385,5 +503,7 @@ def format_leaderboard(board: pl.DataFrame, metrics: Sequence[str] | None = None
         g = g.sort("mean", descending=m in higher)
         lines.append(f"{d} / {k} / {h} / {m}")
         for r in g.iter_rows(named=True):
-            lines.append(f"  {r['model_id']:28s} {r['mean']:10.4f}  [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}]  n={r['n']}")
+            lines.append(
+                f"  {r['model_id']:28s} {r['mean']:10.4f}  [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}]  n={r['n']}"
+            )
     return "\n".join(lines)

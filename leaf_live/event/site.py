@@ -12,79 +12,132 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from leaf_live.core.site import Column, FigureBlock, Page, TableBlock, Tab, TextBlock
+from leaf_live.core.site import Column, FigureBlock, Page, Tab, TableBlock, TextBlock
 from leaf_live.event import scoring
 from leaf_live.event.figures import BOARD_METRICS, CUTOFFS, EventStats, horizon_order
 
 # higher is better only for accuracy and interval coverage
 HIGHER_IS_BETTER = ("accuracy", "cover80", "cover95")
 GROUP = ("domain", "task_kind", "horizon", "metric")
-_METRIC_TITLE = {"accuracy": "share of tasks whose trend class was right (1 = all)", "mape": "mean absolute % error",
-                 "mae_z": "MAE on z-scored values", "mse_z": "MSE on z-scored values", "brier": "(p - o)^2",
-                 "crps": "continuous ranked probability score"}
+_METRIC_TITLE = {
+    "accuracy": "share of tasks whose trend class was right (1 = all)",
+    "mape": "mean absolute % error",
+    "mae_z": "MAE on z-scored values",
+    "mse_z": "MSE on z-scored values",
+    "brier": "(p - o)^2",
+    "crps": "continuous ranked probability score",
+}
 
 
 def _ordered(board: pl.DataFrame) -> pl.DataFrame:
     """Board rows grouped as :data:`GROUP`, best model first in each group (ties by model_id)."""
     if board.height == 0:
         return board
-    sign = pl.when(pl.col("metric").is_in(list(HIGHER_IS_BETTER))).then(-pl.col("mean")).otherwise(pl.col("mean"))
+    sign = (
+        pl.when(pl.col("metric").is_in(list(HIGHER_IS_BETTER)))
+        .then(-pl.col("mean"))
+        .otherwise(pl.col("mean"))
+    )
     hs = sorted(board["horizon"].unique().to_list(), key=horizon_order)
     h = pl.col("horizon").replace_strict({x: k for k, x in enumerate(hs)}, return_dtype=pl.Int32)
-    return (board.with_columns(sign.alias("_s"), h.alias("_h"))
-            .sort(["domain", "task_kind", "_h", "metric", "_s", "model_id"]).drop("_s", "_h"))
+    return (
+        board.with_columns(sign.alias("_s"), h.alias("_h"))
+        .sort(["domain", "task_kind", "_h", "metric", "_s", "model_id"])
+        .drop("_s", "_h")
+    )
 
 
 def board_columns(interval: bool = True) -> list[Column]:
-    cols = [Column("domain", "domain"), Column("task_kind", "task"), Column("horizon", "horizon"),
-            Column("metric", "metric"), Column("model_id", "model"), Column("mean", "mean", ".4f", True)]
+    cols = [
+        Column("domain", "domain"),
+        Column("task_kind", "task"),
+        Column("horizon", "horizon"),
+        Column("metric", "metric"),
+        Column("model_id", "model"),
+        Column("mean", "mean", ".4f", True),
+    ]
     if interval:
-        cols += [Column("ci_lo", "95% low", ".4f", True, "95% bootstrap over tasks (questions for events)"),
-                 Column("ci_hi", "95% high", ".4f", True, "95% bootstrap over tasks (questions for events)")]
+        cols += [
+            Column("ci_lo", "95% low", ".4f", True, "95% bootstrap over tasks (questions for events)"),
+            Column("ci_hi", "95% high", ".4f", True, "95% bootstrap over tasks (questions for events)"),
+        ]
     return cols + [Column("n", "n", numeric=True, title="scored tasks (forecasts) in the group")]
 
 
 def board_block(stats: EventStats) -> TableBlock:
     """The event board (``stats.board``), best model first in each group."""
     b = _ordered(stats.board)
-    return TableBlock("event-board", "Event-track board", board_columns(), b.to_dicts(),
-                      "Mean per-task metric of each model (LEAF §4.1: accuracy of the trend class, MAPE %, z-scored "
-                      "MAE/MSE, Brier, CRPS), models of a group compared on the tasks they all forecast; 95% "
-                      "bootstrap interval over tasks (event questions: over questions, all cutoffs together); n = "
-                      "scored tasks.", key=("domain", "task_kind", "horizon", "metric", "model_id"))
+    return TableBlock(
+        "event-board",
+        "Event-track board",
+        board_columns(),
+        b.to_dicts(),
+        "Mean per-task metric of each model (LEAF §4.1: accuracy of the trend class, MAPE %, z-scored "
+        "MAE/MSE, Brier, CRPS), models of a group compared on the tasks they all forecast; 95% "
+        "bootstrap interval over tasks (event questions: over questions, all cutoffs together); n = "
+        "scored tasks.",
+        key=("domain", "task_kind", "horizon", "metric", "model_id"),
+    )
 
 
 def cutoff_block(stats: EventStats) -> TableBlock:
-    """Mean Brier per model at each cutoff and averaged over the cutoffs (``stats.cutoffs``), one row per model,
-    with the question count."""
+    """Mean Brier per model at each cutoff and averaged over the cutoffs (``stats.cutoffs``), one row per
+    model, with the question count."""
     t = stats.cutoffs
     rows = []
     for model in sorted(t["model_id"].unique().to_list()) if t.height else []:
         r = t.filter(pl.col("model_id") == model)
         by = dict(zip(r["cutoff"].to_list(), r["brier"].to_list()))
         n = dict(zip(r["cutoff"].to_list(), r["n"].to_list()))
-        rows.append({"model_id": model, **{c: by.get(c) for c in (*CUTOFFS, "avg")}, "n_questions": n.get("avg")})
+        rows.append(
+            {"model_id": model, **{c: by.get(c) for c in (*CUTOFFS, "avg")}, "n_questions": n.get("avg")}
+        )
     rows.sort(key=lambda r: (r["avg"] is None, r["avg"], r["model_id"]))
-    cols = [Column("model_id", "model")] + [Column(c, c, ".4f", True, "mean Brier at this share of the time to "
-                                                   "resolution left") for c in CUTOFFS]
-    cols += [Column("avg", "average", ".4f", True, "mean over questions of each question's mean Brier over its "
-                    "cutoffs (§4.1)"), Column("n_questions", "questions", numeric=True)]
-    return TableBlock("event-brier-cutoffs", "Event questions: Brier score by cutoff", cols, rows,
-                      "Mean Brier score (lower is better; always 0.5 scores 0.25) at each cutoff, 100% .. 10% of the "
-                      "time to resolution left (LEAF §4.1, Table 8 form).", key=("model_id",))
+    cols = [Column("model_id", "model")] + [
+        Column(c, c, ".4f", True, "mean Brier at this share of the time to resolution left") for c in CUTOFFS
+    ]
+    cols += [
+        Column(
+            "avg",
+            "average",
+            ".4f",
+            True,
+            "mean over questions of each question's mean Brier over its cutoffs (§4.1)",
+        ),
+        Column("n_questions", "questions", numeric=True),
+    ]
+    return TableBlock(
+        "event-brier-cutoffs",
+        "Event questions: Brier score by cutoff",
+        cols,
+        rows,
+        "Mean Brier score (lower is better; always 0.5 scores 0.25) at each cutoff, 100% .. 10% of the "
+        "time to resolution left (LEAF §4.1, Table 8 form).",
+        key=("model_id",),
+    )
 
 
 def month_block(scores: pl.DataFrame, tasks: pl.DataFrame, month: str) -> TableBlock:
     """The board of the tasks whose cutoff falls in ``month`` (``YYYY-MM``, UTC): mean and n per model and
     group on the tasks every model of the group forecast (:func:`scoring.common_tasks`); no interval."""
     ids = tasks.filter(pl.col("cutoff").dt.strftime("%Y-%m") == month).select("task_id")
-    s = scoring.common_tasks(scores.filter(pl.col("metric").is_in(list(BOARD_METRICS))).join(ids, on="task_id"))
-    b = _ordered(s.group_by([*GROUP, "model_id"]).agg(pl.col("value").mean().alias("mean"), pl.len().alias("n"))
-                 if s.height else pl.DataFrame())
-    return TableBlock(f"event-month-{month}", f"Tasks with cutoff in {month}", board_columns(interval=False),
-                      b.to_dicts(), "Mean per-task metric over the month's tasks that every model of the group "
-                      "forecast (no interval: a month is a small sample; see the board for intervals).",
-                      key=("domain", "task_kind", "horizon", "metric", "model_id"))
+    s = scoring.common_tasks(
+        scores.filter(pl.col("metric").is_in(list(BOARD_METRICS))).join(ids, on="task_id")
+    )
+    b = _ordered(
+        s.group_by([*GROUP, "model_id"]).agg(pl.col("value").mean().alias("mean"), pl.len().alias("n"))
+        if s.height
+        else pl.DataFrame()
+    )
+    return TableBlock(
+        f"event-month-{month}",
+        f"Tasks with cutoff in {month}",
+        board_columns(interval=False),
+        b.to_dicts(),
+        "Mean per-task metric over the month's tasks that every model of the group "
+        "forecast (no interval: a month is a small sample; see the board for intervals).",
+        key=("domain", "task_kind", "horizon", "metric", "model_id"),
+    )
 
 
 def cutoff_months(tasks: pl.DataFrame, scores: pl.DataFrame) -> list[str]:
@@ -95,24 +148,49 @@ def cutoff_months(tasks: pl.DataFrame, scores: pl.DataFrame) -> list[str]:
     return sorted(t["cutoff"].dt.strftime("%Y-%m").unique().to_list(), reverse=True)
 
 
-def event_page(scores: pl.DataFrame, tasks: pl.DataFrame, stats: EventStats, figures: Mapping[str, FigureBlock], *,
-               facts: Mapping[str, str] = (), month_limit: int | None = None) -> Page:
+def event_page(
+    scores: pl.DataFrame,
+    tasks: pl.DataFrame,
+    stats: EventStats,
+    figures: Mapping[str, FigureBlock],
+    *,
+    facts: Mapping[str, str] = (),
+    month_limit: int | None = None,
+) -> Page:
     """The event page: tab ``board`` (the board and the accuracy figure), tab ``questions`` (Brier by cutoff,
     its figure and the reliability diagram) and a tab ``m-YYYY-MM`` per cutoff month (newest first, at most
     ``month_limit``). ``scores``: ``leaf_scores`` rows; ``tasks``: ``forecast_tasks`` rows (task_id, cutoff);
     ``stats``: :func:`leaf_live.event.figures.event_statistics` of ``scores``."""
-    intro = ["Forecasts of stock and commodity trends and prices, hourly temperature, electricity load and "
-             "prediction-market questions, by LLMs with and without fact-checked events and by time-series "
-             "baselines (LEAF §3-4)."]
+    intro = [
+        "Forecasts of stock and commodity trends and prices, hourly temperature, electricity load and "
+        "prediction-market questions, by LLMs with and without fact-checked events and by time-series "
+        "baselines (LEAF §3-4)."
+    ]
     if scores.height == 0:
-        return Page("event", "Event-augmented forecasting (LEAF)", [Tab("board", "Board", [TextBlock(
-            ["No event-track scores are stored yet (leaf_scores is empty)."])])], intro=intro, facts=dict(facts))
+        return Page(
+            "event",
+            "Event-augmented forecasting (LEAF)",
+            [
+                Tab(
+                    "board",
+                    "Board",
+                    [TextBlock(["No event-track scores are stored yet (leaf_scores is empty)."])],
+                )
+            ],
+            intro=intro,
+            facts=dict(facts),
+        )
     models = sorted(scores["model_id"].unique().to_list())
     llm = [m for m in models if "@" in m]
-    status = (f"{len(llm)} LLM forecaster rows stored." if llm else
-              "No LLM forecasts are stored yet: the board holds the baselines (time series only).")
-    board = [TextBlock([f"{len(models)} models, {scores['task_id'].n_unique():,} scored tasks. {status}"]),
-             board_block(stats)]
+    status = (
+        f"{len(llm)} LLM forecaster rows stored."
+        if llm
+        else "No LLM forecasts are stored yet: the board holds the baselines (time series only)."
+    )
+    board = [
+        TextBlock([f"{len(models)} models, {scores['task_id'].n_unique():,} scored tasks. {status}"]),
+        board_block(stats),
+    ]
     if "event_accuracy_with_without_events" in figures:
         board.append(figures["event_accuracy_with_without_events"])
     questions: list = [cutoff_block(stats)]

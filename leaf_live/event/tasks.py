@@ -7,8 +7,8 @@ spaces) with its SHA-256; outcomes go to a separate frame (``task_outcomes``) th
 
 Sampling (the authors' generator in BennyTMT/SEER ``generate_prediction_sample``, which reproduces §4.1's
 counts): cutoff days run every :data:`~leaf_live.event.catalog.CUTOFF_STEP_DAYS` calendar days from the span
-start; the series is restricted to the span, and a cutoff is used when it is a session of the target (markets),
-has ``lookback`` steps of the span before it and ``h`` steps of the span after it.
+start; the series is restricted to the span, and a cutoff is used when it is a session of the target
+(markets), has ``lookback`` steps of the span before it and ``h`` steps of the span after it.
 
 * Markets (daily closes): cutoff = the session close of day T (16:00 / 17:00 New York, ``available_at`` of the
   bar); lookback = the closes of sessions T-14..T (15 values, as in the authors' samples); horizon h = the
@@ -21,8 +21,9 @@ has ``lookback`` steps of the span before it and ``h`` steps of the span after i
   the 336 hourly values of the 14 days before; horizon = the next h x 24 values. A gap of at most
   :data:`MAX_FILL_HOURS` hours is filled by linear interpolation (the bundle lists the filled hours; a filled
   value is knowable when the next real observation is), e.g. the hour a daylight-saving fall-back leaves
-  empty in the Open-Meteo archive; windows with longer gaps give no task. Trend: weather dT = min over the horizon hours - min over the last 24 h (the
-  previous day's minimum); electricity dL = max over the horizon - max over the last 24 h (daily peaks).
+  empty in the Open-Meteo archive; windows with longer gaps give no task. Trend: weather dT = min over the
+  horizon hours - min over the last 24 h (the previous day's minimum); electricity dL = max over the horizon -
+  max over the last 24 h (daily peaks).
 * Events: cutoffs at 100%, 80%, ..., 10% of the time to resolution left: t_f = resolve - f (resolve - open)
   (§4.1), so they exist only once the question has resolved: an event task's ``partition_key`` is its
   question id (series and trend tasks: the UTC cutoff day); the bundle holds the question and the YES-price
@@ -36,7 +37,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -46,7 +47,6 @@ from leaf_live.core.storage import conform, empty_frame
 from leaf_live.event import catalog
 from leaf_live.event.catalog import CLASSES_3, CLASSES_5, Target, TrendThresholds
 
-UTC = timezone.utc
 HOURS_PER_DAY = 24
 MAX_FILL_HOURS = 2
 
@@ -61,11 +61,13 @@ class TaskSet:
     outcomes: pl.DataFrame  # task_outcomes rows
 
     @staticmethod
-    def concat(sets: Sequence["TaskSet"]) -> "TaskSet":
+    def concat(sets: Sequence[TaskSet]) -> TaskSet:
         ts = [s.tasks for s in sets if s.tasks.height]
         os_ = [s.outcomes for s in sets if s.outcomes.height]
-        return TaskSet(pl.concat(ts, how="vertical") if ts else empty_frame("forecast_tasks"),
-                       pl.concat(os_, how="vertical") if os_ else empty_frame("task_outcomes"))
+        return TaskSet(
+            pl.concat(ts, how="vertical") if ts else empty_frame("forecast_tasks"),
+            pl.concat(os_, how="vertical") if os_ else empty_frame("task_outcomes"),
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -75,7 +77,8 @@ class TaskSet:
 
 def trend_label(change: float, th: TrendThresholds, n_classes: int) -> str:
     """App. C.1 class of a change: 5 classes Strong Up (> strong), Up (neutral, strong], Neutral [-neutral,
-    neutral], Down [-strong, -neutral), Strong Down (< -strong); 3 classes Up / Neutral / Down at +/-neutral."""
+    neutral], Down [-strong, -neutral), Strong Down (< -strong); 3 classes Up / Neutral / Down at +/-neutral.
+    """
     if n_classes == 3:
         return "Up" if change > th.neutral else ("Down" if change < -th.neutral else "Neutral")
     if n_classes != 5:
@@ -125,18 +128,56 @@ class _Builder:
         self.tasks: list[dict] = []
         self.outcomes: list[dict] = []
 
-    def add(self, *, domain: str, target: str, kind: str, horizon: str, steps: int, frequency: str, cutoff: datetime,
-            target_times: list[datetime], last_value: float | None, bundle: tuple[str, str], max_avail: datetime | None,
-            outcome: dict, partition: str | None = None) -> None:
+    def add(
+        self,
+        *,
+        domain: str,
+        target: str,
+        kind: str,
+        horizon: str,
+        steps: int,
+        frequency: str,
+        cutoff: datetime,
+        target_times: list[datetime],
+        last_value: float | None,
+        bundle: tuple[str, str],
+        max_avail: datetime | None,
+        outcome: dict,
+        partition: str | None = None,
+    ) -> None:
         tid = _task_id(domain, target, kind, horizon, cutoff)
         day = partition or cutoff.astimezone(UTC).strftime("%Y-%m-%d")  # the cutoff day unless given
-        self.tasks.append({"partition_key": day, "task_id": tid, "domain": domain, "target_id": target,
-                           "task_kind": kind, "horizon": horizon, "horizon_steps": steps, "frequency": frequency,
-                           "cutoff": cutoff, "target_times": target_times, "last_value": last_value,
-                           "bundle": bundle[0], "bundle_hash": bundle[1], "max_input_available_at": max_avail,
-                           "available_at": cutoff})
-        self.outcomes.append({"partition_key": day, "task_id": tid, "actual": None, "reference": None, "change": None,
-                              "label": None, "outcome": None, **outcome})
+        self.tasks.append(
+            {
+                "partition_key": day,
+                "task_id": tid,
+                "domain": domain,
+                "target_id": target,
+                "task_kind": kind,
+                "horizon": horizon,
+                "horizon_steps": steps,
+                "frequency": frequency,
+                "cutoff": cutoff,
+                "target_times": target_times,
+                "last_value": last_value,
+                "bundle": bundle[0],
+                "bundle_hash": bundle[1],
+                "max_input_available_at": max_avail,
+                "available_at": cutoff,
+            }
+        )
+        self.outcomes.append(
+            {
+                "partition_key": day,
+                "task_id": tid,
+                "actual": None,
+                "reference": None,
+                "change": None,
+                "label": None,
+                "outcome": None,
+                **outcome,
+            }
+        )
 
     def result(self) -> TaskSet:
         if not self.tasks:
@@ -172,13 +213,18 @@ def market_tasks(
     ``prices``: ``market_prices`` rows (symbol, session_date, close, available_at). ``trend_horizons``
     defaults to 1, 2, 3, 7 sessions for large caps and 3, 7 otherwise. Raises :class:`TaskError` for missing
     columns or an unknown domain."""
-    pit.require_columns(prices, ["symbol", "session_date", "close", "available_at"], "market_prices", TaskError)
+    pit.require_columns(
+        prices, ["symbol", "session_date", "close", "available_at"], "market_prices", TaskError
+    )
     if domain not in catalog.TREND_THRESHOLDS:
         raise TaskError(f"domain {domain!r} has no trend thresholds")
     th = catalog.TREND_THRESHOLDS[domain]
     if trend_horizons is None:
-        trend_horizons = (*catalog.LARGE_CAP_EXTRA_TREND_HORIZONS_DAYS, *series_horizons) if domain == "large_cap" \
+        trend_horizons = (
+            (*catalog.LARGE_CAP_EXTRA_TREND_HORIZONS_DAYS, *series_horizons)
+            if domain == "large_cap"
             else tuple(series_horizons)
+        )
     b = _Builder()
     days = set(_cutoff_days(start, end, step_days))
     span = prices.filter(pl.col("session_date").is_between(start, end)).sort("symbol", "session_date")
@@ -194,29 +240,64 @@ def market_tasks(
                 continue
             cutoff = avail[t]
             seen = pit.known_by(s, cutoff).tail(lookback + 1)  # the rows a forecaster may see, T-14..T
-            bundle = freeze_bundle({
-                "domain": domain, "target": sym, "cutoff": cutoff, "frequency": "session", "unit": "USD",
-                "series": [[dd.isoformat(), float(c)] for dd, c in zip(seen["session_date"], seen["close"])],
-            })
+            bundle = freeze_bundle(
+                {
+                    "domain": domain,
+                    "target": sym,
+                    "cutoff": cutoff,
+                    "frequency": "session",
+                    "unit": "USD",
+                    "series": [
+                        [dd.isoformat(), float(c)] for dd, c in zip(seen["session_date"], seen["close"])
+                    ],
+                }
+            )
             last = float(seen["close"][-1])
             max_av = seen["available_at"].max()
             for h in sorted(set(series_horizons) | set(trend_horizons)):
                 if t + h >= len(dates):
                     continue
-                tt = avail[t + 1:t + h + 1]
-                fut = [float(c) for c in closes[t + 1:t + h + 1]]
+                tt = avail[t + 1 : t + h + 1]
+                fut = [float(c) for c in closes[t + 1 : t + h + 1]]
                 done = avail[t + h]
                 if h in series_horizons:
-                    b.add(domain=domain, target=sym, kind="series", horizon=f"{h}d", steps=h, frequency="session",
-                          cutoff=cutoff, target_times=tt, last_value=last, bundle=bundle, max_avail=max_av,
-                          outcome={"actual": fut, "reference": last, "available_at": done})
+                    b.add(
+                        domain=domain,
+                        target=sym,
+                        kind="series",
+                        horizon=f"{h}d",
+                        steps=h,
+                        frequency="session",
+                        cutoff=cutoff,
+                        target_times=tt,
+                        last_value=last,
+                        bundle=bundle,
+                        max_avail=max_av,
+                        outcome={"actual": fut, "reference": last, "available_at": done},
+                    )
                 if h in trend_horizons:
                     roc = (fut[-1] - last) / last
                     for n, kind in ((3, "trend3"), (5, "trend5")):
-                        b.add(domain=domain, target=sym, kind=kind, horizon=f"{h}d", steps=h, frequency="session",
-                              cutoff=cutoff, target_times=[tt[-1]], last_value=last, bundle=bundle, max_avail=max_av,
-                              outcome={"actual": [fut[-1]], "reference": last, "change": roc,
-                                       "label": trend_label(roc, th, n), "available_at": done})
+                        b.add(
+                            domain=domain,
+                            target=sym,
+                            kind=kind,
+                            horizon=f"{h}d",
+                            steps=h,
+                            frequency="session",
+                            cutoff=cutoff,
+                            target_times=[tt[-1]],
+                            last_value=last,
+                            bundle=bundle,
+                            max_avail=max_av,
+                            outcome={
+                                "actual": [fut[-1]],
+                                "reference": last,
+                                "change": roc,
+                                "label": trend_label(roc, th, n),
+                                "available_at": done,
+                            },
+                        )
     return b.result()
 
 
@@ -233,7 +314,9 @@ def midcap_tasks(
     """Monthly trend tasks for mid caps over the month span ``[first_month, last_month]`` (module doc): cutoff
     months m with m - lookback >= first_month and m + h <= last_month. Raises :class:`TaskError` for missing
     columns."""
-    pit.require_columns(prices, ["symbol", "session_date", "close", "available_at"], "market_prices", TaskError)
+    pit.require_columns(
+        prices, ["symbol", "session_date", "close", "available_at"], "market_prices", TaskError
+    )
     th = catalog.TREND_THRESHOLDS[domain]
     b = _Builder()
     m0, m1 = pit.month_index(first_month), pit.month_index(last_month)
@@ -241,7 +324,11 @@ def midcap_tasks(
         s = prices.filter(pl.col("symbol") == sym).sort("session_date")
         if s.height == 0:
             continue
-        s = s.with_columns((pl.col("session_date").dt.year().cast(pl.Int64) * 12 + pl.col("session_date").dt.month() - 1).alias("mk"))
+        s = s.with_columns(
+            (
+                pl.col("session_date").dt.year().cast(pl.Int64) * 12 + pl.col("session_date").dt.month() - 1
+            ).alias("mk")
+        )
         complete_through = s["mk"].max() - 1  # a month is complete when the series reaches the next one
         month_end = s.group_by("mk").agg(pl.all().sort_by("session_date").last()).sort("mk")
         ends = {r["mk"]: r for r in month_end.iter_rows(named=True)}
@@ -252,10 +339,18 @@ def midcap_tasks(
             cutoff = cut["available_at"]
             floor_date = ends[m - lookback_months]["session_date"]
             seen = pit.known_by(s, cutoff).filter(pl.col("session_date") > floor_date)
-            bundle = freeze_bundle({
-                "domain": domain, "target": sym, "cutoff": cutoff, "frequency": "session", "unit": "USD",
-                "series": [[dd.isoformat(), float(c)] for dd, c in zip(seen["session_date"], seen["close"])],
-            })
+            bundle = freeze_bundle(
+                {
+                    "domain": domain,
+                    "target": sym,
+                    "cutoff": cutoff,
+                    "frequency": "session",
+                    "unit": "USD",
+                    "series": [
+                        [dd.isoformat(), float(c)] for dd, c in zip(seen["session_date"], seen["close"])
+                    ],
+                }
+            )
             last = float(cut["close"])
             for h in horizons_months:
                 if m + h > m1 or m + h > complete_through or (m + h) not in ends:
@@ -263,12 +358,32 @@ def midcap_tasks(
                 tgt = ends[m + h]
                 roc = (float(tgt["close"]) - last) / last
                 for n, kind in ((3, "trend3"), (5, "trend5")):
-                    b.add(domain=domain, target=sym, kind=kind, horizon=f"{h}mo", steps=int(
-                        s.filter(pl.col("session_date").is_between(cut["session_date"], tgt["session_date"], closed="right")).height),
-                        frequency="session", cutoff=cutoff, target_times=[tgt["available_at"]], last_value=last,
-                        bundle=bundle, max_avail=seen["available_at"].max(),
-                        outcome={"actual": [float(tgt["close"])], "reference": last, "change": roc,
-                                 "label": trend_label(roc, th, n), "available_at": tgt["available_at"]})
+                    b.add(
+                        domain=domain,
+                        target=sym,
+                        kind=kind,
+                        horizon=f"{h}mo",
+                        steps=int(
+                            s.filter(
+                                pl.col("session_date").is_between(
+                                    cut["session_date"], tgt["session_date"], closed="right"
+                                )
+                            ).height
+                        ),
+                        frequency="session",
+                        cutoff=cutoff,
+                        target_times=[tgt["available_at"]],
+                        last_value=last,
+                        bundle=bundle,
+                        max_avail=seen["available_at"].max(),
+                        outcome={
+                            "actual": [float(tgt["close"])],
+                            "reference": last,
+                            "change": roc,
+                            "label": trend_label(roc, th, n),
+                            "available_at": tgt["available_at"],
+                        },
+                    )
     return b.result()
 
 
@@ -294,9 +409,9 @@ def hourly_tasks(
     """Series and trend tasks on hourly values (weather: ``weather_hourly`` with city/ts/temperature_c;
     electricity: ``electricity_load`` with area/interval_start/load_mw) over local days ``[start, end]``.
 
-    Cutoff days d = start + step k with d - (lookback - 1) >= start and d + h <= end; windows must be complete.
-    Trend change: min (weather) or max (electricity) over the horizon minus the same over the last 24 h.
-    Raises :class:`TaskError` for missing columns or a domain other than weather / electricity."""
+    Cutoff days d = start + step k with d - (lookback - 1) >= start and d + h <= end; windows must be
+    complete. Trend change: min (weather) or max (electricity) over the horizon minus the same over the last
+    24 h. Raises :class:`TaskError` for missing columns or a domain other than weather / electricity."""
     pit.require_columns(values, [target_col, time_col, value_col, "available_at"], domain, TaskError)
     if domain not in ("weather", "electricity"):
         raise TaskError(f"hourly tasks are for weather or electricity, got {domain!r}")
@@ -306,7 +421,9 @@ def hourly_tasks(
     b = _Builder()
     n_back = lookback_days * HOURS_PER_DAY
     for tgt in targets:
-        s = fill_short_gaps(values.filter(pl.col(target_col) == tgt.target_id).sort(time_col), time_col, value_col)
+        s = fill_short_gaps(
+            values.filter(pl.col(target_col) == tgt.target_id).sort(time_col), time_col, value_col
+        )
         if s.height == 0:
             continue
         zone = ZoneInfo(tgt.timezone)
@@ -319,17 +436,27 @@ def hourly_tasks(
             cutoff = datetime.combine(d + timedelta(days=1), time(0), tzinfo=zone).astimezone(UTC)
             first = cutoff - timedelta(hours=n_back)
             i0 = index.get(first)
-            if i0 is None or i0 + n_back > len(times) or times[i0 + n_back - 1] != cutoff - timedelta(hours=1):
+            if (
+                i0 is None
+                or i0 + n_back > len(times)
+                or times[i0 + n_back - 1] != cutoff - timedelta(hours=1)
+            ):
                 continue  # lookback incomplete
             seen = pit.known_by(s.slice(i0, n_back), cutoff)
             if seen.height != n_back:
                 continue
-            bundle = freeze_bundle({
-                "domain": domain, "target": tgt.target_id, "cutoff": cutoff, "frequency": "hour", "unit": unit,
-                "timezone": tgt.timezone,
-                "series": [[_iso(t), float(v)] for t, v in zip(seen[time_col], seen[value_col])],
-                "filled_hours": [_iso(t) for t, f in zip(seen[time_col], seen["filled"]) if f],
-            })
+            bundle = freeze_bundle(
+                {
+                    "domain": domain,
+                    "target": tgt.target_id,
+                    "cutoff": cutoff,
+                    "frequency": "hour",
+                    "unit": unit,
+                    "timezone": tgt.timezone,
+                    "series": [[_iso(t), float(v)] for t, v in zip(seen[time_col], seen[value_col])],
+                    "filled_hours": [_iso(t) for t, f in zip(seen[time_col], seen["filled"]) if f],
+                }
+            )
             back = [float(v) for v in seen[value_col]]
             last = back[-1]
             ref = agg(back[-HOURS_PER_DAY:])
@@ -338,41 +465,88 @@ def hourly_tasks(
                     continue
                 n_f = h * HOURS_PER_DAY
                 j = i0 + n_back
-                if j + n_f > len(times) or times[j + n_f - 1] != cutoff + timedelta(hours=n_f - 1) or times[j] != cutoff:
+                if (
+                    j + n_f > len(times)
+                    or times[j + n_f - 1] != cutoff + timedelta(hours=n_f - 1)
+                    or times[j] != cutoff
+                ):
                     continue  # horizon incomplete
-                fut = [float(v) for v in vals[j:j + n_f]]
-                tt = times[j:j + n_f]
+                fut = [float(v) for v in vals[j : j + n_f]]
+                tt = times[j : j + n_f]
                 done = s["available_at"][j + n_f - 1]
-                b.add(domain=domain, target=tgt.target_id, kind="series", horizon=f"{h}d", steps=n_f, frequency="hour",
-                      cutoff=cutoff, target_times=tt, last_value=last, bundle=bundle, max_avail=seen["available_at"].max(),
-                      outcome={"actual": fut, "reference": ref, "available_at": done})
+                b.add(
+                    domain=domain,
+                    target=tgt.target_id,
+                    kind="series",
+                    horizon=f"{h}d",
+                    steps=n_f,
+                    frequency="hour",
+                    cutoff=cutoff,
+                    target_times=tt,
+                    last_value=last,
+                    bundle=bundle,
+                    max_avail=seen["available_at"].max(),
+                    outcome={"actual": fut, "reference": ref, "available_at": done},
+                )
                 change = agg(fut) - ref
                 for n, kind in ((3, "trend3"), (5, "trend5")):
-                    b.add(domain=domain, target=tgt.target_id, kind=kind, horizon=f"{h}d", steps=n_f, frequency="hour",
-                          cutoff=cutoff, target_times=tt, last_value=last, bundle=bundle,
-                          max_avail=seen["available_at"].max(),
-                          outcome={"actual": [agg(fut)], "reference": ref, "change": change,
-                                   "label": trend_label(change, th, n), "available_at": done})
+                    b.add(
+                        domain=domain,
+                        target=tgt.target_id,
+                        kind=kind,
+                        horizon=f"{h}d",
+                        steps=n_f,
+                        frequency="hour",
+                        cutoff=cutoff,
+                        target_times=tt,
+                        last_value=last,
+                        bundle=bundle,
+                        max_avail=seen["available_at"].max(),
+                        outcome={
+                            "actual": [agg(fut)],
+                            "reference": ref,
+                            "change": change,
+                            "label": trend_label(change, th, n),
+                            "available_at": done,
+                        },
+                    )
     return b.result()
 
 
-def fill_short_gaps(s: pl.DataFrame, time_col: str, value_col: str, max_gap: int = MAX_FILL_HOURS) -> pl.DataFrame:
+def fill_short_gaps(
+    s: pl.DataFrame, time_col: str, value_col: str, max_gap: int = MAX_FILL_HOURS
+) -> pl.DataFrame:
     """One target's hourly rows on a complete hourly grid: gaps of at most ``max_gap`` hours are filled by
     linear interpolation (``filled`` = True, ``available_at`` = that of the next real row), longer gaps stay
     missing. Returns ``time_col``, ``value_col``, ``available_at``, ``filled``."""
     if s.height == 0:
         return s.select(time_col, value_col, "available_at").with_columns(pl.lit(False).alias("filled"))
-    grid = pl.DataFrame({time_col: pl.datetime_range(s[time_col].min(), s[time_col].max(), "1h", eager=True,
-                                                    time_zone="UTC").cast(s.schema[time_col])})
+    grid = pl.DataFrame(
+        {
+            time_col: (
+                pl.datetime_range(
+                    s[time_col].min(), s[time_col].max(), "1h", eager=True, time_zone="UTC"
+                ).cast(s.schema[time_col])
+            )
+        }
+    )
     f = grid.join(s.select(time_col, value_col, "available_at"), on=time_col, how="left").sort(time_col)
     miss = f[value_col].is_null()
     run = (miss != miss.shift(1)).cum_sum()
     run_len = pl.DataFrame({"run": run, "miss": miss}).with_columns(pl.len().over("run").alias("n"))["n"]
     fill = miss & (run_len <= max_gap)
-    f = f.with_columns(pl.col(value_col).interpolate().alias("_interp"),
-                       pl.col("available_at").fill_null(strategy="backward").alias("_next_av"), fill.alias("filled"))
-    f = f.with_columns(pl.when(pl.col("filled")).then(pl.col("_interp")).otherwise(pl.col(value_col)).alias(value_col),
-                       pl.when(pl.col("filled")).then(pl.col("_next_av")).otherwise(pl.col("available_at")).alias("available_at"))
+    f = f.with_columns(
+        pl.col(value_col).interpolate().alias("_interp"),
+        pl.col("available_at").fill_null(strategy="backward").alias("_next_av"),
+        fill.alias("filled"),
+    )
+    f = f.with_columns(
+        pl.when(pl.col("filled")).then(pl.col("_interp")).otherwise(pl.col(value_col)).alias(value_col),
+        pl.when(pl.col("filled"))
+        .then(pl.col("_next_av"))
+        .otherwise(pl.col("available_at"))
+        .alias("available_at"),
+    )
     return f.filter(pl.col(value_col).is_not_null()).select(time_col, value_col, "available_at", "filled")
 
 
@@ -393,13 +567,22 @@ def event_tasks(
     ``questions``: ``prediction_markets`` rows; ``path``: ``market_price_path`` rows. The bundle of a cutoff
     holds the question text, background, category, and the YES prices known by the cutoff (last per UTC day
     plus the latest). Raises :class:`TaskError` for missing columns."""
-    pit.require_columns(questions, ["question_id", "question", "category", "open_at", "resolve_at"], "prediction_markets",
-                        TaskError)
-    pit.require_columns(path, ["question_id", "observed_at", "price", "kind", "available_at"], "market_price_path",
-                        TaskError)
+    pit.require_columns(
+        questions,
+        ["question_id", "question", "category", "open_at", "resolve_at"],
+        "prediction_markets",
+        TaskError,
+    )
+    pit.require_columns(
+        path, ["question_id", "observed_at", "price", "kind", "available_at"], "market_price_path", TaskError
+    )
     b = _Builder()
-    qs = questions.filter(pl.col("category").is_in(list(categories)), pl.col("open_at").is_not_null(),
-                          pl.col("resolve_at").is_not_null(), pl.col("resolve_at") > pl.col("open_at"))
+    qs = questions.filter(
+        pl.col("category").is_in(list(categories)),
+        pl.col("open_at").is_not_null(),
+        pl.col("resolve_at").is_not_null(),
+        pl.col("resolve_at") > pl.col("open_at"),
+    )
     path = path.sort("question_id", "available_at", "observed_at")
     res = path.filter(pl.col("kind") == "resolution")
     outcome = {r["question_id"]: r for r in res.iter_rows(named=True)}
@@ -414,31 +597,67 @@ def event_tasks(
         for f in fractions:
             cutoff = r - (r - o) * f
             seen = pit.known_by(qp, cutoff)
-            daily = (seen.with_columns(pl.col("available_at").dt.date().alias("_d"))
-                     .group_by("_d", maintain_order=True).last().drop("_d"))
+            daily = (
+                seen.with_columns(pl.col("available_at").dt.date().alias("_d"))
+                .group_by("_d", maintain_order=True)
+                .last()
+                .drop("_d")
+            )
             last = float(seen["price"][-1]) if seen.height else None
-            bundle = freeze_bundle({
-                "domain": "event", "target": qid, "cutoff": cutoff, "frequency": "event",
-                "question": q["question"], "background": q.get("background"), "category": q["category"],
-                "url": q.get("url"), "open_at": o,
-                "series": [[_iso(t), float(p)] for t, p in zip(daily["observed_at"], daily["price"])],
-                "last_price": last, "last_price_observed_at": seen["observed_at"][-1] if seen.height else None,
-            })
+            bundle = freeze_bundle(
+                {
+                    "domain": "event",
+                    "target": qid,
+                    "cutoff": cutoff,
+                    "frequency": "event",
+                    "question": q["question"],
+                    "background": q.get("background"),
+                    "category": q["category"],
+                    "url": q.get("url"),
+                    "open_at": o,
+                    "series": [[_iso(t), float(p)] for t, p in zip(daily["observed_at"], daily["price"])],
+                    "last_price": last,
+                    "last_price_observed_at": seen["observed_at"][-1] if seen.height else None,
+                }
+            )
             oc = outcome[qid]
-            b.add(domain="event", target=qid, kind="event", horizon=f"{round(f * 100)}%", steps=1, frequency="event",
-                  cutoff=cutoff, target_times=[r], last_value=last, bundle=bundle,
-                  max_avail=seen["available_at"].max() if seen.height else None, partition=qid,
-                  outcome={"outcome": float(oc["price"]), "actual": [float(oc["price"])], "available_at": oc["available_at"]})
+            b.add(
+                domain="event",
+                target=qid,
+                kind="event",
+                horizon=f"{round(f * 100)}%",
+                steps=1,
+                frequency="event",
+                cutoff=cutoff,
+                target_times=[r],
+                last_value=last,
+                bundle=bundle,
+                max_avail=seen["available_at"].max() if seen.height else None,
+                partition=qid,
+                outcome={
+                    "outcome": float(oc["price"]),
+                    "actual": [float(oc["price"])],
+                    "available_at": oc["available_at"],
+                },
+            )
     return b.result()
 
 
 def label_shares(outcomes: pl.DataFrame, tasks: pl.DataFrame, kind: str = "trend5") -> pl.DataFrame:
     """Share (%) of each trend class among ``kind`` tasks per (domain, horizon) (App. C.1 Table 6)."""
-    t = tasks.filter(pl.col("task_kind") == kind).select("task_id", "domain", "horizon").join(
-        outcomes.select("task_id", "label"), on="task_id")
+    t = (
+        tasks.filter(pl.col("task_kind") == kind)
+        .select("task_id", "domain", "horizon")
+        .join(outcomes.select("task_id", "label"), on="task_id")
+    )
     n = t.group_by("domain", "horizon").len().rename({"len": "n"})
-    return (t.group_by("domain", "horizon", "label").len().join(n, on=["domain", "horizon"])
-            .with_columns((100.0 * pl.col("len") / pl.col("n")).alias("share_pct")).sort("domain", "horizon", "label"))
+    return (
+        t.group_by("domain", "horizon", "label")
+        .len()
+        .join(n, on=["domain", "horizon"])
+        .with_columns((100.0 * pl.col("len") / pl.col("n")).alias("share_pct"))
+        .sort("domain", "horizon", "label")
+    )
 
 
 def bundle_leaks(tasks: pl.DataFrame) -> pl.DataFrame:

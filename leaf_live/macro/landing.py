@@ -41,8 +41,13 @@ def watched_months(at: datetime, lookback: timedelta = LANDING_LOOKBACK) -> tupl
     return month_keys(shift_month_key(first, -RULE_LOOKBACK_MONTHS), last), month_keys(first, last)
 
 
-def landing_status(calendar: pl.DataFrame, stored: pl.DataFrame, requested: Collection[str], at: datetime,
-                   lookback: timedelta = LANDING_LOOKBACK) -> tuple[pl.DataFrame, pl.DataFrame]:
+def landing_status(
+    calendar: pl.DataFrame,
+    stored: pl.DataFrame,
+    requested: Collection[str],
+    at: datetime,
+    lookback: timedelta = LANDING_LOOKBACK,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Landed and pending first releases at the clock instant ``at`` (tz-aware).
 
     ``calendar``: ``release_calendar`` rows as the source shows them at ``at`` (empty ``actual`` = scheduled,
@@ -51,9 +56,9 @@ def landing_status(calendar: pl.DataFrame, stored: pl.DataFrame, requested: Coll
 
     Returns ``(landed, pending)``, each with columns ``partition_key`` (release month), ``indicator_id``,
     ``release_at``, ``key``, sorted by release time: ``landed`` = first releases with
-    ``at - lookback < release_at <= at``, actual present, neither stored nor requested; ``pending`` = scheduled
-    rows in that span whose time has passed but whose actual the source does not show yet (not stored).
-    Raises :class:`ValueError` for a naive ``at`` or a missing column.
+    ``at - lookback < release_at <= at``, actual present, neither stored nor requested; ``pending`` =
+    scheduled rows in that span whose time has passed but whose actual the source does not show yet (not
+    stored). Raises :class:`ValueError` for a naive ``at`` or a missing column.
     """
     if at.tzinfo is None:
         raise ValueError(f"at={at!r}: give a time zone (UTC)")
@@ -66,8 +71,12 @@ def landing_status(calendar: pl.DataFrame, stored: pl.DataFrame, requested: Coll
     cols = ["partition_key", "indicator_id", "release_at"]
 
     def keyed(frame: pl.DataFrame) -> pl.DataFrame:
-        frame = (frame.select(cols).with_columns(pl.col("release_at").dt.convert_time_zone("UTC")).unique()
-                 .join(have, on=["indicator_id", "release_at"], how="anti"))
+        frame = (
+            frame.select(cols)
+            .with_columns(pl.col("release_at").dt.convert_time_zone("UTC"))
+            .unique()
+            .join(have, on=["indicator_id", "release_at"], how="anti")
+        )
         keys = [release_key(i, t) for i, t in frame.select("indicator_id", "release_at").iter_rows()]
         return frame.with_columns(pl.Series("key", keys, dtype=pl.Utf8)).sort("release_at", "indicator_id")
 
@@ -76,6 +85,9 @@ def landing_status(calendar: pl.DataFrame, stored: pl.DataFrame, requested: Coll
     landed = landed.filter(~pl.col("key").is_in(list(requested)))
     pending = keyed(calendar.filter(in_span & pl.col("actual").is_null()))
     # a scheduled row whose report landed under another source's row is not pending
-    pending = pending.join(first.select("indicator_id", pl.col("release_at").dt.convert_time_zone("UTC")),
-                           on=["indicator_id", "release_at"], how="anti")
+    pending = pending.join(
+        first.select("indicator_id", pl.col("release_at").dt.convert_time_zone("UTC")),
+        on=["indicator_id", "release_at"],
+        how="anti",
+    )
     return landed, pending

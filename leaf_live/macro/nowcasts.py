@@ -1,7 +1,7 @@
 """Rows of the shared ``nowcasts`` table, the macro track's forecast table (one schema for every macro model).
 
-Every macro forecaster (recorded runs, the consensus, Fed nowcasts, LLM agents, auto-ARIMA) fills the columns it
-knows; the others are NULL. ``after_release`` defaults to False until
+Every macro forecaster (recorded runs, the consensus, Fed nowcasts, LLM agents, auto-ARIMA) fills the columns
+it knows; the others are NULL. ``after_release`` defaults to False until
 :func:`leaf_live.macro.windows.mark_after_release` sets it from the release timestamps. ``producer`` (which
 stage wrote the row) is left NULL here: the writing stage stamps it, so science code never names a stage.
 """
@@ -33,7 +33,8 @@ def build_nowcasts(frame: pl.DataFrame) -> pl.DataFrame:
     ``value``; any other ``nowcasts`` column it holds is kept, the missing ones become NULL, except
     ``valid`` (default: ``value`` is not NULL), ``after_release`` (default False), ``answered_at`` (default =
     ``issued_at``: the answer existed when it was issued, true of every producer that computes its value at
-    issue; LLM agents and recorded runs set their own) and ``available_at`` (default = ``issued_at``). Raises :class:`ValueError` for a missing column, and
+    issue; LLM agents and recorded runs set their own) and ``available_at`` (default = ``issued_at``). Raises
+    :class:`ValueError` for a missing column, and
     :class:`leaf_live.core.storage.StorageError` when a column does not cast to the table type.
     """
     require_columns(frame, _REQUIRED, "nowcast")
@@ -58,8 +59,8 @@ def build_nowcasts(frame: pl.DataFrame) -> pl.DataFrame:
 def latest_as_of(nowcasts: pl.DataFrame, at: datetime, *, strict: bool = False) -> pl.DataFrame:
     """Nowcast series as step functions of publication time: per (model_id, indicator_id, reference_period)
     the valid row with the latest ``available_at <= at`` (``< at`` with ``strict=True``, e.g. "latest strictly
-    before the release", App. L); :func:`leaf_live.core.pit.as_of` over the valid rows. ``at`` must be tz-aware.
-    A series with no row by ``at`` is absent; ties keep the row that comes last in ``nowcasts``."""
+    before the release", App. L); :func:`leaf_live.core.pit.as_of` over the valid rows. ``at`` must be
+    tz-aware. A series with no row by ``at`` is absent; ties keep the row that comes last in ``nowcasts``."""
     return as_of(nowcasts, at, SERIES_KEYS, strict=strict, where=pl.col("valid"))
 
 

@@ -42,38 +42,64 @@ class KnownMisstamp:
 
 
 KNOWN_MISSTAMPS: tuple[KnownMisstamp, ...] = (
-    KnownMisstamp("nonfarm_payrolls", "2020-03-06 07:30", "08:30",
-                  "the unemployment rate of the same Employment Situation report is stamped 08:30 ET; BLS publishes at 08:30"),
-    KnownMisstamp("unemployment_rate", "2022-12-02 07:30", "08:30",
-                  "payrolls of the same Employment Situation report are stamped 08:30 ET; BLS publishes at 08:30"),
-    KnownMisstamp("pce_price_index", "2021-03-26 09:30", "08:30",
-                  "BEA released Personal Income and Outlays, February 2021 at 08:30 ET; 09:30 is no BEA release time"),
-    KnownMisstamp("real_pce", "2021-03-26 09:30", "08:30",
-                  "same report as the PCE price index of that day (Personal Income and Outlays, 08:30 ET)"),
+    KnownMisstamp(
+        "nonfarm_payrolls",
+        "2020-03-06 07:30",
+        "08:30",
+        "the unemployment rate of the same Employment Situation report is stamped 08:30 ET; BLS publishes at"
+        " 08:30",
+    ),
+    KnownMisstamp(
+        "unemployment_rate",
+        "2022-12-02 07:30",
+        "08:30",
+        "payrolls of the same Employment Situation report are stamped 08:30 ET; BLS publishes at 08:30",
+    ),
+    KnownMisstamp(
+        "pce_price_index",
+        "2021-03-26 09:30",
+        "08:30",
+        "BEA released Personal Income and Outlays, February 2021 at 08:30 ET; 09:30 is no BEA release time",
+    ),
+    KnownMisstamp(
+        "real_pce",
+        "2021-03-26 09:30",
+        "08:30",
+        "same report as the PCE price index of that day (Personal Income and Outlays, 08:30 ET)",
+    ),
 )
 
 DEVIATION_KINDS = ("known_misstamp", "split_report", "catch_up_minute", "other_time")
 
 
-def release_time_deviations(releases: pl.DataFrame, known: tuple[KnownMisstamp, ...] = KNOWN_MISSTAMPS) -> pl.DataFrame:
+def release_time_deviations(
+    releases: pl.DataFrame, known: tuple[KnownMisstamp, ...] = KNOWN_MISSTAMPS
+) -> pl.DataFrame:
     """Every release whose America/New_York clock time differs from its catalog slot, classified.
 
-    ``releases``: ``indicator_id``, ``release_at`` (tz-aware), optionally ``reference_period``. Returns one row
-    per deviating release: ``indicator_id``, ``release_at``, ``release_et`` (YYYY-MM-DD HH:MM), ``slot_et``,
-    ``kind`` and ``note``. Kinds, in order of precedence: ``known_misstamp`` (listed in ``known``, default
+    ``releases``: ``indicator_id``, ``release_at`` (tz-aware), optionally ``reference_period``. Returns one
+    row per deviating release: ``indicator_id``, ``release_at``, ``release_et`` (YYYY-MM-DD HH:MM),
+    ``slot_et``, ``kind`` and ``note``. Kinds, in order of precedence: ``known_misstamp`` (listed in
+    ``known``, default
     :data:`KNOWN_MISSTAMPS`; note = the evidence), ``catch_up_minute`` (one minute before the slot, or before
     another release of the same indicator or report that day: the live file's catch-up stamping of a second
-    reference period), ``split_report`` (a sibling of the same report, :data:`SAME_REPORT`, is released that day
-    but never at this time: an unlisted mis-stamp), ``other_time`` (a real schedule change or an unexplained
-    time; listed for review). Raises ``ValueError`` for missing columns or naive times.
+    reference period), ``split_report`` (a sibling of the same report, :data:`SAME_REPORT`, is released that
+    day but never at this time: an unlisted mis-stamp), ``other_time`` (a real schedule change or an
+    unexplained time; listed for review). Raises ``ValueError`` for missing columns or naive times.
     """
     require_columns(releases, ["indicator_id", "release_at"], "releases")
-    slots = pl.DataFrame({"indicator_id": [i.id for i in INDICATORS],
-                          "slot_et": [i.release_time_et.strftime("%H:%M") for i in INDICATORS]})
+    slots = pl.DataFrame(
+        {
+            "indicator_id": [i.id for i in INDICATORS],
+            "slot_et": [i.release_time_et.strftime("%H:%M") for i in INDICATORS],
+        }
+    )
     et = pl.col("release_at").dt.convert_time_zone(ET.key)
     r = releases.select("indicator_id", "release_at").with_columns(
-        et.dt.strftime("%Y-%m-%d %H:%M").alias("release_et"), et.dt.date().alias("_day"),
-        et.dt.strftime("%H:%M").alias("_hm"))
+        et.dt.strftime("%Y-%m-%d %H:%M").alias("release_et"),
+        et.dt.date().alias("_day"),
+        et.dt.strftime("%H:%M").alias("_hm"),
+    )
     r = r.join(slots, on="indicator_id", how="left")
     sib = {i: g for g in SAME_REPORT for i in g}
     times: dict[tuple, set[str]] = {}
@@ -86,7 +112,9 @@ def release_time_deviations(releases: pl.DataFrame, known: tuple[KnownMisstamp, 
         return t.hour * 60 + t.minute
 
     rows = []
-    for rec in r.filter(pl.col("_hm") != pl.col("slot_et")).sort("release_at", "indicator_id").iter_rows(named=True):
+    for rec in (
+        r.filter(pl.col("_hm") != pl.col("slot_et")).sort("release_at", "indicator_id").iter_rows(named=True)
+    ):
         i, d, hm, slot = rec["indicator_id"], rec["_day"], rec["_hm"], rec["slot_et"]
         k = listed.get((i, rec["release_et"]))
         report = sib.get(i, (i,))
@@ -96,15 +124,39 @@ def release_time_deviations(releases: pl.DataFrame, known: tuple[KnownMisstamp, 
         if k is not None:
             kind, note = "known_misstamp", f"published {k.published_et} ET: {k.evidence}"
         elif one_early:
-            kind, note = "catch_up_minute", "one minute before the slot or another release of the report that day: " \
-                "the live file's catch-up stamping"
+            kind, note = (
+                "catch_up_minute",
+                (
+                    "one minute before the slot or another release of the report that day: "
+                    "the live file's catch-up stamping"
+                ),
+            )
         elif split:
-            kind, note = "split_report", (f"{split[0]} of the same report is released at "
-                                          f"{', '.join(sorted(times[(split[0], d)]))} ET that day, never at {hm}")
+            kind, note = (
+                "split_report",
+                (
+                    f"{split[0]} of the same report is released at "
+                    f"{', '.join(sorted(times[(split[0], d)]))} ET that day, never at {hm}"
+                ),
+            )
         else:
             kind, note = "other_time", f"released {hm} ET, slot {slot} ET"
-        rows.append({"indicator_id": i, "release_at": rec["release_at"], "release_et": rec["release_et"],
-                     "slot_et": slot, "kind": kind, "note": note})
-    schema = {"indicator_id": pl.Utf8, "release_at": releases.schema["release_at"], "release_et": pl.Utf8,
-              "slot_et": pl.Utf8, "kind": pl.Utf8, "note": pl.Utf8}
+        rows.append(
+            {
+                "indicator_id": i,
+                "release_at": rec["release_at"],
+                "release_et": rec["release_et"],
+                "slot_et": slot,
+                "kind": kind,
+                "note": note,
+            }
+        )
+    schema = {
+        "indicator_id": pl.Utf8,
+        "release_at": releases.schema["release_at"],
+        "release_et": pl.Utf8,
+        "slot_et": pl.Utf8,
+        "kind": pl.Utf8,
+        "note": pl.Utf8,
+    }
     return pl.DataFrame(rows, schema=schema)

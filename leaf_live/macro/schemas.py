@@ -4,14 +4,17 @@ from these (``leaf-live tables``)."""
 
 from __future__ import annotations
 
+from leaf_live.core.llm import LLM_CALLS  # shared by both tracks; defined once in core
 from leaf_live.core.storage import AVAILABLE_AT, PARTITION_KEY, Table, register
 from leaf_live.core.storage import col as _c
-from leaf_live.core.llm import LLM_CALLS  # shared by both tracks; defined once in core
 from leaf_live.macro.catalog import INDICATOR_IDS
 
 INDICATOR_CATALOG = Table(
     name="indicator_catalog",
-    doc="The 16 LiveMacroEval indicators (Table 2, App. C, App. I transform codes, Table 9 reference beta/SE).",
+    doc=(
+        "The 16 LiveMacroEval indicators (Table 2, App. C, App. I transform codes, Table 9 reference"
+        " beta/SE)."
+    ),
     grain="one row per indicator_id",
     columns=(
         _c("indicator_id", "VARCHAR", "catalog id (matches the released LiveMacroEval field_id)", False),
@@ -43,27 +46,53 @@ INDICATOR_CATALOG = Table(
 
 RELEASE_CALENDAR = Table(
     name="release_calendar",
-    doc="Every scheduled release row as each calendar source reported it (actual, consensus, time), before "
-    "the first-release rule. Values are converted to the indicator's reporting unit (catalog).",
+    doc=(
+        "Every scheduled release row as each calendar source reported it (actual, consensus, time), before "
+        "the first-release rule. Values are converted to the indicator's reporting unit (catalog)."
+    ),
     grain="one row per (source, indicator_id, release_at, period_label)",
     columns=(
         PARTITION_KEY,
-        _c("source", "VARCHAR", "calendar source: livemacroeval_panel | livemacroeval_live | forexfactory | fred", False),
+        _c(
+            "source",
+            "VARCHAR",
+            "calendar source: livemacroeval_panel | livemacroeval_live | forexfactory | fred",
+            False,
+        ),
         _c("indicator_id", "VARCHAR", "catalog indicator id", False),
         _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (converted from the source's zone)", False),
         _c("release_time_et", "VARCHAR", "release clock time in America/New_York, HH:MM", False),
-        _c("period_label", "VARCHAR", "reference period as labelled by the source (YYYY-MM or YYYY-Qn)", False),
-        _c("period_source", "VARCHAR", "event_text (label parsed from the source) | release_lag (inferred from release date)", False),
-        _c("reference_period", "DATE", "first day of the reference period (quarter start for quarterly indicators)", False),
+        _c(
+            "period_label",
+            "VARCHAR",
+            "reference period as labelled by the source (YYYY-MM or YYYY-Qn)",
+            False,
+        ),
+        _c(
+            "period_source",
+            "VARCHAR",
+            "event_text (label parsed from the source) | release_lag (inferred from release date)",
+            False,
+        ),
+        _c(
+            "reference_period",
+            "DATE",
+            "first day of the reference period (quarter start for quarterly indicators)",
+            False,
+        ),
         _c("actual", "DOUBLE", "first-release actual A, reporting unit"),
         _c("consensus", "DOUBLE", "consensus C at release, reporting unit (NULL when the source had none)"),
         _c("consensus_source", "VARCHAR", "who produced C: investing | forexfactory | NULL"),
         _c("event", "VARCHAR", "source event text"),
         _c("source_file", "VARCHAR", "file (or URL) the row was read from", False),
         _c("source_row", "INTEGER", "1-based data row in source_file", False),
-        _c("marked_revision", "BOOLEAN", "the source itself lists the row as a later estimate (LiveMacroEval "
-           "dropped_revisions.csv); the first-release rule never keeps it, even when the earlier release it "
-           "revises is missing from the files"),
+        _c(
+            "marked_revision",
+            "BOOLEAN",
+            "the source itself lists the row as a later estimate (LiveMacroEval "
+            "dropped_revisions.csv); the first-release rule never keeps it, even when the earlier release it "
+            "revises is missing from the files",
+        ),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
@@ -71,8 +100,10 @@ RELEASE_CALENDAR = Table(
 
 RELEASES = Table(
     name="releases",
-    doc="Canonical first releases: actual and consensus per indicator and reference period (universal "
-    "first-release rule of the LiveMacroEval panel; GDP = advance estimate).",
+    doc=(
+        "Canonical first releases: actual and consensus per indicator and reference period (universal "
+        "first-release rule of the LiveMacroEval panel; GDP = advance estimate)."
+    ),
     grain="one row per (indicator_id, release_at); at most one per (indicator_id, period_label)",
     columns=(
         PARTITION_KEY,
@@ -94,8 +125,10 @@ RELEASES = Table(
 
 ANNOUNCEMENT_RETURNS = Table(
     name="announcement_returns",
-    doc="E-mini S&P 500 front-month announcement-window log returns r_g = log P(T+30m) - log P(T-5m) "
-    "(LiveMacroEval App. K Eq. 4), one per release timestamp.",
+    doc=(
+        "E-mini S&P 500 front-month announcement-window log returns r_g = log P(T+30m) - log P(T-5m) "
+        "(LiveMacroEval App. K Eq. 4), one per release timestamp."
+    ),
     grain="one row per release_at",
     columns=(
         PARTITION_KEY,
@@ -114,8 +147,10 @@ ANNOUNCEMENT_RETURNS = Table(
 
 SURPRISE_SCALES = Table(
     name="surprise_scales",
-    doc="sigma_i = sample sd (ddof 1) of A - C over the frozen historical window (App. K.1 Eq. 3), in "
-    "reporting units; includes releases whose futures window is unusable.",
+    doc=(
+        "sigma_i = sample sd (ddof 1) of A - C over the frozen historical window (App. K.1 Eq. 3), in "
+        "reporting units; includes releases whose futures window is unusable."
+    ),
     grain="one row per indicator_id",
     columns=(
         _c("indicator_id", "VARCHAR", "catalog indicator id", False),
@@ -131,8 +166,10 @@ SURPRISE_SCALES = Table(
 
 SURPRISE_EVENTS = Table(
     name="surprise_events",
-    doc="Timestamp-group events (App. K.1): all releases sharing a timestamp, with the window return r_g "
-    "and the 16 standardized surprises S = (A - C)/sigma_i, structural zeros for fields not released.",
+    doc=(
+        "Timestamp-group events (App. K.1): all releases sharing a timestamp, with the window return r_g "
+        "and the 16 standardized surprises S = (A - C)/sigma_i, structural zeros for fields not released."
+    ),
     grain="one row per release timestamp (timestamp-group event)",
     columns=(
         PARTITION_KEY,
@@ -158,20 +195,37 @@ SURPRISE_EVENTS = Table(
 
 NOWCASTS = Table(
     name="nowcasts",
-    doc="Every macro forecaster's nowcasts (LLM agents, recorded runs, auto-ARIMA, Fed nowcasts, consensus) "
-    "in the indicator's reporting unit. Rows issued at or after the release are kept, flagged, never scored. "
-    "Invalid answers are kept with their reason.",
+    doc=(
+        "Every macro forecaster's nowcasts (LLM agents, recorded runs, auto-ARIMA, Fed nowcasts, consensus)"
+        " in the indicator's reporting unit. Rows issued at or after the release are kept, flagged, never"
+        " scored. Invalid answers are kept with their reason."
+    ),
     grain="one row per (producer, model_id, indicator_id, reference_period, issued_at[, variable])",
     columns=(
-        _c("producer", "VARCHAR", "asset that wrote the row (llm_nowcasts | recorded_nowcasts | arima_nowcasts | comparator_nowcasts)", False),
+        _c(
+            "producer",
+            "VARCHAR",
+            "asset that wrote the row (llm_nowcasts | recorded_nowcasts | arima_nowcasts |"
+            " comparator_nowcasts)",
+            False,
+        ),
         PARTITION_KEY,
-        _c("model_id", "VARCHAR", "provider/model@design, baseline/auto-arima, consensus/investing, fed/gdpnow, ...", False),
+        _c(
+            "model_id",
+            "VARCHAR",
+            "provider/model@design, baseline/auto-arima, consensus/investing, fed/gdpnow, ...",
+            False,
+        ),
         _c("indicator_id", "VARCHAR", "catalog indicator id", False),
         _c("reference_period", "DATE", "first day of the target reference period", False),
         _c("issued_at", "TIMESTAMPTZ", "when the nowcast was issued, UTC", False),
-        _c("answered_at", "TIMESTAMPTZ", "when the answer existed, UTC: LLM rows = the final call's completion "
-           "(llm_calls.completed_at); recorded runs, which record no completion, = issued_at + the run interval (1 h, "
-           "conservative); others = issued_at. LiveBetting bets on an answer only from this time"),
+        _c(
+            "answered_at",
+            "TIMESTAMPTZ",
+            "when the answer existed, UTC: LLM rows = the final call's completion (llm_calls.completed_at);"
+            " recorded runs, which record no completion, = issued_at + the run interval (1 h, conservative);"
+            " others = issued_at. LiveBetting bets on an answer only from this time",
+        ),
         _c("value", "DOUBLE", "nowcast in the reporting unit (NULL when invalid)"),
         _c("valid", "BOOLEAN", "passed parsing, unit and guardrail checks", False),
         _c("invalid_reason", "VARCHAR", "why the row is invalid (NULL when valid)"),
@@ -191,36 +245,59 @@ NOWCASTS = Table(
 
 NOWCAST_WINDOWS = Table(
     name="nowcast_windows",
-    doc="Prediction window of each (indicator, reference period) (LiveMacroEval Sec. 3.4): opens 00:00 "
-    "America/New_York on the 25th of the reference month (of the quarter's last month for quarterly GDP) and "
-    "closes at the scheduled release timestamp. Hourly nowcasts are issued at every full hour in "
-    "[opens_at, closes_at); a nowcast issued at or after closes_at is after_release.",
+    doc=(
+        "Prediction window of each (indicator, reference period) (LiveMacroEval Sec. 3.4): opens 00:00"
+        " America/New_York on the 25th of the reference month (of the quarter's last month for quarterly GDP)"
+        " and closes at the scheduled release timestamp. Hourly nowcasts are issued at every full hour in"
+        " [opens_at, closes_at); a nowcast issued at or after closes_at is after_release."
+    ),
     grain="one row per (indicator_id, reference_period)",
     columns=(
         _c("partition_key", "VARCHAR", "release month in America/New_York, YYYY-MM", False),
         _c("indicator_id", "VARCHAR", "catalog indicator id", False),
         _c("reference_period", "DATE", "first day of the reference period (quarter start for GDP)", False),
-        _c("target_month", "DATE", "month whose 25th opens the window (the quarter's last month for GDP)", False),
+        _c(
+            "target_month",
+            "DATE",
+            "month whose 25th opens the window (the quarter's last month for GDP)",
+            False,
+        ),
         _c("opens_at", "TIMESTAMPTZ", "window opens (first hourly nowcast), UTC", False),
-        _c("closes_at", "TIMESTAMPTZ", "scheduled release timestamp, UTC (no nowcast at or after it is scored)", False),
+        _c(
+            "closes_at",
+            "TIMESTAMPTZ",
+            "scheduled release timestamp, UTC (no nowcast at or after it is scored)",
+            False,
+        ),
         _c("release_time_et", "VARCHAR", "release clock time in America/New_York, HH:MM", False),
         _c("prompt_group", "VARCHAR", "output_core | demand_sectoral (App. D)", False),
         _c("n_issue_hours", "INTEGER", "number of full hours in [opens_at, closes_at)", False),
-        _c("available_at", "TIMESTAMPTZ", "= opens_at: the window is declared when it opens (release "
-           "calendars are public well before)", False),
+        _c(
+            "available_at",
+            "TIMESTAMPTZ",
+            "= opens_at: the window is declared when it opens (release calendars are public well before)",
+            False,
+        ),
     ),
     partition_by=("partition_key",),
 )
 
 PREDICTION_MARKET_PRICES = Table(
     name="prediction_market_prices",
-    doc="Prediction-market bucket prices (Polymarket YES price, 0-1) for the macro markets used by the "
-    "LiveBetting score (App. L), long format; bucket labels kept verbatim as the market titles them "
-    "(parsing them is the scorer's job).",
+    doc=(
+        "Prediction-market bucket prices (Polymarket YES price, 0-1) for the macro markets used by the "
+        "LiveBetting score (App. L), long format; bucket labels kept verbatim as the market titles them "
+        "(parsing them is the scorer's job)."
+    ),
     grain="one row per (source, market_id, bucket_label, ts)",
     columns=(
         _c("partition_key", "VARCHAR", "market_id the row belongs to", False),
-        _c("source", "VARCHAR", "polymarket_grid (hourly CSV grid) | polymarket_clob (CLOB /prices-history)", False),
+        _c(
+            "source",
+            "VARCHAR",
+            "polymarket_grid (hourly CSV grid) | polymarket_clob (CLOB /prices-history)",
+            False,
+        ),
         _c("market_id", "VARCHAR", "market (event) id: grid file stem or Gamma event slug", False),
         _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
         _c("reference_period", "DATE", "first day of the reference period the market resolves on", False),
@@ -240,17 +317,26 @@ PREDICTION_MARKET_PRICES = Table(
 
 MARKET_BETAS = Table(
     name="market_betas",
-    doc="Frozen Huber-ridge market betas (LiveMacroEval App. K.2, Eq. 5, 9-11): beta, HC1 SE and the full "
-    "V_beta per fit. A fit is identified by fit_id (hash of the events used and every setting); a refit on "
-    "other data or settings gets a new fit_id and never overwrites the rows scores used.",
+    doc=(
+        "Frozen Huber-ridge market betas (LiveMacroEval App. K.2, Eq. 5, 9-11): beta, HC1 SE and the full"
+        " V_beta per fit. A fit is identified by fit_id (hash of the events used and every setting); a refit"
+        " on other data or settings gets a new fit_id and never overwrites the rows scores used."
+    ),
     grain="one row per (fit_id, indicator_id)",
     columns=(
         _c("fit_id", "VARCHAR", "fit identifier: hash of the event design and settings", False),
         _c("indicator_id", "VARCHAR", "catalog indicator id", False),
-        _c("position", "INTEGER", "0-based index of the indicator in beta / V_beta (catalog INDICATOR_IDS order)", False),
+        _c(
+            "position",
+            "INTEGER",
+            "0-based index of the indicator in beta / V_beta (catalog INDICATOR_IDS order)",
+            False,
+        ),
         _c("beta", "DOUBLE", "announcement-window log return per standardized surprise", False),
         _c("se", "DOUBLE", "HC1 robust standard error of beta (Eq. 11)", False),
-        _c("cov_row", "DOUBLE[]", "row `position` of V_beta (log return^2), entries in position order", False),
+        _c(
+            "cov_row", "DOUBLE[]", "row `position` of V_beta (log return^2), entries in position order", False
+        ),
         _c("lambda", "DOUBLE", "ridge penalty in the normal equations X'WX + lambda I", False),
         _c("lambda_source", "VARCHAR", "cv (chosen by blocked chronological CV) | fixed (given)", False),
         _c("cv_loss", "VARCHAR", "held-out fold loss of the CV: huber | mse (NULL when lambda was fixed)"),
@@ -258,18 +344,36 @@ MARKET_BETAS = Table(
         _c("cv_scores", "DOUBLE[]", "mean held-out loss per grid value (NULL when fixed)"),
         _c("huber_c", "DOUBLE", "Huber tuning constant c (1.345)", False),
         _c("delta", "DOUBLE", "converged Huber threshold c * scale, log-return units", False),
-        _c("scale", "DOUBLE", "converged robust scale 1.4826 * MAD of working residuals, log-return units", False),
+        _c(
+            "scale",
+            "DOUBLE",
+            "converged robust scale 1.4826 * MAD of working residuals, log-return units",
+            False,
+        ),
         _c("iterations", "INTEGER", "IRLS weighted solves after the ridge initialisation", False),
         _c("df_eff", "DOUBLE", "effective degrees of freedom tr(X A^-1 X' W)", False),
         _c("n_events", "INTEGER", "timestamp-group events in the fit", False),
         _c("window_start", "TIMESTAMPTZ", "first event used, UTC", False),
         _c("window_end", "TIMESTAMPTZ", "last event used, UTC", False),
-        _c("covid_excluded", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) were dropped (K.3)", False),
+        _c(
+            "covid_excluded",
+            "BOOLEAN",
+            "events released 2020-03-01..2020-12-31 (ET) were dropped (K.3)",
+            False,
+        ),
         _c("n_covid_dropped", "INTEGER", "events dropped by the COVID exclusion", False),
-        _c("sigma", "DOUBLE", "surprise scale sigma_i the fit's S = (A - C)/sigma_i were standardized by, reporting "
-           "unit (scores standardize with the same sigma); NULL on fits stored before it was recorded"),
-        _c("sigma_rule", "VARCHAR", "where sigma comes from: surprise_scales (the frozen 2010-01..2025-10 window, the "
-           "paper) | fit_window (estimated on the fit's own window: point in time)"),
+        _c(
+            "sigma",
+            "DOUBLE",
+            "surprise scale sigma_i the fit's S = (A - C)/sigma_i were standardized by, reporting "
+            "unit (scores standardize with the same sigma); NULL on fits stored before it was recorded",
+        ),
+        _c(
+            "sigma_rule",
+            "VARCHAR",
+            "where sigma comes from: surprise_scales (the frozen 2010-01..2025-10 window, the "
+            "paper) | fit_window (estimated on the fit's own window: point in time)",
+        ),
         _c("settings", "JSON", "every estimator setting (tolerance, MAD constant, grid, folds, ...)", False),
         AVAILABLE_AT,
     ),
@@ -279,73 +383,159 @@ MARKET_BETAS = Table(
 
 LIVEMACRO_SCORES = Table(
     name="livemacro_scores",
-    doc="LiveMacro Score family per model (LiveMacroEval §3.6, App. K, N, P, S): score (target r_g) or "
-    "consensus-relative score (target Q_g), kappa/phi, directional score and intervals, by scope (overall or "
-    "theme) and horizon, computed on the model's OWN events (those where it has its own pre-release nowcast for "
-    "a released field of the scope; a release of such an event it does not nowcast takes the consensus, "
-    "S_hat = 0). The common_* columns rank the compared models on the events they all cover (the board's common "
-    "event set). Three intervals, each saying what it carries: boot_* = beta only (parametric, Eq. 12), event_* "
-    "= sampling of events (beta fixed), combined_* = both. The consensus scores exactly 0.",
+    doc=(
+        "LiveMacro Score family per model (LiveMacroEval §3.6, App. K, N, P, S): score (target r_g) or"
+        " consensus-relative score (target Q_g), kappa/phi, directional score and intervals, by scope"
+        " (overall or theme) and horizon, computed on the model's OWN events (those where it has its own"
+        " pre-release nowcast for a released field of the scope; a release of such an event it does not"
+        " nowcast takes the consensus, S_hat = 0). The common_* columns rank the compared models on the"
+        " events they all cover (the board's common event set). Three intervals, each saying what it carries:"
+        " boot_* = beta only (parametric, Eq. 12), event_* = sampling of events (beta fixed), combined_* ="
+        " both. The consensus scores exactly 0."
+    ),
     grain="one row per (model_id, fit_id, horizon, scope, target)",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model scored (nowcasts.model_id)", False),
         _c("fit_id", "VARCHAR", "market_betas fit used", False),
-        _c("fit_name", "VARCHAR", "market_beta_fits name of that fit in the evaluation mode (full | no_covid | "
-           "backtest | ...): filter on it to get one row per model"),
-        _c("horizon", "VARCHAR", "terminal | median_1d | median_3d | median_7d (the forecast standing then, carried "
-           "forward)", False),
-        _c("scope", "VARCHAR", "overall | supply_production | demand_inflation | labor_market | housing", False),
-        _c("target", "VARCHAR", "return (LiveMacro Score, Y = r_g) | shock (consensus-relative, Y = Q_g)", False),
-        _c("n_events", "INTEGER", "scoring events of the scope in the span with a usable return (the events the "
-           "model could be scored on)", False),
+        _c(
+            "fit_name",
+            "VARCHAR",
+            "market_beta_fits name of that fit in the evaluation mode (full | no_covid | "
+            "backtest | ...): filter on it to get one row per model",
+        ),
+        _c(
+            "horizon",
+            "VARCHAR",
+            "terminal | median_1d | median_3d | median_7d (the forecast standing then, carried forward)",
+            False,
+        ),
+        _c(
+            "scope",
+            "VARCHAR",
+            "overall | supply_production | demand_inflation | labor_market | housing",
+            False,
+        ),
+        _c(
+            "target",
+            "VARCHAR",
+            "return (LiveMacro Score, Y = r_g) | shock (consensus-relative, Y = Q_g)",
+            False,
+        ),
+        _c(
+            "n_events",
+            "INTEGER",
+            "scoring events of the scope in the span with a usable return (the events the "
+            "model could be scored on)",
+            False,
+        ),
         _c("n_releases", "INTEGER", "field releases of the scope in the scored (own) events", False),
-        _c("n_events_dropped", "INTEGER", "span events dropped for no usable announcement-window return", False),
-        _c("n_events_own", "INTEGER", "events of the scope where the model has its own pre-release nowcast for a "
-           "released field: the events every score, interval and LMD of the row is computed on"),
-        _c("n_releases_own", "INTEGER", "releases of the scope with the model's own nowcast in those events (the "
-           "others take the consensus, S_hat = 0); the themes' counts add up to the overall one"),
-        _c("score", "DOUBLE", "(SS_cons - SS_model)/(SS_cons + SS_model) on the own events, in [-1, 1] (Eq. 8/17)"),
+        _c(
+            "n_events_dropped",
+            "INTEGER",
+            "span events dropped for no usable announcement-window return",
+            False,
+        ),
+        _c(
+            "n_events_own",
+            "INTEGER",
+            "events of the scope where the model has its own pre-release nowcast for a "
+            "released field: the events every score, interval and LMD of the row is computed on",
+        ),
+        _c(
+            "n_releases_own",
+            "INTEGER",
+            "releases of the scope with the model's own nowcast in those events (the "
+            "others take the consensus, S_hat = 0); the themes' counts add up to the overall one",
+        ),
+        _c(
+            "score",
+            "DOUBLE",
+            "(SS_cons - SS_model)/(SS_cons + SS_model) on the own events, in [-1, 1] (Eq. 8/17)",
+        ),
         _c("ss_model", "DOUBLE", "sum (Y - Q_hat)^2"),
         _c("ss_cons", "DOUBLE", "sum Y^2 (consensus predicts 0)"),
         _c("kappa", "DOUBLE", "position size sqrt(sum Q_hat^2 / sum Y^2) (Eq. 18)"),
         _c("phi", "DOUBLE", "directional alignment, uncentered corr(Q_hat, Y) (Eq. 18; NULL when Q_hat = 0)"),
-        _c("lmd", "DOUBLE", "directional score: |Y|-weighted sign hit rate (Eq. 14) on the 0.5 coin-flip scale (a "
-           "zero predicted return, no view, counts half)"),
+        _c(
+            "lmd",
+            "DOUBLE",
+            "directional score: |Y|-weighted sign hit rate (Eq. 14) on the 0.5 coin-flip scale (a "
+            "zero predicted return, no view, counts half)",
+        ),
         _c("boot_draws", "INTEGER", "bootstrap draws B (Eq. 12; NULL if not run)"),
         _c("boot_seed", "BIGINT", "seed of the standard-normal draws and the event resamples"),
-        _c("boot_ci90_lo", "DOUBLE", "beta-only (parametric) interval: 5th percentile of the scores over beta draws"),
+        _c(
+            "boot_ci90_lo",
+            "DOUBLE",
+            "beta-only (parametric) interval: 5th percentile of the scores over beta draws",
+        ),
         _c("boot_ci90_hi", "DOUBLE", "beta-only: 95th percentile"),
         _c("boot_ci95_lo", "DOUBLE", "beta-only: 2.5th percentile"),
         _c("boot_ci95_hi", "DOUBLE", "beta-only: 97.5th percentile"),
-        _c("p_le_zero", "DOUBLE", "share of beta draws with score <= 0 (one-sided p of beating the consensus)"),
-        _c("p_ge_zero", "DOUBLE", "share of beta draws with score >= 0 (one-sided p of trailing the consensus)"),
+        _c(
+            "p_le_zero",
+            "DOUBLE",
+            "share of beta draws with score <= 0 (one-sided p of beating the consensus)",
+        ),
+        _c(
+            "p_ge_zero",
+            "DOUBLE",
+            "share of beta draws with score >= 0 (one-sided p of trailing the consensus)",
+        ),
         _c("lmd_ci90_lo", "DOUBLE", "5th percentile of the directional score over beta draws"),
         _c("lmd_ci90_hi", "DOUBLE", "95th percentile of the directional score over beta draws"),
-        _c("event_ci90_lo", "DOUBLE", "event-bootstrap interval (own events resampled, beta fixed): 5th percentile "
-           "(NULL below the minimum event count)"),
+        _c(
+            "event_ci90_lo",
+            "DOUBLE",
+            "event-bootstrap interval (own events resampled, beta fixed): 5th percentile "
+            "(NULL below the minimum event count)",
+        ),
         _c("event_ci90_hi", "DOUBLE", "event bootstrap: 95th percentile"),
         _c("event_ci95_lo", "DOUBLE", "event bootstrap: 2.5th percentile"),
         _c("event_ci95_hi", "DOUBLE", "event bootstrap: 97.5th percentile"),
-        _c("combined_ci90_lo", "DOUBLE", "combined interval (beta draw b on event resample b): 5th percentile "
-           "(NULL below the minimum event count)"),
+        _c(
+            "combined_ci90_lo",
+            "DOUBLE",
+            "combined interval (beta draw b on event resample b): 5th percentile "
+            "(NULL below the minimum event count)",
+        ),
         _c("combined_ci90_hi", "DOUBLE", "combined: 95th percentile"),
         _c("combined_ci95_lo", "DOUBLE", "combined: 2.5th percentile"),
         _c("combined_ci95_hi", "DOUBLE", "combined: 97.5th percentile"),
-        _c("min_events", "INTEGER", "fewest events an event-resampling interval (event, combined, paired) is given for"),
-        _c("sampling_k", "INTEGER", "K.3 samples per release: the forecast standing 0..k-1 hours before it (NULL if "
-           "not run)"),
+        _c(
+            "min_events",
+            "INTEGER",
+            "fewest events an event-resampling interval (event, combined, paired) is given for",
+        ),
+        _c(
+            "sampling_k",
+            "INTEGER",
+            "K.3 samples per release: the forecast standing 0..k-1 hours before it (NULL if not run)",
+        ),
         _c("sampling_mean", "DOUBLE", "mean score over the k samples (same own events)"),
         _c("sampling_ci95_lo", "DOUBLE", "Student-t 95% interval, lower"),
         _c("sampling_ci95_hi", "DOUBLE", "Student-t 95% interval, upper"),
-        _c("n_events_common", "INTEGER", "size of the board's common event set: events where every compared model "
-           "has its own nowcast (NULL: the model is not compared on this board)"),
+        _c(
+            "n_events_common",
+            "INTEGER",
+            "size of the board's common event set: events where every compared model "
+            "has its own nowcast (NULL: the model is not compared on this board)",
+        ),
         _c("n_models_common", "INTEGER", "models compared on the common event set (the consensus included)"),
-        _c("common_rank", "INTEGER", "rank by common_score among the compared models (1 = best; ties share a rank)"),
+        _c(
+            "common_rank",
+            "INTEGER",
+            "rank by common_score among the compared models (1 = best; ties share a rank)",
+        ),
         _c("common_score", "DOUBLE", "score on the common event set"),
         _c("common_lmd", "DOUBLE", "directional score on the common event set (0.5 = coin flip)"),
-        _c("common_ci90_lo", "DOUBLE", "combined 90% interval (beta draws x event resampling) on the common set, "
-           "lower (NULL below the minimum event count)"),
+        _c(
+            "common_ci90_lo",
+            "DOUBLE",
+            "combined 90% interval (beta draws x event resampling) on the common set, "
+            "lower (NULL below the minimum event count)",
+        ),
         _c("common_ci90_hi", "DOUBLE", "combined 90% interval on the common set, upper"),
         _c("window_start", "TIMESTAMPTZ", "first scored (own) event, UTC"),
         _c("window_end", "TIMESTAMPTZ", "last scored (own) event, UTC"),
@@ -357,29 +547,49 @@ LIVEMACRO_SCORES = Table(
 
 SCORE_DECOMPOSITIONS = Table(
     name="score_decompositions",
-    doc="Decompositions and diagnostics of the LiveMacro Score, long format: exact Shapley contributions per "
-    "indicator (App. M, sum = the model's own-coverage score), sizing discipline (S.4), aggregator shares (K.4 / "
-    "Table 11), paired event-bootstrap differences between two models on the events both nowcast themselves (S.2; "
-    "no interval below min_events shared events), and each mode's event coverage.",
-    grain="one row per (model_id, comparator_model_id, fit_id, horizon, scope, target, decomposition, indicator_id, metric)",
+    doc=(
+        "Decompositions and diagnostics of the LiveMacro Score, long format: exact Shapley contributions per"
+        " indicator (App. M, sum = the model's own-coverage score), sizing discipline (S.4), aggregator"
+        " shares (K.4 / Table 11), paired event-bootstrap differences between two models on the events both"
+        " nowcast themselves (S.2; no interval below min_events shared events), and each mode's event"
+        " coverage."
+    ),
+    grain=(
+        "one row per (model_id, comparator_model_id, fit_id, horizon, scope, target, decomposition,"
+        " indicator_id, metric)"
+    ),
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model (or 'pooled' for cross-model aggregates)", False),
         _c("comparator_model_id", "VARCHAR", "second model of a paired comparison (NULL otherwise)"),
         _c("fit_id", "VARCHAR", "market_betas fit used"),
-        _c("fit_name", "VARCHAR", "market_beta_fits name of that fit in the evaluation mode (NULL where no fit is used)"),
+        _c(
+            "fit_name",
+            "VARCHAR",
+            "market_beta_fits name of that fit in the evaluation mode (NULL where no fit is used)",
+        ),
         _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
         _c("scope", "VARCHAR", "overall | theme", False),
         _c("target", "VARCHAR", "return | shock (NULL where not score-based)"),
-        _c("decomposition", "VARCHAR", "shapley | sizing_discipline | aggregator_share | paired_bootstrap | "
-           "relative_error (App. J, Table 16) | event_coverage (model_id 'pooled': the span's releases and events)", False),
+        _c(
+            "decomposition",
+            "VARCHAR",
+            "shapley | sizing_discipline | aggregator_share | paired_bootstrap | relative_error (App. J,"
+            " Table 16) | event_coverage (model_id 'pooled': the span's releases and events)",
+            False,
+        ),
         _c("indicator_id", "VARCHAR", "indicator the value belongs to (NULL for model-level metrics)"),
-        _c("metric", "VARCHAR", "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | "
-           "mean_abs_s | n_field_events | raw_error_share | relative_error_share | economic_weight | delta | "
-           "ci95_lo | ci95_hi (paired: absent with fewer shared events than min_events) | n_events | min_events | "
-           "mean_abs_rel_error | n_release_timestamps | n_releases | n_releases_no_consensus | "
-           "n_timestamps_no_consensus | n_timestamps_merged (joined an overlapping window's event) | n_events | "
-           "n_events_no_usable_window | n_events_scored", False),
+        _c(
+            "metric",
+            "VARCHAR",
+            "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | mean_abs_s |"
+            " n_field_events | raw_error_share | relative_error_share | economic_weight | delta | ci95_lo |"
+            " ci95_hi (paired: absent with fewer shared events than min_events) | n_events | min_events |"
+            " mean_abs_rel_error | n_release_timestamps | n_releases | n_releases_no_consensus |"
+            " n_timestamps_no_consensus | n_timestamps_merged (joined an overlapping window's event) |"
+            " n_events | n_events_no_usable_window | n_events_scored",
+            False,
+        ),
         _c("value", "DOUBLE", "the number (score points, shares in %, counts)"),
         AVAILABLE_AT,
     ),
@@ -388,9 +598,11 @@ SCORE_DECOMPOSITIONS = Table(
 
 RELATIVE_ERRORS = Table(
     name="relative_errors",
-    doc="Real-time squared relative nowcast error (LiveMacroEval App. J): ((nowcast - actual)/s_i)^2 averaged "
-    "per model, indicator, reference period and day before the release; s_i = mean |actual| over the "
-    "evaluated target months.",
+    doc=(
+        "Real-time squared relative nowcast error (LiveMacroEval App. J): ((nowcast - actual)/s_i)^2 averaged"
+        " per model, indicator, reference period and day before the release; s_i = mean |actual| over the"
+        " evaluated target months."
+    ),
     grain="one row per (model_id, indicator_id, reference_period, days_to_release)",
     columns=(
         PARTITION_KEY,
@@ -401,7 +613,12 @@ RELATIVE_ERRORS = Table(
         _c("days_to_release", "INTEGER", "floor((release_at - issued_at) / 24 h): 0 = last 24 hours", False),
         _c("n_nowcasts", "INTEGER", "valid pre-release nowcasts in that day", False),
         _c("mean_sq_rel_error", "DOUBLE", "mean of ((nowcast - actual)/s_i)^2", False),
-        _c("s_i", "DOUBLE", "scale: mean |actual| of the indicator over the evaluated months, reporting unit", False),
+        _c(
+            "s_i",
+            "DOUBLE",
+            "scale: mean |actual| of the indicator over the evaluated months, reporting unit",
+            False,
+        ),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
@@ -410,34 +627,59 @@ RELATIVE_ERRORS = Table(
 
 LIVEBETTING_SCORES = Table(
     name="livebetting_scores",
-    doc="LiveBetting Score (LiveMacroEval App. L Eq. 13, Table 13): $1 hourly bets on the bucket holding the "
-    "model's latest nowcast whose answer existed by the hour, inside the prediction window (from its opening to "
-    "the release), per market and segment, with the profit decomposition and every excluded hour counted by "
-    "reason. hours = 'window': every price hour of the window; 'common': only the hours on which every compared "
-    "model of the market bets (like with like).",
+    doc=(
+        "LiveBetting Score (LiveMacroEval App. L Eq. 13, Table 13): $1 hourly bets on the bucket holding the"
+        " model's latest nowcast whose answer existed by the hour, inside the prediction window (from its"
+        " opening to the release), per market and segment, with the profit decomposition and every excluded"
+        " hour counted by reason. hours = 'window': every price hour of the window; 'common': only the hours"
+        " on which every compared model of the market bets (like with like)."
+    ),
     grain="one row per (model_id, market_id, hours, segment); segment 'total' = the whole window",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model", False),
         _c("market_id", "VARCHAR", "prediction market (prediction_market_prices.market_id)", False),
-        _c("hours", "VARCHAR", "window (every price hour in [window_opens_at, release_at)) | common (the hours every "
-           "compared model bets on)", False),
-        _c("window_opens_at", "TIMESTAMPTZ", "prediction window opening (nowcast_windows.opens_at), UTC: no bet before it"),
+        _c(
+            "hours",
+            "VARCHAR",
+            "window (every price hour in [window_opens_at, release_at)) | common (the hours every "
+            "compared model bets on)",
+            False,
+        ),
+        _c(
+            "window_opens_at",
+            "TIMESTAMPTZ",
+            "prediction window opening (nowcast_windows.opens_at), UTC: no bet before it",
+        ),
         _c("n_models_common", "INTEGER", "models compared on the common hours (NULL on window rows)"),
         _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
         _c("reference_period", "DATE", "reference period the market resolves on", False),
         _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (bets strictly before it)", False),
         _c("winning_bucket", "VARCHAR", "bucket label holding the released value", False),
         _c("segment", "VARCHAR", "segment label (e.g. a target month) or 'total'", False),
-        _c("n_hours", "INTEGER", "price hours of the segment inside the window (common rows: common hours)", False),
+        _c(
+            "n_hours",
+            "INTEGER",
+            "price hours of the segment inside the window (common rows: common hours)",
+            False,
+        ),
         _c("n_bets", "INTEGER", "$1 bets placed", False),
         _c("n_wins", "INTEGER", "bets on the winning bucket", False),
         _c("win_rate", "DOUBLE", "n_wins / n_bets"),
         _c("profit", "DOUBLE", "sum of (1{win}/p - 1), dollars", False),
         _c("segment_return", "DOUBLE", "profit / n_bets of the segment"),
         _c("final_return", "DOUBLE", "Eq. 13 over the whole window: total profit / all bets"),
-        _c("return_if_segment_zero", "DOUBLE", "final return had this segment made zero profit (NULL for total)"),
-        _c("n_no_nowcast", "INTEGER", "hours excluded: no answer known yet (none issued, or not yet answered)", False),
+        _c(
+            "return_if_segment_zero",
+            "DOUBLE",
+            "final return had this segment made zero profit (NULL for total)",
+        ),
+        _c(
+            "n_no_nowcast",
+            "INTEGER",
+            "hours excluded: no answer known yet (none issued, or not yet answered)",
+            False,
+        ),
         _c("n_no_bucket", "INTEGER", "hours excluded: nowcast in no bucket", False),
         _c("n_missing_price", "INTEGER", "hours excluded: bucket price missing", False),
         _c("n_zero_price", "INTEGER", "hours excluded: bucket price 0 (would divide by zero)", False),
@@ -449,19 +691,35 @@ LIVEBETTING_SCORES = Table(
 
 LIVEBETTING_BETS = Table(
     name="livebetting_bets",
-    doc="The hour-by-hour bet stream behind livebetting_scores (App. L): one row per price hour of the prediction "
-    "window (opening to release), the bet placed or the reason none was, and the cumulative return curve.",
+    doc=(
+        "The hour-by-hour bet stream behind livebetting_scores (App. L): one row per price hour of the"
+        " prediction window (opening to release), the bet placed or the reason none was, and the cumulative"
+        " return curve."
+    ),
     grain="one row per (model_id, market_id, bet_at)",
     columns=(
         PARTITION_KEY,
         _c("model_id", "VARCHAR", "model", False),
         _c("market_id", "VARCHAR", "prediction market", False),
-        _c("bet_at", "TIMESTAMPTZ", "price hour, UTC (at or after the window opens, strictly before the release)", False),
+        _c(
+            "bet_at",
+            "TIMESTAMPTZ",
+            "price hour, UTC (at or after the window opens, strictly before the release)",
+            False,
+        ),
         _c("segment", "VARCHAR", "segment label", False),
-        _c("nowcast", "DOUBLE", "latest valid pre-release nowcast whose answer was known at bet_at, reporting unit"),
+        _c(
+            "nowcast",
+            "DOUBLE",
+            "latest valid pre-release nowcast whose answer was known at bet_at, reporting unit",
+        ),
         _c("nowcast_issued_at", "TIMESTAMPTZ", "when that nowcast was issued, UTC"),
-        _c("nowcast_known_at", "TIMESTAMPTZ", "when its answer existed (nowcasts.answered_at; the consensus: its known "
-           "time, see livebetting_scores), UTC; <= bet_at"),
+        _c(
+            "nowcast_known_at",
+            "TIMESTAMPTZ",
+            "when its answer existed (nowcasts.answered_at; the consensus: its known "
+            "time, see livebetting_scores), UTC; <= bet_at",
+        ),
         _c("bucket", "VARCHAR", "bucket label holding the nowcast"),
         _c("price", "DOUBLE", "that bucket's YES price at bet_at"),
         _c("status", "VARCHAR", "bet | no_nowcast | no_bucket | missing_price | zero_price", False),
@@ -471,7 +729,11 @@ LIVEBETTING_BETS = Table(
         _c("cum_bets", "INTEGER", "bets placed up to and including bet_at", False),
         _c("cum_profit", "DOUBLE", "cumulative profit, dollars", False),
         _c("cum_return", "DOUBLE", "cum_profit / cum_bets (Eq. 13 so far; NULL before the first bet)"),
-        _c("common_hour", "BOOLEAN", "every compared model of the market bets this hour (the common-hours board)"),
+        _c(
+            "common_hour",
+            "BOOLEAN",
+            "every compared model of the market bets this hour (the common-hours board)",
+        ),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
@@ -480,10 +742,12 @@ LIVEBETTING_BETS = Table(
 
 MARKET_BETA_FITS = Table(
     name="market_beta_fits",
-    doc="Named market-beta fits (the fit windows of the market_betas asset's config: 'full' = Table 9, "
-    "'no_covid' = K.3 refit, 'backtest' = events up to the fit cutoff). A name points at the fit_id its window "
-    "produced; when the data under a window change, a new fit_id is added under the same name and the old "
-    "rows stay. Scores use the fit a name confirmed most recently.",
+    doc=(
+        "Named market-beta fits (the fit windows of the market_betas asset's config: 'full' = Table 9,"
+        " 'no_covid' = K.3 refit, 'backtest' = events up to the fit cutoff). A name points at the fit_id its"
+        " window produced; when the data under a window change, a new fit_id is added under the same name and"
+        " the old rows stay. Scores use the fit a name confirmed most recently."
+    ),
     grain="one row per (fit_name, fit_id)",
     columns=(
         _c("fit_name", "VARCHAR", "fit window name (full | no_covid | backtest | user-defined)", False),
@@ -491,12 +755,31 @@ MARKET_BETA_FITS = Table(
         _c("first_month", "VARCHAR", "first release month of the window, YYYY-MM (America/New_York)", False),
         _c("last_month", "VARCHAR", "last release month of the window (inclusive)", False),
         _c("exclude_covid", "BOOLEAN", "events released 2020-03-01..2020-12-31 (ET) dropped (K.3)", False),
-        _c("lambda_rule", "VARCHAR", "cv | fixed:<value> | from:<fit_name> (that fit's lambda, as K.3)", False),
-        _c("registered_at", "TIMESTAMPTZ", "first materialization that produced this (fit_name, fit_id), UTC", False),
-        _c("confirmed_at", "TIMESTAMPTZ", "latest materialization that produced it, UTC (the current fit of a "
-           "name has the latest confirmed_at)", False),
-        _c("available_at", "TIMESTAMPTZ", "the fit's events are all known: latest available_at of the events "
-           "used, UTC", False),
+        _c(
+            "lambda_rule",
+            "VARCHAR",
+            "cv | fixed:<value> | from:<fit_name> (that fit's lambda, as K.3)",
+            False,
+        ),
+        _c(
+            "registered_at",
+            "TIMESTAMPTZ",
+            "first materialization that produced this (fit_name, fit_id), UTC",
+            False,
+        ),
+        _c(
+            "confirmed_at",
+            "TIMESTAMPTZ",
+            "latest materialization that produced it, UTC (the current fit of a "
+            "name has the latest confirmed_at)",
+            False,
+        ),
+        _c(
+            "available_at",
+            "TIMESTAMPTZ",
+            "the fit's events are all known: latest available_at of the events used, UTC",
+            False,
+        ),
     ),
     partition_by=("fit_name",),
     primary_key=("fit_name", "fit_id"),
@@ -512,41 +795,91 @@ _IND = _c("indicator_id", "VARCHAR", "catalog indicator id", False)
 _REF = _c("reference_period", "DATE", "first day of the reference period", False)
 _REL_AT = _c("release_at", "TIMESTAMPTZ", "first release of the period, UTC", False)
 _COMP = _c("comparator_model_id", "VARCHAR", "public forecast compared against (consensus/*, fed/*)", False)
-_RUN = _c("run_id", "VARCHAR", "run of the series: a recorded file's nowcasts.partition_key (one target month's job, "
-          "the paper's series) or 'hourly' for a model's single stream", False)
+_RUN = _c(
+    "run_id",
+    "VARCHAR",
+    "run of the series: a recorded file's nowcasts.partition_key (one target month's job, "
+    "the paper's series) or 'hourly' for a model's single stream",
+    False,
+)
 
 POST_RELEASE_RECOVERY = Table(
     name="post_release_recovery",
-    doc="Post-release recovery (LiveMacroEval App. E, Fig. 7): nowcasts issued at or after the release against "
-    "the released value. A nowcast has reached the release when it lies strictly within half the release's printed "
-    "resolution of it (0.1 for percent and index series, 1 thousand for payrolls and housing counts, 10 thousand "
-    "for existing home sales), i.e. it prints as the released number. Hours are measured from the release.",
-    grain="one row per series (model_id, indicator_id, reference_period, run_id) with a valid nowcast at or after "
-    "the release",
+    doc=(
+        "Post-release recovery (LiveMacroEval App. E, Fig. 7): nowcasts issued at or after the release"
+        " against the released value. A nowcast has reached the release when it lies strictly within half the"
+        " release's printed resolution of it (0.1 for percent and index series, 1 thousand for payrolls and"
+        " housing counts, 10 thousand for existing home sales), i.e. it prints as the released number. Hours"
+        " are measured from the release."
+    ),
+    grain=(
+        "one row per series (model_id, indicator_id, reference_period, run_id) with a valid nowcast at or"
+        " after the release"
+    ),
     columns=(
-        PARTITION_KEY, _MODEL, _IND, _REF, _RUN, _REL_AT,
+        PARTITION_KEY,
+        _MODEL,
+        _IND,
+        _REF,
+        _RUN,
+        _REL_AT,
         _c("actual", "DOUBLE", "released value, reporting unit", False),
-        _c("tolerance", "DOUBLE", "distance below which a nowcast has reached the release, reporting unit", False),
+        _c(
+            "tolerance",
+            "DOUBLE",
+            "distance below which a nowcast has reached the release, reporting unit",
+            False,
+        ),
         _c("n_pre", "INTEGER", "valid pre-release nowcast hours", False),
-        _c("n_pre_window", "INTEGER", "of those, in the last 24 h before the release (the pre-release cluster)", False),
+        _c(
+            "n_pre_window",
+            "INTEGER",
+            "of those, in the last 24 h before the release (the pre-release cluster)",
+            False,
+        ),
         _c("pre_median", "DOUBLE", "median of the pre-release cluster, reporting unit"),
         _c("pre_iqr", "DOUBLE", "interquartile range of the pre-release cluster (numpy linear quantiles)"),
         _c("pre_gap", "DOUBLE", "|pre_median - actual|: the release-versus-prior-cluster gap"),
         _c("n_post", "INTEGER", "valid nowcast hours at or after the release", False),
         _c("first_post_hours", "DOUBLE", "hours from the release to the first post-release nowcast", False),
         _c("last_post_hours", "DOUBLE", "hours from the release to the last post-release nowcast", False),
-        _c("hours_to_first_hit", "DOUBLE", "hours from the release to the first nowcast that reached it (NULL: none did)"),
-        _c("hours_to_settle", "DOUBLE", "hours from the release after which every nowcast reached it (NULL: the last "
-           "one did not)"),
+        _c(
+            "hours_to_first_hit",
+            "DOUBLE",
+            "hours from the release to the first nowcast that reached it (NULL: none did)",
+        ),
+        _c(
+            "hours_to_settle",
+            "DOUBLE",
+            "hours from the release after which every nowcast reached it (NULL: the last one did not)",
+        ),
         _c("share_post_reached", "DOUBLE", "share of post-release nowcasts that reached the release", False),
         _c("post_median", "DOUBLE", "median of the post-release nowcasts", False),
-        _c("post_iqr", "DOUBLE", "interquartile range of the post-release nowcasts (residual dispersion)", False),
+        _c(
+            "post_iqr",
+            "DOUBLE",
+            "interquartile range of the post-release nowcasts (residual dispersion)",
+            False,
+        ),
         _c("post_median_abs_dev", "DOUBLE", "median |nowcast - actual| after the release", False),
-        _c("spline_points", "INTEGER", "hours the smoothing spline was fit on (from 5 days before the release on)", False),
-        _c("spline_lambda", "DOUBLE", "GCV-chosen penalty of the cubic smoothing spline, x in days (scipy "
-           "make_smoothing_spline; NULL when fewer than 5 points)"),
+        _c(
+            "spline_points",
+            "INTEGER",
+            "hours the smoothing spline was fit on (from 5 days before the release on)",
+            False,
+        ),
+        _c(
+            "spline_lambda",
+            "DOUBLE",
+            "GCV-chosen penalty of the cubic smoothing spline, x in days (scipy "
+            "make_smoothing_spline; NULL when fewer than 5 points)",
+        ),
         _c("spline_lambda_at_bound", "BOOLEAN", "GCV stopped at the end of even the widened search range"),
-        _c("spline_gap_24h", "DOUBLE", "|spline(24 h after the release) - actual| (NULL if no nowcast that late)"),
+        _c(
+            "spline_gap_24h",
+            "DOUBLE",
+            "|spline(24 h after the release) - actual| (NULL if no nowcast that late)",
+        ),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
@@ -555,16 +888,32 @@ POST_RELEASE_RECOVERY = Table(
 
 POST_RELEASE_PATHS = Table(
     name="post_release_paths",
-    doc="The hourly nowcast path around the release and the GCV cubic smoothing spline through it (App. E Fig. 7), "
-    "from 5 days before the release to the last post-release nowcast. available_at: the whole path's latest "
-    "(the spline uses every point).",
+    doc=(
+        "The hourly nowcast path around the release and the GCV cubic smoothing spline through it (App. E"
+        " Fig. 7), from 5 days before the release to the last post-release nowcast. available_at: the whole"
+        " path's latest (the spline uses every point)."
+    ),
     grain="one row per (model_id, indicator_id, reference_period, run_id, issued_at)",
     columns=(
-        PARTITION_KEY, _MODEL, _IND, _REF, _RUN,
+        PARTITION_KEY,
+        _MODEL,
+        _IND,
+        _REF,
+        _RUN,
         _c("issued_at", "TIMESTAMPTZ", "nowcast hour, UTC", False),
-        _c("hours_from_release", "DOUBLE", "(issued_at - release_at) in hours, negative before the release", False),
+        _c(
+            "hours_from_release",
+            "DOUBLE",
+            "(issued_at - release_at) in hours, negative before the release",
+            False,
+        ),
         _c("value", "DOUBLE", "the hour's nowcast, reporting unit", False),
-        _c("n_runs", "INTEGER", "valid nowcasts of the run in this hour (averaged; 1 in the stored data)", False),
+        _c(
+            "n_runs",
+            "INTEGER",
+            "valid nowcasts of the run in this hour (averaged; 1 in the stored data)",
+            False,
+        ),
         _c("spline", "DOUBLE", "smoothing-spline value at this hour"),
         _c("after_release", "BOOLEAN", "issued at or after the release", False),
         AVAILABLE_AT,
@@ -575,16 +924,34 @@ POST_RELEASE_PATHS = Table(
 
 COPYING_CONVERGENCE = Table(
     name="copying_convergence",
-    doc="Copying test 1, level convergence (App. F, Table 3): gap G_t = |nowcast - comparator| / sigma_i at every "
-    "pre-release hour; the terminal gap and the within-series Spearman rho of G_t with hours to release (> 0: the "
-    "gap closes toward the release). Comparator value as of each hour (Fed) or the final stored consensus "
-    "(consensus/*: only its final value, stamped 1 min before the release, exists).",
+    doc=(
+        "Copying test 1, level convergence (App. F, Table 3): gap G_t = |nowcast - comparator| / sigma_i at"
+        " every pre-release hour; the terminal gap and the within-series Spearman rho of G_t with hours to"
+        " release (> 0: the gap closes toward the release). Comparator value as of each hour (Fed) or the"
+        " final stored consensus (consensus/*: only its final value, stamped 1 min before the release,"
+        " exists)."
+    ),
     grain="one row per (model_id, comparator_model_id, indicator_id, reference_period, run_id)",
     columns=(
-        PARTITION_KEY, _MODEL, _COMP,
-        _c("comparator_rule", "VARCHAR", "as_of (value published by each hour) | terminal (final consensus)", False),
-        _IND, _REF, _RUN, _REL_AT,
-        _c("sigma", "DOUBLE", "release-surprise scale sigma_i (surprise_scales, as known at the release)", False),
+        PARTITION_KEY,
+        _MODEL,
+        _COMP,
+        _c(
+            "comparator_rule",
+            "VARCHAR",
+            "as_of (value published by each hour) | terminal (final consensus)",
+            False,
+        ),
+        _IND,
+        _REF,
+        _RUN,
+        _REL_AT,
+        _c(
+            "sigma",
+            "DOUBLE",
+            "release-surprise scale sigma_i (surprise_scales, as known at the release)",
+            False,
+        ),
         _c("n_nowcasts", "INTEGER", "pre-release nowcast hours with a comparator value", False),
         _c("n_without_comparator", "INTEGER", "pre-release hours before the comparator's first value", False),
         _c("first_issued_at", "TIMESTAMPTZ", "first hour compared, UTC", False),
@@ -602,12 +969,25 @@ COPYING_CONVERGENCE = Table(
 
 COPYING_GAP_BINS = Table(
     name="copying_gap_bins",
-    doc="Copying test 1 by time to release (App. F, Table 4): each series' median gap G_t (sigma units) within "
-    "hours-before-release bins [hours_lo, hours_hi); the table's median over series weights series equally.",
+    doc=(
+        "Copying test 1 by time to release (App. F, Table 4): each series' median gap G_t (sigma units)"
+        " within hours-before-release bins [hours_lo, hours_hi); the table's median over series weights"
+        " series equally."
+    ),
     grain="one row per (model_id, comparator_model_id, indicator_id, reference_period, run_id, bin)",
     columns=(
-        PARTITION_KEY, _MODEL, _COMP, _IND, _REF, _RUN,
-        _c("bin", "VARCHAR", "336+ | 168-336 | 96-168 | 48-96 | 24-48 | 12-24 | 6-12 | 0-6 (hours before release)", False),
+        PARTITION_KEY,
+        _MODEL,
+        _COMP,
+        _IND,
+        _REF,
+        _RUN,
+        _c(
+            "bin",
+            "VARCHAR",
+            "336+ | 168-336 | 96-168 | 48-96 | 24-48 | 12-24 | 6-12 | 0-6 (hours before release)",
+            False,
+        ),
         _c("hours_lo", "DOUBLE", "bin start, hours before the release (inclusive)", False),
         _c("hours_hi", "DOUBLE", "bin end (exclusive; NULL = open)"),
         _c("n_nowcasts", "INTEGER", "nowcast hours in the bin", False),
@@ -620,12 +1000,16 @@ COPYING_GAP_BINS = Table(
 
 COPYING_COMOVEMENT = Table(
     name="copying_comovement",
-    doc="Copying test 2, first-difference co-movement (App. F, Table 5): Pearson r between the model's and the "
-    "comparator's day-over-day changes (each day's value = the latest strictly before the day's end in New York, "
-    "or before the release on release day), pooled across reference periods.",
+    doc=(
+        "Copying test 2, first-difference co-movement (App. F, Table 5): Pearson r between the model's and"
+        " the comparator's day-over-day changes (each day's value = the latest strictly before the day's end"
+        " in New York, or before the release on release day), pooled across reference periods."
+    ),
     grain="one row per (model_id, comparator_model_id, indicator_id)",
     columns=(
-        PARTITION_KEY, _MODEL, _COMP,
+        PARTITION_KEY,
+        _MODEL,
+        _COMP,
         _c("comparator_rule", "VARCHAR", "as_of | terminal", False),
         _IND,
         _c("n_series", "INTEGER", "series pooled (reference periods x runs)", False),
@@ -643,17 +1027,32 @@ COPYING_COMOVEMENT = Table(
 
 COPYING_EVENT_TIME = Table(
     name="copying_event_time",
-    doc="Copying test 3, event-time concentration (App. F, Table 6): do the model's large revisions (|Delta| at "
-    "or above its series' 90th percentile, not 0) cluster within +-window_hours of a Fed publication? Delta share "
-    "= share of large revisions inside minus share of all revisions inside (> 0: the copying pattern); publications "
-    "within 48 h after a kept one are dropped; perm p from reassigning magnitudes across each series' revision "
-    "times, KS p from |Delta| inside vs outside.",
+    doc=(
+        "Copying test 3, event-time concentration (App. F, Table 6): do the model's large revisions (|Delta|"
+        " at or above its series' 90th percentile, not 0) cluster within +-window_hours of a Fed publication?"
+        " Delta share = share of large revisions inside minus share of all revisions inside (> 0: the copying"
+        " pattern); publications within 48 h after a kept one are dropped; perm p from reassigning magnitudes"
+        " across each series' revision times, KS p from |Delta| inside vs outside."
+    ),
     grain="one row per (model_id, comparator_model_id, indicator_id)",
     columns=(
-        PARTITION_KEY, _MODEL, _COMP, _IND,
+        PARTITION_KEY,
+        _MODEL,
+        _COMP,
+        _IND,
         _c("n_series", "INTEGER", "series pooled (reference periods x runs)", False),
-        _c("n_fed_updates", "INTEGER", "distinct comparator publications before the releases of the pooled series", False),
-        _c("n_fed_updates_kept", "INTEGER", "publications left after dropping those < 48 h after a kept one", False),
+        _c(
+            "n_fed_updates",
+            "INTEGER",
+            "distinct comparator publications before the releases of the pooled series",
+            False,
+        ),
+        _c(
+            "n_fed_updates_kept",
+            "INTEGER",
+            "publications left after dropping those < 48 h after a kept one",
+            False,
+        ),
         _c("n_revisions", "INTEGER", "revisions between consecutive pre-release nowcast hours", False),
         _c("n_large", "INTEGER", "large revisions", False),
         _c("n_inside", "INTEGER", "revisions inside a publication window", False),
@@ -663,7 +1062,9 @@ COPYING_EVENT_TIME = Table(
         _c("perm_p", "DOUBLE", "two-sided permutation p, (1 + #{|stat_b| >= |stat|}) / (B + 1)"),
         _c("ks_stat", "DOUBLE", "two-sample KS statistic of |Delta| inside vs outside"),
         _c("ks_p", "DOUBLE", "two-sided KS p (scipy.stats.ks_2samp)"),
-        _c("status", "VARCHAR", "ok | no_large_revisions | no_revisions_inside | no_revisions_outside", False),
+        _c(
+            "status", "VARCHAR", "ok | no_large_revisions | no_revisions_inside | no_revisions_outside", False
+        ),
         _c("perm_draws", "INTEGER", "permutations B", False),
         _c("perm_seed", "BIGINT", "seed of the permutations", False),
         _c("window_hours", "DOUBLE", "half-width of a publication window, hours", False),
@@ -674,13 +1075,20 @@ COPYING_EVENT_TIME = Table(
 )
 
 _BLOCK_KEY = (
-    PARTITION_KEY, _MODEL, _IND, _REF, _c("issued_at", "TIMESTAMPTZ", "when the nowcast was issued, UTC", False),
+    PARTITION_KEY,
+    _MODEL,
+    _IND,
+    _REF,
+    _c("issued_at", "TIMESTAMPTZ", "when the nowcast was issued, UTC", False),
 )
 
 RATIONALE_AUDIT = Table(
     name="rationale_audit",
-    doc="What the nowcast rationales contain (App. G, Table 7), one row per rationale block (nowcasts.rationale). "
-    "Keyword rules in leaf_live/macro/analyses/rationales.py (the paper does not publish its lists).",
+    doc=(
+        "What the nowcast rationales contain (App. G, Table 7), one row per rationale block"
+        " (nowcasts.rationale). Keyword rules in leaf_live/macro/analyses/rationales.py (the paper does not"
+        " publish its lists)."
+    ),
     grain="one row per nowcasts row with a non-empty rationale",
     columns=(
         *_BLOCK_KEY,
@@ -688,8 +1096,18 @@ RATIONALE_AUDIT = Table(
         _c("value", "DOUBLE", "the nowcast, reporting unit"),
         _c("n_chars", "INTEGER", "characters in the block", False),
         _c("names_agency", "BOOLEAN", "names the BLS, the BEA, the Census Bureau or the ISM", False),
-        _c("judges_own_figure", "BOOLEAN", "exercises explicit judgement over its figure (adjust, shave, nudge, ...)", False),
-        _c("states_vintage", "BOOLEAN", "states the data vintage (advance estimate, revised, preliminary, ...)", False),
+        _c(
+            "judges_own_figure",
+            "BOOLEAN",
+            "exercises explicit judgement over its figure (adjust, shave, nudge, ...)",
+            False,
+        ),
+        _c(
+            "states_vintage",
+            "BOOLEAN",
+            "states the data vintage (advance estimate, revised, preliminary, ...)",
+            False,
+        ),
         _c("performs_arithmetic", "BOOLEAN", "holds at least one explicit calculation", False),
         _c("n_calculations", "INTEGER", "explicit calculations found", False),
         _c("n_calculations_matched", "INTEGER", "of those, recomputed within 2% of the stated result", False),
@@ -701,8 +1119,11 @@ RATIONALE_AUDIT = Table(
 
 RATIONALE_CALCULATIONS = Table(
     name="rationale_calculations",
-    doc="Every explicit calculation '<expression> (= | ≈ | ~ | →) <number>' in a rationale, recomputed (App. G): "
-    "matched when |computed - stated| <= 2% |stated| (a result written with % may also be the fraction).",
+    doc=(
+        "Every explicit calculation '<expression> (= | ≈ | ~ | →) <number>' in a rationale, recomputed (App."
+        " G): matched when |computed - stated| <= 2% |stated| (a result written with % may also be the"
+        " fraction)."
+    ),
     grain="one row per (rationale block, calc_index)",
     columns=(
         *_BLOCK_KEY,
@@ -721,11 +1142,15 @@ RATIONALE_CALCULATIONS = Table(
 
 CITATION_DOMAINS = Table(
     name="citation_domains",
-    doc="Citation composition of the rationales (App. G): cited hosts per model, with their share of the model's "
-    "citations; official = .gov, ISM or a Federal Reserve bank; aggregator = consensus/forecast aggregators.",
+    doc=(
+        "Citation composition of the rationales (App. G): cited hosts per model, with their share of the"
+        " model's citations; official = .gov, ISM or a Federal Reserve bank; aggregator = consensus/forecast"
+        " aggregators."
+    ),
     grain="one row per (model_id, domain)",
     columns=(
-        PARTITION_KEY, _MODEL,
+        PARTITION_KEY,
+        _MODEL,
         _c("domain", "VARCHAR", "host without www.", False),
         _c("category", "VARCHAR", "official | aggregator | other", False),
         _c("n_citations", "INTEGER", "citations of the host", False),
@@ -739,16 +1164,36 @@ CITATION_DOMAINS = Table(
 
 CROSS_MODEL_ERRORS = Table(
     name="cross_model_errors",
-    doc="Cross-model error analysis (App. Q, Table 14): each model's final pre-release nowcast against the release "
-    "and the consensus, in reporting and sigma units, with the shared-failure flags (all models erring in the same "
-    "direction, wrong sign of a growth rate) and the release's change from the previous release.",
-    grain="one row per series (model_id, indicator_id, reference_period, run_id) with a pre-release nowcast and a "
-    "release",
+    doc=(
+        "Cross-model error analysis (App. Q, Table 14): each model's final pre-release nowcast against the"
+        " release and the consensus, in reporting and sigma units, with the shared-failure flags (all models"
+        " erring in the same direction, wrong sign of a growth rate) and the release's change from the"
+        " previous release."
+    ),
+    grain=(
+        "one row per series (model_id, indicator_id, reference_period, run_id) with a pre-release nowcast and"
+        " a release"
+    ),
     columns=(
-        PARTITION_KEY, _MODEL, _IND, _REF, _RUN, _REL_AT,
-        _c("final_issued_at", "TIMESTAMPTZ", "hour of the last valid nowcast strictly before the release, UTC", False),
+        PARTITION_KEY,
+        _MODEL,
+        _IND,
+        _REF,
+        _RUN,
+        _REL_AT,
+        _c(
+            "final_issued_at",
+            "TIMESTAMPTZ",
+            "hour of the last valid nowcast strictly before the release, UTC",
+            False,
+        ),
         _c("final_value", "DOUBLE", "that nowcast, reporting unit", False),
-        _c("n_runs", "INTEGER", "valid nowcasts of the run in that hour (averaged; 1 in the stored data)", False),
+        _c(
+            "n_runs",
+            "INTEGER",
+            "valid nowcasts of the run in that hour (averaged; 1 in the stored data)",
+            False,
+        ),
         _c("actual", "DOUBLE", "released value", False),
         _c("consensus", "DOUBLE", "consensus C at release (NULL if none)"),
         _c("sigma", "DOUBLE", "sigma_i as known at the release", False),
@@ -757,14 +1202,22 @@ CROSS_MODEL_ERRORS = Table(
         _c("consensus_error", "DOUBLE", "consensus - actual"),
         _c("consensus_error_sigma", "DOUBLE", "consensus_error / sigma"),
         _c("beats_consensus", "BOOLEAN", "|error| < |consensus_error| (NULL without consensus)"),
-        _c("sign_wrong", "BOOLEAN", "growth-rate indicators: sign(final) != sign(actual) (NULL for levels or actual 0)"),
+        _c(
+            "sign_wrong",
+            "BOOLEAN",
+            "growth-rate indicators: sign(final) != sign(actual) (NULL for levels or actual 0)",
+        ),
         _c("prior_period", "DATE", "previous reference period released before this release"),
         _c("prior_actual", "DOUBLE", "its released value"),
         _c("change_vs_prior", "DOUBLE", "actual - prior_actual"),
         _c("change_vs_prior_sigma", "DOUBLE", "change_vs_prior / sigma"),
         _c("n_models", "INTEGER", "models with a final nowcast of this release", False),
-        _c("n_same_direction", "INTEGER", "of those, models with a run erring in this row's direction", False),
-        _c("shared_miss", "BOOLEAN", "at least two models and all err in the same (nonzero) direction", False),
+        _c(
+            "n_same_direction", "INTEGER", "of those, models with a run erring in this row's direction", False
+        ),
+        _c(
+            "shared_miss", "BOOLEAN", "at least two models and all err in the same (nonzero) direction", False
+        ),
         AVAILABLE_AT,
     ),
     partition_by=("partition_key",),
@@ -773,14 +1226,19 @@ CROSS_MODEL_ERRORS = Table(
 
 NOWCAST_PATH_SUMMARIES = Table(
     name="nowcast_path_summaries",
-    doc="Nowcast paths over a stated span before the release (App. Q, Table 15; default March 2026 CPI over "
-    "April 2-7, 2026 in New York): median and IQR of the hourly nowcasts, the final pre-release nowcast and its "
-    "deviation from the release.",
+    doc=(
+        "Nowcast paths over a stated span before the release (App. Q, Table 15; default March 2026 CPI over"
+        " April 2-7, 2026 in New York): median and IQR of the hourly nowcasts, the final pre-release nowcast"
+        " and its deviation from the release."
+    ),
     grain="one row per (model_id, run_id, case_label)",
     columns=(
-        PARTITION_KEY, _MODEL, _RUN,
+        PARTITION_KEY,
+        _MODEL,
+        _RUN,
         _c("case_label", "VARCHAR", "name of the span", False),
-        _IND, _REF,
+        _IND,
+        _REF,
         _c("span_start", "TIMESTAMPTZ", "first instant of the span, UTC (00:00 New York)", False),
         _c("span_end", "TIMESTAMPTZ", "end of the span (exclusive; never after the release), UTC", False),
         _c("n_nowcasts", "INTEGER", "nowcast hours in the span", False),
@@ -800,15 +1258,20 @@ NOWCAST_PATH_SUMMARIES = Table(
 
 REVISION_ATTRIBUTIONS = Table(
     name="revision_attributions",
-    doc="Information shocks and nowcast revisions (App. R): the headline nowcast's revision R^H over an event "
-    "window (median of the hours after it minus median of the hours before it) and Eq. 16's implied revision of "
-    "the component forecast R^H / s_g (default: March 2026 CPI, April 8 2026 10:30-14:00 New York, gasoline "
-    "share 2.89%, realized gasoline 18.9% YoY).",
+    doc=(
+        "Information shocks and nowcast revisions (App. R): the headline nowcast's revision R^H over an event"
+        " window (median of the hours after it minus median of the hours before it) and Eq. 16's implied"
+        " revision of the component forecast R^H / s_g (default: March 2026 CPI, April 8 2026 10:30-14:00 New"
+        " York, gasoline share 2.89%, realized gasoline 18.9% YoY)."
+    ),
     grain="one row per (model_id, run_id, event_label)",
     columns=(
-        PARTITION_KEY, _MODEL, _RUN,
+        PARTITION_KEY,
+        _MODEL,
+        _RUN,
         _c("event_label", "VARCHAR", "name of the event window", False),
-        _IND, _REF,
+        _IND,
+        _REF,
         _c("event_start", "TIMESTAMPTZ", "window start, UTC", False),
         _c("event_end", "TIMESTAMPTZ", "window end, UTC", False),
         _REL_AT,
@@ -832,31 +1295,75 @@ REVISION_ATTRIBUTIONS = Table(
     primary_key=("partition_key", "run_id", "event_label"),
 )
 
-ANALYSIS_TABLES = (POST_RELEASE_RECOVERY, POST_RELEASE_PATHS, COPYING_CONVERGENCE, COPYING_GAP_BINS,
-                   COPYING_COMOVEMENT, COPYING_EVENT_TIME, RATIONALE_AUDIT, RATIONALE_CALCULATIONS, CITATION_DOMAINS,
-                   CROSS_MODEL_ERRORS, NOWCAST_PATH_SUMMARIES, REVISION_ATTRIBUTIONS)
+ANALYSIS_TABLES = (
+    POST_RELEASE_RECOVERY,
+    POST_RELEASE_PATHS,
+    COPYING_CONVERGENCE,
+    COPYING_GAP_BINS,
+    COPYING_COMOVEMENT,
+    COPYING_EVENT_TIME,
+    RATIONALE_AUDIT,
+    RATIONALE_CALCULATIONS,
+    CITATION_DOMAINS,
+    CROSS_MODEL_ERRORS,
+    NOWCAST_PATH_SUMMARIES,
+    REVISION_ATTRIBUTIONS,
+)
 
 
 SERIES_VINTAGES = Table(
     name="series_vintages",
-    doc="Real-time vintages the auto-ARIMA baseline (App. I) fits on, one row per observation of a vintage: the "
-    "catalog's FRED-MD/FRED-QD columns (source fred-md / fred-qd; available_at = the end of the vintage's month) and "
-    "real GDP from the Philadelphia Fed's Real-Time Data Set (philly-rtdsm, ROUTPUT; quarterly vintages labelled with "
-    "the quarter's middle month, available_at = the end of its 15th day, New York), extended after the last recorded "
-    "vintage by approximate vintages chained from first/second/third releases (gdp-releases; available_at = the "
-    "release, 08:30 ET). Values are levels in the publisher's units; empty cells are not stored.",
+    doc=(
+        "Real-time vintages the auto-ARIMA baseline (App. I) fits on, one row per observation of a vintage:"
+        " the catalog's FRED-MD/FRED-QD columns (source fred-md / fred-qd; available_at = the end of the"
+        " vintage's month) and real GDP from the Philadelphia Fed's Real-Time Data Set (philly-rtdsm,"
+        " ROUTPUT; quarterly vintages labelled with the quarter's middle month, available_at = the end of its"
+        " 15th day, New York), extended after the last recorded vintage by approximate vintages chained from"
+        " first/second/third releases (gdp-releases; available_at = the release, 08:30 ET). Values are levels"
+        " in the publisher's units; empty cells are not stored."
+    ),
     grain="one row per (source, series_id, vintage, reference_period)",
     columns=(
-        _c("partition_key", "VARCHAR", "release month holding the vintage: its own month (the first release month "
-           "also holds the 3 months before it)", False),
+        _c(
+            "partition_key",
+            "VARCHAR",
+            "release month holding the vintage: its own month (the first release month "
+            "also holds the 3 months before it)",
+            False,
+        ),
         _c("source", "VARCHAR", "fred-md | fred-qd | philly-rtdsm | gdp-releases", False),
-        _c("series_id", "VARCHAR", "column as published (FRED-MD/QD mnemonic, e.g. CPIAUCSL, PPIFGS; ROUTPUT)", False),
-        _c("vintage", "VARCHAR", "vintage label YYYY-MM (FRED-MD/QD file month; RTDSM: the quarter's middle month; "
-           "gdp-releases: the release month)", False),
+        _c(
+            "series_id",
+            "VARCHAR",
+            "column as published (FRED-MD/QD mnemonic, e.g. CPIAUCSL, PPIFGS; ROUTPUT)",
+            False,
+        ),
+        _c(
+            "vintage",
+            "VARCHAR",
+            "vintage label YYYY-MM (FRED-MD/QD file month; RTDSM: the quarter's middle month; "
+            "gdp-releases: the release month)",
+            False,
+        ),
         _REF,
-        _c("value", "DOUBLE", "observed level in the publisher's units (billions of chained dollars SAAR for GDP)", False),
-        _c("tcode", "INTEGER", "McCracken-Ng transform code of the series in that vintage (ROUTPUT: 5, as GDPC1)", False),
-        _c("available_at", "TIMESTAMPTZ", "when the vintage was published, UTC (rule per source, see doc)", False),
+        _c(
+            "value",
+            "DOUBLE",
+            "observed level in the publisher's units (billions of chained dollars SAAR for GDP)",
+            False,
+        ),
+        _c(
+            "tcode",
+            "INTEGER",
+            "McCracken-Ng transform code of the series in that vintage (ROUTPUT: 5, as GDPC1)",
+            False,
+        ),
+        _c(
+            "available_at",
+            "TIMESTAMPTZ",
+            "when the vintage was published, UTC (rule per source, see doc)",
+            False,
+        ),
     ),
     partition_by=("partition_key",),
     primary_key=("source", "series_id", "vintage", "reference_period"),
@@ -865,15 +1372,33 @@ SERIES_VINTAGES = Table(
 
 ARIMA_FITS = Table(
     name="arima_fits",
-    doc="Fit cache of the auto-ARIMA baseline (App. I): every (p, q) of each distinct history's AIC grid, keyed "
-    "by the series, the exact content of the history and the estimator version, so reruns, backfills and wider "
-    "spans refit only what changed, and an estimator change invalidates every row (new version, new keys). "
-    "Coefficients are in the modelled space (log levels for log transform codes).",
+    doc=(
+        "Fit cache of the auto-ARIMA baseline (App. I): every (p, q) of each distinct history's AIC grid,"
+        " keyed by the series, the exact content of the history and the estimator version, so reruns,"
+        " backfills and wider spans refit only what changed, and an estimator change invalidates every row"
+        " (new version, new keys). Coefficients are in the modelled space (log levels for log transform"
+        " codes)."
+    ),
     grain="one row per (series_id, content_hash, p, q, estimator_version)",
     columns=(
-        _c("series_id", "VARCHAR", "modelled series: <indicator_id>:<FRED-MD/QD column or indicator id>", False),
-        _c("content_hash", "VARCHAR", "sha256 (32 hex) of the history's float64 values with d and trend", False),
-        _c("estimator_version", "VARCHAR", "estimator + engine version (changes with their code or settings)", False),
+        _c(
+            "series_id",
+            "VARCHAR",
+            "modelled series: <indicator_id>:<FRED-MD/QD column or indicator id>",
+            False,
+        ),
+        _c(
+            "content_hash",
+            "VARCHAR",
+            "sha256 (32 hex) of the history's float64 values with d and trend",
+            False,
+        ),
+        _c(
+            "estimator_version",
+            "VARCHAR",
+            "estimator + engine version (changes with their code or settings)",
+            False,
+        ),
         _c("p", "INTEGER", "AR order", False),
         _c("d", "INTEGER", "differencing order (transform code)", False),
         _c("q", "INTEGER", "MA order", False),
@@ -885,12 +1410,26 @@ ARIMA_FITS = Table(
         _c("aic", "DOUBLE", "-2 loglik + 2 (p + q + k_trend + 1) (inf if the order failed)", False),
         _c("nobs", "INTEGER", "observations in the likelihood, n - d - max(p, q+1)", False),
         _c("n", "INTEGER", "observations in the history", False),
-        _c("method", "VARCHAR", "closed_form | cold | warm | screened | failed (how the coefficients were found)", False),
+        _c(
+            "method",
+            "VARCHAR",
+            "closed_form | cold | warm | screened | failed (how the coefficients were found)",
+            False,
+        ),
         _c("converged", "BOOLEAN", "the optimizer's convergence flag (True for closed form)", False),
         _c("cold_grid", "BOOLEAN", "the whole grid of this history was also fitted from cold starts", False),
-        _c("vintage", "VARCHAR", "vintage of the first window that fitted this history (YYYY-MM; NULL for first releases)"),
+        _c(
+            "vintage",
+            "VARCHAR",
+            "vintage of the first window that fitted this history (YYYY-MM; NULL for first releases)",
+        ),
         _c("fitted_at", "TIMESTAMPTZ", "when the row was computed, UTC", False),
-        _c("available_at", "TIMESTAMPTZ", "when the history was known: the first window open that used it, UTC", False),
+        _c(
+            "available_at",
+            "TIMESTAMPTZ",
+            "when the history was known: the first window open that used it, UTC",
+            False,
+        ),
     ),
     partition_by=("series_id",),
     primary_key=("series_id", "content_hash", "p", "q", "estimator_version"),
@@ -899,5 +1438,26 @@ ARIMA_FITS = Table(
 # Later stages register their tables here too (one schema definition per table).
 
 # Registration order = the order of the README's table docs.
-for _t in (INDICATOR_CATALOG, RELEASE_CALENDAR, RELEASES, ANNOUNCEMENT_RETURNS, SURPRISE_SCALES, SURPRISE_EVENTS, NOWCASTS, SERIES_VINTAGES, ARIMA_FITS, LLM_CALLS, NOWCAST_WINDOWS, PREDICTION_MARKET_PRICES, MARKET_BETAS, MARKET_BETA_FITS, LIVEMACRO_SCORES, SCORE_DECOMPOSITIONS, RELATIVE_ERRORS, LIVEBETTING_SCORES, LIVEBETTING_BETS, *ANALYSIS_TABLES):
+for _t in (
+    INDICATOR_CATALOG,
+    RELEASE_CALENDAR,
+    RELEASES,
+    ANNOUNCEMENT_RETURNS,
+    SURPRISE_SCALES,
+    SURPRISE_EVENTS,
+    NOWCASTS,
+    SERIES_VINTAGES,
+    ARIMA_FITS,
+    LLM_CALLS,
+    NOWCAST_WINDOWS,
+    PREDICTION_MARKET_PRICES,
+    MARKET_BETAS,
+    MARKET_BETA_FITS,
+    LIVEMACRO_SCORES,
+    SCORE_DECOMPOSITIONS,
+    RELATIVE_ERRORS,
+    LIVEBETTING_SCORES,
+    LIVEBETTING_BETS,
+    *ANALYSIS_TABLES,
+):
     register(_t)

@@ -1,18 +1,27 @@
-"""External macro nowcasts (``external/<name>``) from a CSV or Parquet file, checked row by row and turned into
-``nowcasts`` rows through the forecaster contract (issue 12 item 5; DESIGN.md principle 5).
+"""External macro nowcasts (``external/<name>``) from a CSV or Parquet file, checked row by row and turned
+into ``nowcasts`` rows through the forecaster contract (issue 12 item 5; DESIGN.md principle 5).
 
 File schema (one row per nowcast; :data:`REQUIRED` columns, :data:`OPTIONAL` ones may be present):
 
 | column | meaning |
 |---|---|
-| ``indicator_id`` | catalog id (``cpi``, ``nonfarm_payrolls``, ... ``leaf-live tables``: ``indicator_catalog``) |
-| ``reference_period`` | ``YYYY-MM-DD``, first day of the reference month (of the quarter for ``real_gdp_advance``) |
-| ``issued_at`` | when the nowcast was made, ISO 8601 with an offset (``2026-03-25T04:00:00Z``); stored in UTC |
-| ``value`` | the nowcast in the catalog's reporting unit (Table 2: CPI YoY %, payrolls thousands MoM change, ...) |
-| ``unit`` | the reporting unit as the catalog spells it (``percent``, ``index``, ``thousand persons``, ``thousand units, SAAR``; the LLM parser's aliases are accepted) |
-| ``answered_at`` | optional: when the answer existed (ISO 8601 with an offset), at or after ``issued_at``; LiveBetting bets on a nowcast only from this time (default: ``issued_at``) |
-| ``run`` | optional run label (``[A-Za-z0-9._-]``, at most 64): one series per (run, indicator, reference period), like the recorded runs, one file each; rows of a run are stored under ``partition_key`` = ``<model_id>/<run>``, rows without one under ``<model_id>`` |
-| ``rationale`` | optional text (a percent value that is 1/100 of the percentage its rationale states is refused) |
+| ``indicator_id`` | catalog id (``cpi``, ``nonfarm_payrolls``, ... ``leaf-live tables``:
+``indicator_catalog``) |
+| ``reference_period`` | ``YYYY-MM-DD``, first day of the reference month (of the quarter for
+``real_gdp_advance``) |
+| ``issued_at`` | when the nowcast was made, ISO 8601 with an offset (``2026-03-25T04:00:00Z``); stored in UTC
+|
+| ``value`` | the nowcast in the catalog's reporting unit (Table 2: CPI YoY %, payrolls thousands MoM change,
+...) |
+| ``unit`` | the reporting unit as the catalog spells it (``percent``, ``index``, ``thousand persons``,
+``thousand units, SAAR``; the LLM parser's aliases are accepted) |
+| ``answered_at`` | optional: when the answer existed (ISO 8601 with an offset), at or after ``issued_at``;
+LiveBetting bets on a nowcast only from this time (default: ``issued_at``) |
+| ``run`` | optional run label (``[A-Za-z0-9._-]``, at most 64): one series per (run, indicator, reference
+period), like the recorded runs, one file each; rows of a run are stored under ``partition_key`` =
+``<model_id>/<run>``, rows without one under ``<model_id>`` |
+| ``rationale`` | optional text (a percent value that is 1/100 of the percentage its rationale states is
+refused) |
 
 Rules (every failing row is named with its reason, and nothing is stored):
 
@@ -66,7 +75,9 @@ OPTIONAL = ("answered_at", "run", "rationale")
 _RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataFrame, *, now: datetime) -> pl.DataFrame:
+def check_macro_submission(
+    sub: SubmissionFile, model_id: str, windows: pl.DataFrame, *, now: datetime
+) -> pl.DataFrame:
     """The ``nowcasts`` rows (producer NULL, ``partition_key`` = ``model_id`` or ``model_id/run``) of a read
     submission file, or
     :class:`leaf_live.core.submissions.SubmissionError` listing every rejected row (module doc for the rules).
@@ -74,7 +85,10 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
     ``windows``: the store's ``nowcast_windows`` (``indicator_id, reference_period, closes_at``); ``now``: the
     submission time (tz-aware UTC)."""
     require_columns(windows, ("indicator_id", "reference_period", "closes_at"), "nowcast_windows")
-    closes = {(r[0], r[1]): r[2] for r in windows.select("indicator_id", "reference_period", "closes_at").iter_rows()}
+    closes = {
+        (r[0], r[1]): r[2]
+        for r in windows.select("indicator_id", "reference_period", "closes_at").iter_rows()
+    }
     chk = RowChecker()
     good: dict[int, dict] = {}
     keys: dict[int, tuple] = {}
@@ -82,7 +96,9 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
     for i, r in enumerate(sub.rows, start=1):
         iid = chk.cell(i, "indicator_id", r.get("indicator_id"), parse_text)
         if iid is not None and iid not in INDICATOR_IDS:
-            chk.reject(i, "indicator_id", iid, f"unknown indicator; expected one of {', '.join(INDICATOR_IDS)}")
+            chk.reject(
+                i, "indicator_id", iid, f"unknown indicator; expected one of {', '.join(INDICATOR_IDS)}"
+            )
             iid = None
         period = chk.cell(i, "reference_period", r.get("reference_period"), parse_date)
         if iid is not None and period is not None:
@@ -93,17 +109,30 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
                 period = None
         issued = chk.cell(i, "issued_at", r.get("issued_at"), parse_timestamp)
         if issued is not None and issued > now:
-            chk.reject(i, "issued_at", r.get("issued_at"), f"in the future: after the submission time {now:%Y-%m-%dT%H:%M:%SZ}")
+            chk.reject(
+                i,
+                "issued_at",
+                r.get("issued_at"),
+                f"in the future: after the submission time {now:%Y-%m-%dT%H:%M:%SZ}",
+            )
             issued = None
         answered = None
         if optional(r.get("answered_at")):
             answered = chk.cell(i, "answered_at", r.get("answered_at"), parse_timestamp)
             if answered is not None and issued is not None and answered < issued:
-                chk.reject(i, "answered_at", r.get("answered_at"), "before issued_at: an answer cannot exist before it "
-                           "was asked for")
+                chk.reject(
+                    i,
+                    "answered_at",
+                    r.get("answered_at"),
+                    "before issued_at: an answer cannot exist before it was asked for",
+                )
             elif answered is not None and answered > now:
-                chk.reject(i, "answered_at", r.get("answered_at"), f"in the future: after the submission time "
-                           f"{now:%Y-%m-%dT%H:%M:%SZ}")
+                chk.reject(
+                    i,
+                    "answered_at",
+                    r.get("answered_at"),
+                    f"in the future: after the submission time {now:%Y-%m-%dT%H:%M:%SZ}",
+                )
         value = chk.cell(i, "value", r.get("value"), parse_number)
         run = None
         if optional(r.get("run")):
@@ -119,36 +148,66 @@ def check_macro_submission(sub: SubmissionFile, model_id: str, windows: pl.DataF
             given = unit.strip() if isinstance(unit, str) and unit.strip() else None
             res = check_reported_value(iid, value, given, rationale)
             if not res.valid:
-                field = "unit" if res.invalid_reason.split(":")[0] in ("missing_unit", "wrong_unit") else "value"
+                field = (
+                    "unit" if res.invalid_reason.split(":")[0] in ("missing_unit", "wrong_unit") else "value"
+                )
                 chk.reject(i, field, unit if field == "unit" else r.get("value"), res.invalid_reason)
                 value = None
         if iid is not None and period is not None:
             close = closes.get((iid, period))
             if close is None:
-                chk.reject(i, "reference_period", r.get("reference_period"),
-                           f"unknown target: no release window of {iid} for {period} in the store (a release that is "
-                           "neither stored nor scheduled cannot be scored)")
+                chk.reject(
+                    i,
+                    "reference_period",
+                    r.get("reference_period"),
+                    f"unknown target: no release window of {iid} for {period} in the store (a release that is"
+                    " neither stored nor scheduled cannot be scored)",
+                )
             elif issued is not None and issued >= close:
-                chk.reject(i, "issued_at", r.get("issued_at"),
-                           f"issued at or after the release of {iid} {period} at {close:%Y-%m-%dT%H:%M:%SZ}: never scored")
+                chk.reject(
+                    i,
+                    "issued_at",
+                    r.get("issued_at"),
+                    f"issued at or after the release of {iid} {period} at {close:%Y-%m-%dT%H:%M:%SZ}: never"
+                    " scored",
+                )
                 issued = None
         if iid is not None and period is not None and issued is not None:
             keys[i] = (run, iid, period, issued)
             shown[i] = f"{iid} {period} {issued:%Y-%m-%dT%H:%M:%SZ}" + (f" run {run}" if run else "")
         if None not in (iid, period, issued, value):
-            good[i] = {"partition_key": model_id if run is None else f"{model_id}/{run}", "indicator_id": iid,
-                       "reference_period": period, "issued_at": issued, "answered_at": answered or issued,
-                       "value": value, "rationale": rationale}
+            good[i] = {
+                "partition_key": model_id if run is None else f"{model_id}/{run}",
+                "indicator_id": iid,
+                "reference_period": period,
+                "issued_at": issued,
+                "answered_at": answered or issued,
+                "value": value,
+                "rationale": rationale,
+            }
     chk.duplicates(keys, "run, indicator_id, reference_period, issued_at", shown)
     _unit_slips(chk, good, sub)
     chk.raise_if_any(sub)
     rows = [good[i] for i in sorted(good)]
-    frame = pl.DataFrame(rows, schema={"partition_key": pl.Utf8, "indicator_id": pl.Utf8, "reference_period": pl.Date,
-                                       "issued_at": pl.Datetime("us", "UTC"), "answered_at": pl.Datetime("us", "UTC"),
-                                       "value": pl.Float64, "rationale": pl.Utf8})
-    return build_nowcasts(frame.with_columns(
-        pl.lit(model_id).alias("model_id"), pl.lit(True).alias("valid"),
-        pl.lit(f"submission:{sub.sha256[:16]}").alias("raw_response_id")))
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "partition_key": pl.Utf8,
+            "indicator_id": pl.Utf8,
+            "reference_period": pl.Date,
+            "issued_at": pl.Datetime("us", "UTC"),
+            "answered_at": pl.Datetime("us", "UTC"),
+            "value": pl.Float64,
+            "rationale": pl.Utf8,
+        },
+    )
+    return build_nowcasts(
+        frame.with_columns(
+            pl.lit(model_id).alias("model_id"),
+            pl.lit(True).alias("valid"),
+            pl.lit(f"submission:{sub.sha256[:16]}").alias("raw_response_id"),
+        )
+    )
 
 
 def _unit_slips(chk: RowChecker, good: dict[int, dict], sub: SubmissionFile) -> None:

@@ -17,7 +17,13 @@ from typing import Any
 import polars as pl
 
 from leaf_live.core.pit import (
-    ET, UTC, et_month_key, first_per_period, flag_at_or_after, require_columns, require_tz_aware,
+    ET,
+    UTC,
+    et_month_key,
+    first_per_period,
+    flag_at_or_after,
+    require_columns,
+    require_tz_aware,
 )
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.macro.catalog import get_indicator
@@ -36,7 +42,9 @@ def target_month(indicator_id: str, reference_period: date) -> date:
     not the first day of a month (of a quarter for quarterly indicators)."""
     ind = get_indicator(indicator_id)
     if reference_period.day != 1:
-        raise WindowError(f"{indicator_id}: reference_period {reference_period} is not the first day of a month")
+        raise WindowError(
+            f"{indicator_id}: reference_period {reference_period} is not the first day of a month"
+        )
     if ind.frequency == "quarterly":
         if reference_period.month not in (1, 4, 7, 10):
             raise WindowError(
@@ -88,7 +96,9 @@ def nowcast_windows(releases: pl.DataFrame, *, open_day: int = OPEN_DAY) -> pl.D
         except KeyError as exc:
             raise WindowError(f"releases row {i}, field indicator_id={ind_id!r}: {exc}") from None
         if ref is None or rel is None:
-            raise WindowError(f"releases row {i}: reference_period={ref!r}, release_at={rel!r} must both be set")
+            raise WindowError(
+                f"releases row {i}: reference_period={ref!r}, release_at={rel!r} must both be set"
+            )
         key = (ind_id, ref)
         if key in seen:
             raise WindowError(
@@ -104,8 +114,8 @@ def nowcast_windows(releases: pl.DataFrame, *, open_day: int = OPEN_DAY) -> pl.D
         closes_at = rel.astimezone(UTC)
         if closes_at <= opens_at:
             raise WindowError(
-                f"releases row {i}, field release_at={closes_at.isoformat()}: {ind_id} {ref} is released at or "
-                f"before its window opens ({opens_at.isoformat()})"
+                f"releases row {i}, field release_at={closes_at.isoformat()}: {ind_id} {ref} is released at"
+                f" or before its window opens ({opens_at.isoformat()})"
             )
         rel_et = closes_at.astimezone(ET)
         rows.append(
@@ -133,20 +143,23 @@ def nowcast_windows(releases: pl.DataFrame, *, open_day: int = OPEN_DAY) -> pl.D
 def scheduled_releases(calendar: pl.DataFrame, releases: pl.DataFrame) -> pl.DataFrame:
     """Scheduled first releases that have not landed: what a live window closes on before its value exists.
 
-    ``calendar`` is a ``release_calendar`` frame; a row without ``actual`` is scheduled, not released (the live
-    calendar's empty A). ``releases`` holds the stored first releases (``indicator_id``, ``reference_period``).
-    Returns ``indicator_id``, ``reference_period``, ``release_at`` for every (indicator, period) that has a
-    scheduled row with a reference period, is not a source-marked revision, and has no stored first release:
-    the earliest scheduled row per period (so a GDP period whose advance estimate has landed gets no window
-    from its second estimate; LiveMacroEval App. K.1's first-release rule). Feed the result, stacked on the
-    first releases, to :func:`nowcast_windows`. Raises :class:`WindowError` naming a missing column."""
+    ``calendar`` is a ``release_calendar`` frame; a row without ``actual`` is scheduled, not released (the
+    live calendar's empty A). ``releases`` holds the stored first releases (``indicator_id``,
+    ``reference_period``). Returns ``indicator_id``, ``reference_period``, ``release_at`` for every
+    (indicator, period) that has a scheduled row with a reference period, is not a source-marked revision, and
+    has no stored first release: the earliest scheduled row per period (so a GDP period whose advance estimate
+    has landed gets no window from its second estimate; LiveMacroEval App. K.1's first-release rule). Feed the
+    result, stacked on the first releases, to :func:`nowcast_windows`. Raises :class:`WindowError` naming a
+    missing column."""
     need = ("indicator_id", "reference_period", "release_at", "actual", "marked_revision")
     require_columns(calendar, need, "release_calendar", WindowError)
     require_columns(releases, ("indicator_id", "reference_period"), "releases", WindowError)
     keys = ["indicator_id", "reference_period"]
-    due = (calendar.filter(pl.col("actual").is_null() & pl.col("reference_period").is_not_null()
-                           & ~pl.col("marked_revision").fill_null(False))
-           .join(releases.select(keys).unique(), on=keys, how="anti"))
+    due = calendar.filter(
+        pl.col("actual").is_null()
+        & pl.col("reference_period").is_not_null()
+        & ~pl.col("marked_revision").fill_null(False)
+    ).join(releases.select(keys).unique(), on=keys, how="anti")
     return first_per_period(due, keys).select(*keys, "release_at")
 
 
@@ -190,8 +203,10 @@ def mark_after_release(nowcasts: pl.DataFrame, windows: pl.DataFrame) -> pl.Data
     dup = w.group_by("indicator_id", "reference_period").len().filter(pl.col("len") > 1)
     if dup.height:
         raise WindowError(f"windows: more than one window for {dup.row(0)[:2]}")
-    base = nowcasts if "after_release" in nowcasts.columns else nowcasts.with_columns(
-        pl.lit(False).alias("after_release")
+    base = (
+        nowcasts
+        if "after_release" in nowcasts.columns
+        else nowcasts.with_columns(pl.lit(False).alias("after_release"))
     )
     out = base.with_row_index("_row").join(w, on=["indicator_id", "reference_period"], how="left")
     out = out.with_columns(

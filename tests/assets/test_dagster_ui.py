@@ -4,7 +4,7 @@ page, release months declared in America/New_York."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -12,9 +12,9 @@ from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunSta
 
 from assets.common import RELEASE_MONTHS, asset_tables, table_writers
 from leaf_live.core import storage
-from leaf_live.macro import schemas as macro_schemas
-from leaf_live.event import schemas as event_schemas
 from leaf_live.definitions import ALL_ASSETS, MAIN_JOB, defs
+from leaf_live.event import schemas as event_schemas
+from leaf_live.macro import schemas as macro_schemas
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +27,19 @@ def instance(main_run):
 @pytest.fixture(scope="module")
 def run(instance):
     runs = instance.get_runs()
-    # the event track's runs of its three jobs (the questions, one per day range, the forecasts and scores), then
-    # one run of the main job, not __ephemeral_asset_job__ (its figures and site read both tracks)
+    # the event track's runs of its three jobs (the questions, one per day range, the forecasts and scores),
+    # then one run of the main job, not __ephemeral_asset_job__ (its figures and site read both tracks)
     names = [r.job_name for r in reversed(runs)]
     assert names[-1] == MAIN_JOB and names.count(MAIN_JOB) == 1
-    assert names[:-1] == ["leaf_live_event_questions", *["leaf_live_event_days"] * (len(names) - 3),
-                          "leaf_live_event_scores"] and len(names) >= 4
+    assert (
+        names[:-1]
+        == [
+            "leaf_live_event_questions",
+            *["leaf_live_event_days"] * (len(names) - 3),
+            "leaf_live_event_scores",
+        ]
+        and len(names) >= 4
+    )
     return next(r for r in runs if r.job_name == MAIN_JOB)
 
 
@@ -48,8 +55,14 @@ def test_the_cli_run_is_recorded_under_the_main_job(run, instance):
         assert rec is not None and rec.run_id == run.run_id, key.to_user_string()
 
 
-@pytest.mark.parametrize("asset, table", [("releases", "releases"), ("surprise_events", "surprise_events"),
-                                          ("nowcast_windows", "nowcast_windows")])
+@pytest.mark.parametrize(
+    "asset, table",
+    [
+        ("releases", "releases"),
+        ("surprise_events", "surprise_events"),
+        ("nowcast_windows", "nowcast_windows"),
+    ],
+)
 def test_each_month_carries_its_own_row_count(instance, run, main_run, asset, table):
     con = storage.connect_read_only(main_run["db"])
     try:
@@ -58,7 +71,8 @@ def test_each_month_carries_its_own_row_count(instance, run, main_run, asset, ta
         con.close()
     months = ["2010-01", "2020-06", "2025-11", "2026-05"]
     recs = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey(asset), asset_partitions=months), limit=10).records
+        AssetRecordsFilter(asset_key=AssetKey(asset), asset_partitions=months), limit=10
+    ).records
     got = {r.partition_key: r.asset_materialization.metadata for r in recs if r.run_id == run.run_id}
     assert sorted(got) == months
     for month, meta in got.items():
@@ -72,14 +86,18 @@ def _schema_rows(schema) -> list[tuple]:
     return [(c.name, c.type, c.constraints.nullable) for c in schema.columns]
 
 
-# Assets that write files, not tables: the figures and the site (their pages show the figures and files instead).
+# Assets that write files, not tables: the figures and the site (their pages show the figures and files
+# instead).
 FILE_ASSETS = {AssetKey("report_figures"), AssetKey("leaderboard_site")}
 
 
 def test_every_asset_page_shows_its_column_schema(main_run):
     graph = defs.resolve_asset_graph()
-    tableless = {k for k in graph.get_all_asset_keys()
-                 if "dbt" not in graph.get(k).kinds and not asset_tables(graph.get(k).metadata)}
+    tableless = {
+        k
+        for k in graph.get_all_asset_keys()
+        if "dbt" not in graph.get(k).kinds and not asset_tables(graph.get(k).metadata)
+    }
     assert tableless == FILE_ASSETS  # every other asset owns a table and shows its schema
     con = storage.connect_read_only(main_run["db"])
     try:
@@ -89,7 +107,8 @@ def test_every_asset_page_shows_its_column_schema(main_run):
             assert schema is not None, f"{key.to_user_string()} has no column schema"
             described = con.execute(
                 "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? "
-                "ORDER BY ordinal_position", [key.path[-1] if "dbt" in node.kinds else asset_tables(node.metadata)[0]],
+                "ORDER BY ordinal_position",
+                [key.path[-1] if "dbt" in node.kinds else asset_tables(node.metadata)[0]],
             ).fetchall()
             if "dbt" in node.kinds:
                 # dbt models: the enforced contract's columns, the view's actual columns and types
@@ -108,27 +127,39 @@ def test_every_registered_table_has_its_writer_and_multi_table_assets_show_each_
     macro_tables = {v.name for v in vars(macro_schemas).values() if isinstance(v, storage.Table)}
     assert len(macro_tables) >= 17 and macro_tables <= set(writers)
     event_tables = {v.name for v in vars(event_schemas).values() if isinstance(v, storage.Table)}
-    assert len(event_tables) >= 20 and event_tables <= set(writers)  # the agents and analyses included (issue 11)
+    assert len(event_tables) >= 20 and event_tables <= set(
+        writers
+    )  # the agents and analyses included (issue 11)
     assert {k.to_user_string() for k in writers["leaf_forecasts"]} == {"leaf_forecasts", "leaf_llm_forecasts"}
-    assert {k.to_user_string() for k in writers["retrieved_events"]} == {"retrieved_events", "recorded_events"}
+    assert {k.to_user_string() for k in writers["retrieved_events"]} == {
+        "retrieved_events",
+        "recorded_events",
+    }
     assert {k.to_user_string() for k in writers["nowcasts"]} == {
-        "recorded_nowcasts", "comparator_nowcasts", "arima_nowcasts", "llm_nowcasts"}
+        "recorded_nowcasts",
+        "comparator_nowcasts",
+        "arima_nowcasts",
+        "llm_nowcasts",
+    }
     node = defs.resolve_asset_graph().get(AssetKey("market_betas"))
     assert asset_tables(node.metadata) == ["market_betas", "market_beta_fits"]
     fits = storage.get_table("market_beta_fits")
     assert _schema_rows(node.metadata["columns of market_beta_fits"]) == [
-        (c.name, c.type, c.nullable) for c in fits.columns]
+        (c.name, c.type, c.nullable) for c in fits.columns
+    ]
 
 
 def test_release_months_are_new_york_months_with_yyyy_mm_keys():
     assert RELEASE_MONTHS.timezone == "America/New_York"
     assert str(RELEASE_MONTHS).startswith("Monthly, starting 2010-01 America/New_York")
-    keys = RELEASE_MONTHS.get_partition_keys(current_time=datetime(2026, 5, 31, 12, tzinfo=timezone.utc))
-    assert keys[0] == "2010-01" and keys[-1] == "2026-05" and len(keys) == 197  # end_offset=1: the open month too
+    keys = RELEASE_MONTHS.get_partition_keys(current_time=datetime(2026, 5, 31, 12, tzinfo=UTC))
+    assert (
+        keys[0] == "2010-01" and keys[-1] == "2026-05" and len(keys) == 197
+    )  # end_offset=1: the open month too
     w = RELEASE_MONTHS.time_window_for_partition_key("2024-03")
     et = ZoneInfo("America/New_York")
     assert w.start == datetime(2024, 3, 1, tzinfo=et) and w.end == datetime(2024, 4, 1, tzinfo=et)
-    assert w.start.astimezone(timezone.utc) == datetime(2024, 3, 1, 5, tzinfo=timezone.utc)  # EST, UTC-5
+    assert w.start.astimezone(UTC) == datetime(2024, 3, 1, 5, tzinfo=UTC)  # EST, UTC-5
     # 30 Apr 2026 22:00 in New York is already May in UTC: the open release month is still April
-    late_april = datetime(2026, 5, 1, 2, tzinfo=timezone.utc)
+    late_april = datetime(2026, 5, 1, 2, tzinfo=UTC)
     assert RELEASE_MONTHS.get_partition_keys(current_time=late_april)[-1] == "2026-04"

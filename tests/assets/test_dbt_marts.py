@@ -26,7 +26,7 @@ MODELS = ("stg_releases", "stg_models", "leaderboard")
 
 # Loaded by every Python process started with this directory on PYTHONPATH (dbt is one): any name lookup or
 # connection off the loopback is logged to $LEAF_LIVE_NET_LOG and refused.
-GUARD = '''
+GUARD = """
 import os, socket
 _LOG = os.environ["LEAF_LIVE_NET_LOG"]
 _LOCAL = (None, "localhost", "127.0.0.1", "::1")
@@ -44,7 +44,7 @@ def connect(self, address):
         _refuse(f"connect {address}")
     return _connect(self, address)
 socket.getaddrinfo, socket.socket.connect = getaddrinfo, connect
-'''
+"""
 
 
 @pytest.fixture()
@@ -101,8 +101,10 @@ def test_dbt_build_ran_in_the_main_job_and_every_dbt_test_passed(main_run):
         run = inst.get_runs(RunsFilter(job_name=MAIN_JOB))[0]  # the event track's runs follow it
         graph = defs.resolve_asset_graph()
         dbt_checks = {c for c in graph.asset_check_keys if c.asset_key in {AssetKey(m) for m in MODELS}}
-        evals = [e.dagster_event.event_specific_data
-                 for e in inst.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)]
+        evals = [
+            e.dagster_event.event_specific_data
+            for e in inst.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+        ]
         ran = {e.asset_check_key: e.passed for e in evals if e.asset_check_key in dbt_checks}
         assert len(dbt_checks) == 32 and set(ran) == dbt_checks and all(ran.values())
     finally:
@@ -117,12 +119,21 @@ def test_the_leaderboard_mart_ranks_on_the_common_event_set(mart):
     # rank = 1 + compared models with a strictly higher score on the board's common event set (ties share a
     # rank); a model not compared on that board (too few events in common) has no rank
     compared = scores.filter(pl.col("common_rank").is_not_null()).rename({"partition_key": "leaderboard"})
-    want = (compared.with_columns(pl.col("common_score").rank("min", descending=True).over(grain).cast(pl.Int32)
-                                  .alias("rank"))
-            .select(*grain, "model_id", "rank").sort(*grain, "model_id"))
-    got = board.filter(pl.col("rank").is_not_null()).select(*grain, "model_id", "rank").sort(*grain, "model_id")
+    want = (
+        compared.with_columns(
+            pl.col("common_score").rank("min", descending=True).over(grain).cast(pl.Int32).alias("rank")
+        )
+        .select(*grain, "model_id", "rank")
+        .sort(*grain, "model_id")
+    )
+    got = (
+        board.filter(pl.col("rank").is_not_null()).select(*grain, "model_id", "rank").sort(*grain, "model_id")
+    )
     assert got.equals(want) and got.height > 0
-    assert board.filter(pl.col("rank").is_null())["n_events_common"].null_count() == board.filter(pl.col("rank").is_null()).height
+    assert (
+        board.filter(pl.col("rank").is_null())["n_events_common"].null_count()
+        == board.filter(pl.col("rank").is_null()).height
+    )
     # every compared model of a board is scored on the same number of events
     assert (compared.group_by(grain).agg(pl.col("n_events_common").n_unique())["n_events_common"] == 1).all()
     fits = dict(mart.execute("SELECT fit_id, fit_name FROM market_beta_fits").fetchall())
@@ -131,11 +142,19 @@ def test_the_leaderboard_mart_ranks_on_the_common_event_set(mart):
 
 
 def test_stg_models_counts_each_model_in_nowcasts(mart):
-    got = {r[0]: r[1:] for r in mart.execute(
-        "SELECT model_id, model_family, n_nowcasts, n_scorable FROM stg_models").fetchall()}
-    want = {r[0]: r[1:] for r in mart.execute(
-        "SELECT model_id, count(*), count(*) FILTER (WHERE valid AND NOT after_release) FROM nowcasts GROUP BY 1"
-    ).fetchall()}
+    got = {
+        r[0]: r[1:]
+        for r in mart.execute(
+            "SELECT model_id, model_family, n_nowcasts, n_scorable FROM stg_models"
+        ).fetchall()
+    }
+    want = {
+        r[0]: r[1:]
+        for r in mart.execute(
+            "SELECT model_id, count(*), count(*) FILTER (WHERE valid AND NOT after_release) FROM nowcasts"
+            " GROUP BY 1"
+        ).fetchall()
+    }
     assert {m: g[1:] for m, g in got.items()} == want
     assert got["openai/gpt-5-search-api@single"][0] == "llm" and got["fed/gdpnow"][0] == "fed"
     assert got["baseline/auto-arima"][0] == "baseline"
@@ -152,10 +171,14 @@ def test_dbt_build_is_offline_and_a_failing_dbt_test_fails_its_check(main_run, t
     con = storage.connect(db)
     con.execute("INSERT INTO nowcasts SELECT * REPLACE ('mystery-model' AS model_id) FROM nowcasts LIMIT 1")
     con.close()
-    res = materialize([dbt_marts], resources=resources, instance=DagsterInstance.ephemeral(), raise_on_error=False)
+    res = materialize(
+        [dbt_marts], resources=resources, instance=DagsterInstance.ephemeral(), raise_on_error=False
+    )
     assert not res.success
     failed = {e.check_name for e in res.get_asset_check_evaluations() if not e.passed}
-    assert failed == {"accepted_values_stg_models_model_family__llm__baseline__consensus__fed__market__external"}
+    assert failed == {
+        "accepted_values_stg_models_model_family__llm__baseline__consensus__fed__market__external"
+    }
     assert offline.read_text() == ""
 
 
@@ -178,5 +201,7 @@ def test_the_manifest_is_parsed_offline_and_again_only_when_the_project_changes(
     assert node["raw_code"].rstrip().endswith("-- changed")
     assert offline.read_text() == ""
     # the guard is real: `dbt --version` (what dagster-dbt runs by default) asks PyPI, and is refused
-    out = subprocess.run([str(Path(sys.executable).parent / "dbt"), "--version"], capture_output=True, text=True)
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "dbt"), "--version"], capture_output=True, text=True
+    )
     assert "pypi.org" in offline.read_text(), out.stdout

@@ -34,8 +34,10 @@ def test_rerun_reuses_every_cached_grid_and_writes_the_same_nowcasts(main_run, s
     per_grid = fits.group_by("series_id", "content_hash").len()
     assert set(per_grid["len"]) <= {52, 1} and per_grid.filter(pl.col("len") == 52).height > 0
     result = materialize(
-        [arima_nowcasts], resources=default_resources(db=db, snapshot=snapshot_dir),
-        instance=DagsterInstance.ephemeral(), partition_key="2025-11",
+        [arima_nowcasts],
+        resources=default_resources(db=db, snapshot=snapshot_dir),
+        instance=DagsterInstance.ephemeral(),
+        partition_key="2025-11",
         run_config={"ops": {"arima_nowcasts": {"config": {"first_month": "2025-10", "workers": 1}}}},
     )
     meta = result.asset_materializations_for_node("arima_nowcasts")[0].metadata

@@ -5,18 +5,21 @@ past hours are refused; with no model configured the asset says so and writes no
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 from dagster import DagsterInstance, materialize
+from llm_wire_server import (
+    WireReply,
+    WireRequest,
+    reply_ok,
+)  # noqa: F401 (fixtures)
 
 from assets.macro_nowcasts import llm_nowcasts
 from leaf_live.core import storage
 from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator, indicators_in_group
-from llm_wire_server import WireReply, WireRequest, provider_env, reply_ok, wire_server  # noqa: F401 (fixtures)
 from resources import default_resources
 
-UTC = timezone.utc
 MODEL = "openai/gpt-5-search-api@single"
 
 
@@ -26,20 +29,34 @@ def _windows(hour: datetime) -> pl.DataFrame:
     target = date(hour.year, hour.month, 1) - timedelta(days=1)
     rows = []
     for i in INDICATOR_IDS:
-        ref = date(target.year, 3 * ((target.month - 1) // 3) + 1, 1) if i == "real_gdp_advance" else target.replace(day=1)
-        rows.append({
-            "partition_key": f"{closes:%Y-%m}", "indicator_id": i, "reference_period": ref,
-            "target_month": target.replace(day=1), "opens_at": opens, "closes_at": closes,
-            "release_time_et": "08:30", "prompt_group": get_indicator(i).prompt_group, "n_issue_hours": 360,
-            "available_at": opens,
-        })
+        ref = (
+            date(target.year, 3 * ((target.month - 1) // 3) + 1, 1)
+            if i == "real_gdp_advance"
+            else target.replace(day=1)
+        )
+        rows.append(
+            {
+                "partition_key": f"{closes:%Y-%m}",
+                "indicator_id": i,
+                "reference_period": ref,
+                "target_month": target.replace(day=1),
+                "opens_at": opens,
+                "closes_at": closes,
+                "release_time_et": "08:30",
+                "prompt_group": get_indicator(i).prompt_group,
+                "n_issue_hours": 360,
+                "available_at": opens,
+            }
+        )
     return storage.conform("nowcast_windows", pl.DataFrame(rows))
 
 
 def _answer(req: WireRequest) -> WireReply:
     values = {i: get_indicator(i).guardrail for i in indicators_in_group(req.group)}
-    body = {i: {"value": round((g.lo + g.hi) / 2 if g.lo > 0 else 1.5, 1), "unit": get_indicator(i).unit}
-            for i, g in values.items()}
+    body = {
+        i: {"value": round((g.lo + g.hi) / 2 if g.lo > 0 else 1.5, 1), "unit": get_indicator(i).unit}
+        for i, g in values.items()
+    }
     return reply_ok(req, json.dumps(body))
 
 
@@ -71,7 +88,11 @@ def test_current_hour_nowcasts_every_open_window(tmp_path, wire_server, provider
     finally:
         con.close()
     # one call per prompt group, both answered; 16 nowcasts, all valid, issued within this hour's run
-    assert calls.height == 2 and set(calls["status"]) == {"ok"} and set(calls["prompt_group"]) == {"output_core", "demand_sectoral"}
+    assert (
+        calls.height == 2
+        and set(calls["status"]) == {"ok"}
+        and set(calls["prompt_group"]) == {"output_core", "demand_sectoral"}
+    )
     assert nc.height == 16 and nc["valid"].all() and set(nc["indicator_id"]) == set(INDICATOR_IDS)
     assert set(nc["model_id"]) == {MODEL} and set(nc["producer"]) == {"llm_nowcasts"}
     assert not nc["after_release"].any()

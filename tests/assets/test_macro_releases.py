@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance, materialize
 
+from assets.macro_releases import MACRO_RELEASE_ASSETS
 from leaf_live.core import storage
 from leaf_live.definitions import defs
-from assets.macro_releases import MACRO_RELEASE_ASSETS
 from resources import default_resources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,9 @@ def test_malformed_partition_fails_and_keeps_previous_rows(tmp_path, built_db, s
     result = _materialize(db, snap, "2015-03", raise_on_error=False)
     assert not result.success
     msg = "\n".join(
-        e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure and e.step_failure_data
+        e.step_failure_data.error.to_string()
+        for e in result.all_events
+        if e.is_step_failure and e.step_failure_data
     )
     assert str(target.name) in msg and f"row {row}" in msg and field in msg, msg
     assert {t: _counts(db, t) for t in before} == before

@@ -1,5 +1,5 @@
-"""One-line CLI errors checked before any work starts (issue 12 item 6): each case asserts the exact line, the exit
-status, and that no Dagster run was started."""
+"""One-line CLI errors checked before any work starts (issue 12 item 6): each case asserts the exact line, the
+exit status, and that no Dagster run was started."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from leaf_live.core import storage
 from tests.conftest import dagster_home
 
 HOLD = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); sys.stdin.readline()"
-HOLD_BRIEFLY = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(1.5); "
-                "c.close(); sys.stdin.readline()")
+HOLD_BRIEFLY = (
+    "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(1.5); "
+    "c.close(); sys.stdin.readline()"
+)
 
 
 class Holder:
@@ -74,22 +76,29 @@ def test_run_db_errors_are_one_line(tmp_path, capsys, snapshot_dir, instance_hom
     assert not target.exists() and no_run_started()
 
 
-def test_a_second_writer_is_told_which_process_holds_the_database(tmp_path, capsys, snapshot_dir, instance_home):
+def test_a_second_writer_is_told_which_process_holds_the_database(
+    tmp_path, capsys, snapshot_dir, instance_home
+):
     db = tmp_path / "store.duckdb"
     storage.connect(db).close()
     holder = Holder(db)
     try:
         rc, out, err = run_cli(capsys, "run", "--db", str(db), "--snapshot", str(snapshot_dir))
         assert (rc, out) == (1, "")
-        assert err == (f"leaf-live run: {db} is held by another process, PID {holder.proc.pid} ({holder.command}): "
-                       "DuckDB allows one writing process at a time; try again when it finishes\n")
+        assert (
+            err
+            == f"leaf-live run: {db} is held by another process, PID {holder.proc.pid} ({holder.command}): "
+            "DuckDB allows one writing process at a time; try again when it finishes\n"
+        )
         # a reader retries for --wait seconds, then says who writes
         t0 = time.monotonic()
         rc, out, err = run_cli(capsys, "sql", "SELECT 1", "--db", str(db), "--wait", "1")
         assert time.monotonic() - t0 >= 1.0
         assert (rc, out) == (1, "")
-        assert err == (f"leaf-live sql: {db} is being written by another process, PID {holder.proc.pid} "
-                       f"({holder.command}); waited 1 s: try again when it finishes\n")
+        assert (
+            err == f"leaf-live sql: {db} is being written by another process, PID {holder.proc.pid} "
+            f"({holder.command}); waited 1 s: try again when it finishes\n"
+        )
     finally:
         holder.close()
     assert no_run_started()
@@ -100,7 +109,9 @@ def test_a_reader_waits_for_a_short_write_and_then_reads(tmp_path, capsys):
     storage.connect(db).close()
     holder = Holder(db, HOLD_BRIEFLY)  # releases the file 1.5 s after it is ready
     try:
-        rc, out, err = run_cli(capsys, "sql", "SELECT 42 AS answer", "--db", str(db), "--format", "csv", "--wait", "20")
+        rc, out, err = run_cli(
+            capsys, "sql", "SELECT 42 AS answer", "--db", str(db), "--format", "csv", "--wait", "20"
+        )
         assert (rc, out, err) == (0, "answer\n42\n", "")
     finally:
         holder.close()
@@ -113,9 +124,15 @@ def test_snapshot_errors_never_switch_to_live(tmp_path, capsys, monkeypatch, ins
     monkeypatch.setenv("LEAF_LIVE_SNAPSHOT", str(tmp_path / "gone"))
     monkeypatch.delenv("LEAF_LIVE_TRANSPORT", raising=False)
     rc, out, err = run_cli(capsys, "run", "--db", db)
-    assert (rc, out, err) == (1, "", f"leaf-live run: LEAF_LIVE_SNAPSHOT={tmp_path / 'gone'}: snapshot directory does "
-                                     "not exist; set LEAF_LIVE_SNAPSHOT to the recorded data (e.g. ../shared/data) or "
-                                     "use LEAF_LIVE_TRANSPORT=live\n")
+    assert (rc, out, err) == (
+        1,
+        "",
+        (
+            f"leaf-live run: LEAF_LIVE_SNAPSHOT={tmp_path / 'gone'}: snapshot directory does "
+            "not exist; set LEAF_LIVE_SNAPSHOT to the recorded data (e.g. ../shared/data) or "
+            "use LEAF_LIVE_TRANSPORT=live\n"
+        ),
+    )
     # neither the working directory nor the checkout has ../shared/data: one line, not a silent live run
     monkeypatch.delenv("LEAF_LIVE_SNAPSHOT")
     elsewhere = tmp_path / "elsewhere"
@@ -124,10 +141,16 @@ def test_snapshot_errors_never_switch_to_live(tmp_path, capsys, monkeypatch, ins
     fake = tmp_path / "checkout" / settings_mod.DEFAULT_SNAPSHOT
     monkeypatch.setattr(settings_mod, "CHECKOUT_SNAPSHOT", fake)
     rc, out, err = run_cli(capsys, "run", "--db", db)
-    assert (rc, out, err) == (1, "", f"leaf-live run: no snapshot directory: ../shared/data does not exist from the "
-                                     f"working directory {elsewhere} nor from the checkout {tmp_path / 'checkout'}; "
-                                     "pass --snapshot DIR or set LEAF_LIVE_SNAPSHOT, or set LEAF_LIVE_TRANSPORT=live "
-                                     "to read the live services\n")
+    assert (rc, out, err) == (
+        1,
+        "",
+        (
+            "leaf-live run: no snapshot directory: ../shared/data does not exist from the "
+            f"working directory {elsewhere} nor from the checkout {tmp_path / 'checkout'}; "
+            "pass --snapshot DIR or set LEAF_LIVE_SNAPSHOT, or set LEAF_LIVE_TRANSPORT=live "
+            "to read the live services\n"
+        ),
+    )
     assert not Path(db).exists() and no_run_started()
 
 
@@ -138,25 +161,51 @@ def test_from_another_directory_the_default_snapshot_is_the_checkouts(tmp_path, 
     s = settings_mod.get_settings()
     assert s.transport == "snapshot" and not s.transport_set
     assert s.snapshot_dir == settings_mod.CHECKOUT_SNAPSHOT
-    assert s.snapshot_dir.resolve() == (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
+    assert (
+        s.snapshot_dir.resolve() == (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
+    )
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["--start", "2030-01"], "--start 2030-01 is after the last release month the calendar sources hold (2026-05)"),
-    (["--end", "2009-06"], "--end 2009-06 is before the first release month the calendar sources hold (2010-01)"),
-    (["--start", "2020-05", "--end", "2020-01"], "--end 2020-01 is before --start 2020-05"),
-    (["--backtest-start", "2020-05", "--backtest-end", "2019-01"], "--backtest-end 2019-01 is before --backtest-start 2020-05"),
-    (["--arima-from", "2021-01", "--arima-to", "2020-12"], "--arima-to 2020-12 is before --arima-from 2021-01"),
-    (["--start", "2020-5"], "--start '2020-5': expected a month YYYY-MM"),
-    (["--start", "2009-12"], "--start 2009-12: release months start at 2010-01"),
-    (["--boot-draws", "0"], "--boot-draws 0: expected a positive integer"),
-    (["--fit-cutoff", "2019-06"], "--fit-cutoff 2019-06 is not before the backtest's first month 2018-01: the beta "
-     "fit would see the releases the backtest scores (set --backtest-start after it)"),
-    (["--backtest-start", "2030-01", "--backtest-end", "2030-02"],
-     "--backtest-start 2030-01 is after the last release month the calendar sources hold (2026-05)"),
-    (["--backtest-start", "2025-12"], "the backtest ends (2025-10) before it starts (2025-12): set "
-     "--backtest-start/--backtest-end"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["--start", "2030-01"],
+            "--start 2030-01 is after the last release month the calendar sources hold (2026-05)",
+        ),
+        (
+            ["--end", "2009-06"],
+            "--end 2009-06 is before the first release month the calendar sources hold (2010-01)",
+        ),
+        (["--start", "2020-05", "--end", "2020-01"], "--end 2020-01 is before --start 2020-05"),
+        (
+            ["--backtest-start", "2020-05", "--backtest-end", "2019-01"],
+            "--backtest-end 2019-01 is before --backtest-start 2020-05",
+        ),
+        (
+            ["--arima-from", "2021-01", "--arima-to", "2020-12"],
+            "--arima-to 2020-12 is before --arima-from 2021-01",
+        ),
+        (["--start", "2020-5"], "--start '2020-5': expected a month YYYY-MM"),
+        (["--start", "2009-12"], "--start 2009-12: release months start at 2010-01"),
+        (["--boot-draws", "0"], "--boot-draws 0: expected a positive integer"),
+        (
+            ["--fit-cutoff", "2019-06"],
+            (
+                "--fit-cutoff 2019-06 is not before the backtest's first month 2018-01: the beta "
+                "fit would see the releases the backtest scores (set --backtest-start after it)"
+            ),
+        ),
+        (
+            ["--backtest-start", "2030-01", "--backtest-end", "2030-02"],
+            "--backtest-start 2030-01 is after the last release month the calendar sources hold (2026-05)",
+        ),
+        (
+            ["--backtest-start", "2025-12"],
+            "the backtest ends (2025-10) before it starts (2025-12): set --backtest-start/--backtest-end",
+        ),
+    ],
+)
 def test_run_span_errors_are_one_line(tmp_path, capsys, snapshot_dir, instance_home, argv, line):
     db = tmp_path / "store.duckdb"
     rc, out, err = run_cli(capsys, "run", "--db", str(db), "--snapshot", str(snapshot_dir), *argv)
@@ -166,13 +215,15 @@ def test_run_span_errors_are_one_line(tmp_path, capsys, snapshot_dir, instance_h
 
 def test_the_installed_command_answers_every_error_with_one_line(tmp_path, snapshot_dir):
     """The same errors from the real ``leaf-live`` executable in its own process (no test harness catching
-    anything): exit status 1, nothing on stdout, exactly the one line on stderr, no traceback, no run recorded.
-    The processes run side by side to keep the suite fast."""
+    anything): exit status 1, nothing on stdout, exactly the one line on stderr, no traceback, no run
+    recorded. The processes run side by side to keep the suite fast."""
     exe = Path(sys.executable).with_name("leaf-live")
     assert exe.is_file(), f"{exe}: the console script is missing (pip install -e .)"
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text((Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml").read_text())
+    (home / "dagster.yaml").write_text(
+        (Path(__file__).resolve().parents[2] / "dagster_home" / "dagster.yaml").read_text()
+    )
     db = tmp_path / "store.duckdb"
     con = storage.connect(db)
     con.execute("CREATE TABLE notes AS SELECT range AS k FROM range(3)")
@@ -192,37 +243,84 @@ def test_the_installed_command_answers_every_error_with_one_line(tmp_path, snaps
     holder = Holder(held)
     pid, cmd = holder.proc.pid, holder.command
     cases = {  # name: (argv, extra environment, the exact line; a trailing '...' = a prefix)
-        "db is a directory": (["run", "--db", str(tmp_path), *snap], {}, f"leaf-live run: --db {tmp_path}: is a directory, "
-                              "not a DuckDB file"),
-        "db unwritable": (["run", "--db", str(unwritable), *snap], {},
-                          f"leaf-live run: --db {unwritable}: cannot create a file in {parent} (..."),
-        "snapshot flag missing": (["run", "--db", str(db), "--snapshot", str(tmp_path / "nope")], {},
-                                  f"leaf-live run: --snapshot {tmp_path / 'nope'}: not a directory"),
-        "snapshot setting missing": (["run", "--db", str(db)], {"LEAF_LIVE_SNAPSHOT": str(tmp_path / "gone")},
-                                     f"leaf-live run: LEAF_LIVE_SNAPSHOT={tmp_path / 'gone'}: snapshot directory does not "
-                                     "exist; set LEAF_LIVE_SNAPSHOT to the recorded data (e.g. ../shared/data) or use "
-                                     "LEAF_LIVE_TRANSPORT=live"),
-        "start past the last partition": (["run", "--db", str(db), *snap, "--start", "2030-01"], {},
-                                          "leaf-live run: --start 2030-01 is after the last release month the calendar "
-                                          "sources hold (2026-05)"),
-        "inverted span": (["run", "--db", str(db), *snap, "--start", "2020-05", "--end", "2020-01"], {},
-                          "leaf-live run: --end 2020-01 is before --start 2020-05"),
-        "sql syntax": (["sql", "SELEC 1", "--db", str(db)], {},
-                       'leaf-live sql: Parser Error: syntax error at or near "SELEC"'),
-        "sql write refused": (["sql", "DELETE FROM notes", "--db", str(db)], {},
-                              'leaf-live sql: Invalid Input Error: Cannot execute statement of type "DELETE" on database '
-                              '"store" which is attached in read-only mode!'),
-        "second writer": (["run", "--db", str(held), *snap], {},
-                          f"leaf-live run: {held} is held by another process, PID {pid} ({cmd}): DuckDB allows one "
-                          "writing process at a time; try again when it finishes"),
-        "reader waits then says so": (["sql", "SELECT 1", "--db", str(held), "--wait", "1"], {},
-                                      f"leaf-live sql: {held} is being written by another process, PID {pid} ({cmd}); "
-                                      "waited 1 s: try again when it finishes"),
+        "db is a directory": (
+            ["run", "--db", str(tmp_path), *snap],
+            {},
+            f"leaf-live run: --db {tmp_path}: is a directory, not a DuckDB file",
+        ),
+        "db unwritable": (
+            ["run", "--db", str(unwritable), *snap],
+            {},
+            f"leaf-live run: --db {unwritable}: cannot create a file in {parent} (...",
+        ),
+        "snapshot flag missing": (
+            ["run", "--db", str(db), "--snapshot", str(tmp_path / "nope")],
+            {},
+            f"leaf-live run: --snapshot {tmp_path / 'nope'}: not a directory",
+        ),
+        "snapshot setting missing": (
+            ["run", "--db", str(db)],
+            {"LEAF_LIVE_SNAPSHOT": str(tmp_path / "gone")},
+            (
+                f"leaf-live run: LEAF_LIVE_SNAPSHOT={tmp_path / 'gone'}: snapshot directory does not "
+                "exist; set LEAF_LIVE_SNAPSHOT to the recorded data (e.g. ../shared/data) or use "
+                "LEAF_LIVE_TRANSPORT=live"
+            ),
+        ),
+        "start past the last partition": (
+            ["run", "--db", str(db), *snap, "--start", "2030-01"],
+            {},
+            (
+                "leaf-live run: --start 2030-01 is after the last release month the calendar "
+                "sources hold (2026-05)"
+            ),
+        ),
+        "inverted span": (
+            ["run", "--db", str(db), *snap, "--start", "2020-05", "--end", "2020-01"],
+            {},
+            "leaf-live run: --end 2020-01 is before --start 2020-05",
+        ),
+        "sql syntax": (
+            ["sql", "SELEC 1", "--db", str(db)],
+            {},
+            'leaf-live sql: Parser Error: syntax error at or near "SELEC"',
+        ),
+        "sql write refused": (
+            ["sql", "DELETE FROM notes", "--db", str(db)],
+            {},
+            (
+                'leaf-live sql: Invalid Input Error: Cannot execute statement of type "DELETE" on database '
+                '"store" which is attached in read-only mode!'
+            ),
+        ),
+        "second writer": (
+            ["run", "--db", str(held), *snap],
+            {},
+            (
+                f"leaf-live run: {held} is held by another process, PID {pid} ({cmd}): DuckDB allows one "
+                "writing process at a time; try again when it finishes"
+            ),
+        ),
+        "reader waits then says so": (
+            ["sql", "SELECT 1", "--db", str(held), "--wait", "1"],
+            {},
+            (
+                f"leaf-live sql: {held} is being written by another process, PID {pid} ({cmd}); "
+                "waited 1 s: try again when it finishes"
+            ),
+        ),
     }
     try:
-        procs = {name: subprocess.Popen([str(exe), *argv], env={**env, **extra}, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
-                 for name, (argv, extra, _) in cases.items()}
+        procs = {
+            name: subprocess.Popen(
+                [str(exe), *argv],
+                env={**env, **extra},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for name, (argv, extra, _) in cases.items()
+        }
         results = {name: (p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for name, p in procs.items()}
     finally:
         holder.close()

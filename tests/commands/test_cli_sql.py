@@ -16,8 +16,10 @@ from leaf_live.core import storage
 def db(tmp_path):
     path = tmp_path / "store.duckdb"
     con = storage.connect(path)
-    con.execute("CREATE TABLE notes AS SELECT range AS k, repeat('x', 300) || range::VARCHAR AS long_text, "
-                "[range * 1.5, 2.5] AS pair FROM range(45)")
+    con.execute(
+        "CREATE TABLE notes AS SELECT range AS k, repeat('x', 300) || range::VARCHAR AS long_text, "
+        "[range * 1.5, 2.5] AS pair FROM range(45)"
+    )
     con.close()
     return path
 
@@ -47,33 +49,65 @@ def test_csv_markdown_parquet_hold_the_same_rows(db, capsys, tmp_path):
     lines = out.splitlines()
     assert lines[0] == "k,pair" and len(lines) == 46
     assert lines[3] == '2,"[3.0, 2.5]"'  # DuckDB writes the list, not an error
-    rc, out, _ = run(capsys, "SELECT k FROM notes WHERE k < 3 ORDER BY k", "--db", str(db), "--format", "markdown")
+    rc, out, _ = run(
+        capsys, "SELECT k FROM notes WHERE k < 3 ORDER BY k", "--db", str(db), "--format", "markdown"
+    )
     assert rc == 0
     assert out.splitlines() == ["| k |", "|---|", "| 0 |", "| 1 |", "| 2 |", "(3 rows)"]
     target = tmp_path / "out.parquet"
-    rc, out, _ = run(capsys, "SELECT k, pair FROM notes ORDER BY k", "--db", str(db), "--format", "parquet",
-                     "--output", str(target))
+    rc, out, _ = run(
+        capsys,
+        "SELECT k, pair FROM notes ORDER BY k",
+        "--db",
+        str(db),
+        "--format",
+        "parquet",
+        "--output",
+        str(target),
+    )
     assert rc == 0 and out == f"45 rows -> {target}\n"
     back = pl.read_parquet(target)
     assert back["k"].to_list() == list(range(45))
     assert back["pair"].to_list()[2] == [3.0, 2.5]
     csv_file = tmp_path / "out.csv"
-    rc, out, _ = run(capsys, "SELECT k FROM notes ORDER BY k", "--db", str(db), "--format", "csv", "--output", str(csv_file))
+    rc, out, _ = run(
+        capsys,
+        "SELECT k FROM notes ORDER BY k",
+        "--db",
+        str(db),
+        "--format",
+        "csv",
+        "--output",
+        str(csv_file),
+    )
     assert rc == 0 and csv_file.read_text() == "k\n" + "".join(f"{k}\n" for k in range(45))
 
 
-@pytest.mark.parametrize("query, line", [
-    ("SELEC 1", 'leaf-live sql: Parser Error: syntax error at or near "SELEC"'),
-    ("SELECT * FROM nope", "leaf-live sql: Catalog Error: Table with name nope does not exist!"),
-    ("DELETE FROM notes", 'leaf-live sql: Invalid Input Error: Cannot execute statement of type "DELETE" on database '
-                          '"store" which is attached in read-only mode!'),
-    ("SELECT error('boom')", "leaf-live sql: Invalid Input Error: boom"),
-    ("SELECT 1; SELECT 2", "leaf-live sql: give one SQL statement per call (the query holds several)"),
-    ("   ", "leaf-live sql: empty query: give one SQL statement"),
-    # read-only for files too: no COPY ... TO, no reading other files
-    ("COPY notes TO '/tmp/leaf_live_sql_copy_test.csv'", 'leaf-live sql: Permission Error: Cannot access file '
-     '"/tmp/leaf_live_sql_copy_test.csv" - file system operations are disabled by configuration'),
-])
+@pytest.mark.parametrize(
+    "query, line",
+    [
+        ("SELEC 1", 'leaf-live sql: Parser Error: syntax error at or near "SELEC"'),
+        ("SELECT * FROM nope", "leaf-live sql: Catalog Error: Table with name nope does not exist!"),
+        (
+            "DELETE FROM notes",
+            (
+                'leaf-live sql: Invalid Input Error: Cannot execute statement of type "DELETE" on database '
+                '"store" which is attached in read-only mode!'
+            ),
+        ),
+        ("SELECT error('boom')", "leaf-live sql: Invalid Input Error: boom"),
+        ("SELECT 1; SELECT 2", "leaf-live sql: give one SQL statement per call (the query holds several)"),
+        ("   ", "leaf-live sql: empty query: give one SQL statement"),
+        # read-only for files too: no COPY ... TO, no reading other files
+        (
+            "COPY notes TO '/tmp/leaf_live_sql_copy_test.csv'",
+            (
+                "leaf-live sql: Permission Error: Cannot access file "
+                '"/tmp/leaf_live_sql_copy_test.csv" - file system operations are disabled by configuration'
+            ),
+        ),
+    ],
+)
 def test_sql_errors_are_one_line(db, capsys, query, line):
     rc, out, err = run(capsys, query, "--db", str(db))
     assert (rc, out, err) == (1, "", line + "\n")
@@ -86,14 +120,28 @@ def test_sql_errors_are_one_line(db, capsys, query, line):
 def test_bad_paths_and_flags_are_one_line(db, capsys, tmp_path):
     cases = [
         (["SELECT 1", "--db", str(tmp_path)], f"leaf-live sql: {tmp_path} is a directory, not a DuckDB file"),
-        (["SELECT 1", "--db", str(tmp_path / "none.duckdb")],
-         f"leaf-live sql: database file {tmp_path / 'none.duckdb'} does not exist; run `leaf-live run` first (or set "
-         "LEAF_LIVE_DB)"),
-        (["SELECT 1", "--db", str(db), "--format", "parquet"],
-         "leaf-live sql: --format parquet writes a file: give --output FILE"),
-        (["SELECT 1", "--db", str(db), "--output", str(tmp_path)], f"leaf-live sql: --output {tmp_path}: is a directory"),
-        (["SELECT 1", "--db", str(db), "--output", str(tmp_path / "no" / "x.csv")],
-         f"leaf-live sql: --output {tmp_path / 'no' / 'x.csv'}: directory {tmp_path / 'no'} does not exist"),
+        (
+            ["SELECT 1", "--db", str(tmp_path / "none.duckdb")],
+            (
+                f"leaf-live sql: database file {tmp_path / 'none.duckdb'} does not exist; run `leaf-live run`"
+                " first (or set LEAF_LIVE_DB)"
+            ),
+        ),
+        (
+            ["SELECT 1", "--db", str(db), "--format", "parquet"],
+            "leaf-live sql: --format parquet writes a file: give --output FILE",
+        ),
+        (
+            ["SELECT 1", "--db", str(db), "--output", str(tmp_path)],
+            f"leaf-live sql: --output {tmp_path}: is a directory",
+        ),
+        (
+            ["SELECT 1", "--db", str(db), "--output", str(tmp_path / "no" / "x.csv")],
+            (
+                f"leaf-live sql: --output {tmp_path / 'no' / 'x.csv'}: directory {tmp_path / 'no'} does not"
+                " exist"
+            ),
+        ),
     ]
     for argv, line in cases:
         rc, out, err = run(capsys, *argv)

@@ -12,19 +12,36 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import read_dom
 from PIL import Image
 
 from leaf_live.core.figures import Plot, interval_barh, model_colors, new_figure, png_base64, save_png
-from leaf_live.core.site import (Column, FigureBlock, Page, TableBlock, Tab, TextBlock, cell_text, raw_value,
-                                 render_site, site_dir)
-from browser import read_dom
+from leaf_live.core.site import (
+    Column,
+    FigureBlock,
+    Page,
+    Tab,
+    TableBlock,
+    TextBlock,
+    cell_text,
+    raw_value,
+    render_site,
+    site_dir,
+)
 
 
 def test_interval_bars_draw_the_given_values_and_whiskers():
     fig, axes = new_figure(6, 3)
     ax = axes[0, 0]
-    bars = interval_barh(ax, ["a", "b", "c"], [0.25, -0.125, None], [0.1, -0.5, None], [0.3, 0.0625, None],
-                         colors=["#111111", "#222222", "#333333"], hollow=[False, True, False])
+    bars = interval_barh(
+        ax,
+        ["a", "b", "c"],
+        [0.25, -0.125, None],
+        [0.1, -0.5, None],
+        [0.3, 0.0625, None],
+        colors=["#111111", "#222222", "#333333"],
+        hollow=[False, True, False],
+    )
     # first label on top: y positions 2, 1, 0
     assert [b.get_width() for b in bars] == [0.25, -0.125, 0.0]
     assert [b.get_y() + b.get_height() / 2 for b in bars] == [2.0, 1.0, 0.0]
@@ -43,8 +60,15 @@ def test_interval_bars_draw_the_given_values_and_whiskers():
 
 
 def test_model_colours_are_per_family_distinct_and_stable():
-    ids = ["openai/gpt-5@single", "anthropic/claude@team", "fed/gdpnow", "fed/nyfed-staff", "baseline/last-value",
-           "baseline/hist-mean", "consensus/investing"]
+    ids = [
+        "openai/gpt-5@single",
+        "anthropic/claude@team",
+        "fed/gdpnow",
+        "fed/nyfed-staff",
+        "baseline/last-value",
+        "baseline/hist-mean",
+        "consensus/investing",
+    ]
     c = model_colors(ids)
     assert c == model_colors(list(reversed(ids)))  # order of appearance does not matter
     assert c["consensus/investing"] == "#555555"
@@ -65,7 +89,7 @@ def test_save_png_writes_a_palette_png_of_the_figure_size(tmp_path):
         assert im.format == "PNG" and im.mode == "P"
         assert im.size == (400, 250)  # 4.0 x 2.5 in at 100 dpi
         rgb = np.asarray(im.convert("RGB")).reshape(-1, 3).astype(int)
-    for color in ((0xd6, 0x27, 0x28), (0x1f, 0x77, 0xb4)):  # both bars are in the image
+    for color in ((0xD6, 0x27, 0x28), (0x1F, 0x77, 0xB4)):  # both bars are in the image
         assert (np.abs(rgb - color).max(axis=1) <= 8).sum() > 500
     assert png_base64(path) == __import__("base64").b64encode(path.read_bytes()).decode()
 
@@ -81,20 +105,35 @@ def test_raw_values_round_trip_and_display_text():
 
 
 def _pages():
-    rows = [{"model_id": "m<script>alert(1)</script>", "score": 0.1 + 0.2, "n": 3},
-            {"model_id": "fed/gdpnow", "score": None, "n": 0}]
-    cols = [Column("model_id", "model"), Column("score", "score", "+.4f", True, "meaning"), Column("n", "n", numeric=True)]
-    tab1 = Tab("one", "One", [TextBlock(["coverage: 3 of 4"], links=[("b.html", "page b")]),
-                              TableBlock("t1", "Table", cols, rows, "caption", key=("model_id",)),
-                              FigureBlock("figures/f.png", "Figure", "what it shows")])
+    rows = [
+        {"model_id": "m<script>alert(1)</script>", "score": 0.1 + 0.2, "n": 3},
+        {"model_id": "fed/gdpnow", "score": None, "n": 0},
+    ]
+    cols = [
+        Column("model_id", "model"),
+        Column("score", "score", "+.4f", True, "meaning"),
+        Column("n", "n", numeric=True),
+    ]
+    tab1 = Tab(
+        "one",
+        "One",
+        [
+            TextBlock(["coverage: 3 of 4"], links=[("b.html", "page b")]),
+            TableBlock("t1", "Table", cols, rows, "caption", key=("model_id",)),
+            FigureBlock("figures/f.png", "Figure", "what it shows"),
+        ],
+    )
     tab2 = Tab("two", "Two", [TableBlock("t2", "Empty", cols, [])])
-    return Page("b", "Page B", [tab1, tab2], intro=["intro"], facts={"span": "2025-11 .. 2026-05"}), \
-        Page("index", "Home", [Tab("overview", "Overview", [TextBlock(["hi"])])])
+    return Page("b", "Page B", [tab1, tab2], intro=["intro"], facts={"span": "2025-11 .. 2026-05"}), Page(
+        "index", "Home", [Tab("overview", "Overview", [TextBlock(["hi"])])]
+    )
 
 
 def test_render_site_writes_pages_whose_cells_hold_the_stored_values(tmp_path):
     page, index = _pages()
-    written = render_site(tmp_path, [page], index, site_title="t", generated_at=datetime(2026, 5, 6, 7, 8, tzinfo=UTC))
+    written = render_site(
+        tmp_path, [page], index, site_title="t", generated_at=datetime(2026, 5, 6, 7, 8, tzinfo=UTC)
+    )
     assert sorted(p.name for p in written) == ["b.html", "index.html", "site.css", "site.js"]
     html = (tmp_path / "b.html").read_text()
     dom = read_dom(html)
@@ -152,17 +191,24 @@ def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(monkeypatch):
     monkeypatch.setenv("LEAF_LIVE_BROWSER_TESTS", "0")  # only "1" demands the browser
     with pytest.raises(pytest.skip.Exception):
         browser.require_chromium()
-    # an installed browser is used whatever the switches say (Debian names it chromium, Ubuntu chromium-browser)
-    monkeypatch.setattr(browser.shutil, "which", lambda name: "/opt/cb" if name == "chromium-browser" else None)
+    # an installed browser is used whatever the switches say (Debian names it chromium, Ubuntu
+    # chromium-browser)
+    monkeypatch.setattr(
+        browser.shutil, "which", lambda name: "/opt/cb" if name == "chromium-browser" else None
+    )
     monkeypatch.setenv("LEAF_LIVE_BROWSER_TESTS", "1")
     assert browser.require_chromium() == "/opt/cb"
 
 
 def test_ci_installs_debians_chromium_and_demands_the_browser_test():
     ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text().splitlines()
-    # a command line (not the message that names the command): [VAR=value ...] apt-get install [flags] ... chromium
-    install = [i for i, line in enumerate(ci) if re.match(r"\s*(\w+=\S+\s+)*apt-get install\b", line)
-               and "chromium" in line.split(">")[0].split()]
+    # a command line (not the message that names the command): [VAR=value ...] apt-get install [flags] ...
+    # chromium
+    install = [
+        i
+        for i, line in enumerate(ci)
+        if re.match(r"\s*(\w+=\S+\s+)*apt-get install\b", line) and "chromium" in line.split(">")[0].split()
+    ]
     assert install, "no 'apt-get install ... chromium' line"
     switch = ci.index("export LEAF_LIVE_BROWSER_TESTS=1")
     tests = ci.index(".venv/bin/python -m pytest")

@@ -1,9 +1,10 @@
-"""core.forecaster: the one forecaster contract and its runner (sync and async forecasters, stamped columns)."""
+"""core.forecaster: the one forecaster contract and its runner (sync and async forecasters, stamped
+columns)."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import polars as pl
 import pytest
@@ -11,9 +12,15 @@ import pytest
 import leaf_live.macro  # noqa: F401  (registers the nowcasts table)
 from leaf_live.core.forecaster import AsyncForecaster, Forecaster, run_forecasters
 
-T0 = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
-TASKS = pl.DataFrame({"partition_key": ["2026-03"], "indicator_id": ["cpi"], "reference_period": [date(2026, 2, 1)],
-                      "issued_at": [T0]})
+T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+TASKS = pl.DataFrame(
+    {
+        "partition_key": ["2026-03"],
+        "indicator_id": ["cpi"],
+        "reference_period": [date(2026, 2, 1)],
+        "issued_at": [T0],
+    }
+)
 
 
 class _Const:
@@ -22,13 +29,24 @@ class _Const:
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
         return tasks.select(
-            pl.lit(None, pl.Utf8).alias("producer"), "partition_key", pl.lit(self.model_id).alias("model_id"),
-            "indicator_id", "reference_period", "issued_at", pl.col("issued_at").alias("answered_at"),
-            pl.lit(self.value).alias("value"), pl.lit(True).alias("valid"),
-            pl.lit(None, pl.Utf8).alias("invalid_reason"), pl.lit(False).alias("after_release"),
-            *[pl.lit(None, pl.Utf8).alias(c) for c in ("source_variable", "rationale", "citations", "prompt_hash", "raw_response_id")],
+            pl.lit(None, pl.Utf8).alias("producer"),
+            "partition_key",
+            pl.lit(self.model_id).alias("model_id"),
+            "indicator_id",
+            "reference_period",
+            "issued_at",
+            pl.col("issued_at").alias("answered_at"),
+            pl.lit(self.value).alias("value"),
+            pl.lit(True).alias("valid"),
+            pl.lit(None, pl.Utf8).alias("invalid_reason"),
+            pl.lit(False).alias("after_release"),
+            *[
+                pl.lit(None, pl.Utf8).alias(c)
+                for c in ("source_variable", "rationale", "citations", "prompt_hash", "raw_response_id")
+            ],
             *[pl.lit(None, pl.Int32).alias(c) for c in ("prompt_tokens", "completion_tokens")],
-            pl.lit(None, pl.Float64).alias("cost_usd"), pl.col("issued_at").alias("available_at"),
+            pl.lit(None, pl.Float64).alias("cost_usd"),
+            pl.col("issued_at").alias("available_at"),
         )
 
 
@@ -66,4 +84,3 @@ def test_async_forecasters_run_concurrently_and_keep_forecaster_order():
     # both started before either finished (one event loop), yet rows follow the forecaster order
     assert log[:2] == ["start 2.0", "start 3.0"] and log[-1] == "end 2.0"
     assert out["value"].to_list() == [2.0, 1.5, 3.0]
-

@@ -8,23 +8,10 @@ import json
 import random
 import re
 import socket
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import polars as pl
 import pytest
-
-from leaf_live.macro.agents import LLMClient, LLMConfig, ModelSpec, RateLimiter, RetryPolicy, hour_targets, load_llm_config
-from leaf_live.core.llm import (
-    extract_citations,
-    is_retryable,
-    llm_calls_frame,
-    redact_secrets,
-    retry_after_seconds,
-    web_search_params,
-)
-from leaf_live.macro.agents.nowcast_agent import run_nowcast_hour_sync
-from leaf_live.macro.catalog import get_indicator, indicators_in_group
-from leaf_live.core.settings import SettingsError
 from llm_wire_server import (  # noqa: F401 (fixtures)
     WireReply,
     WireRequest,
@@ -35,20 +22,50 @@ from llm_wire_server import (  # noqa: F401 (fixtures)
     wire_server,
 )
 
-UTC = timezone.utc
+from leaf_live.core.llm import (
+    extract_citations,
+    is_retryable,
+    llm_calls_frame,
+    redact_secrets,
+    retry_after_seconds,
+    web_search_params,
+)
+from leaf_live.core.settings import SettingsError
+from leaf_live.macro.agents import (
+    LLMClient,
+    LLMConfig,
+    ModelSpec,
+    RateLimiter,
+    RetryPolicy,
+    hour_targets,
+    load_llm_config,
+)
+from leaf_live.macro.agents.nowcast_agent import run_nowcast_hour_sync
+from leaf_live.macro.catalog import get_indicator, indicators_in_group
+
 MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 
 
 def cfg(server_url: str, **kw) -> LLMConfig:
-    base = dict(api_base=server_url, rpm=60000, max_concurrency=8, timeout_s=5.0, max_attempts=3,
-                backoff_base_s=0.01, backoff_max_s=1.0, max_tokens=500)
+    base = dict(
+        api_base=server_url,
+        rpm=60000,
+        max_concurrency=8,
+        timeout_s=5.0,
+        max_attempts=3,
+        backoff_base_s=0.01,
+        backoff_max_s=1.0,
+        max_tokens=500,
+    )
     base.update(kw)
     return LLMConfig(**base)
 
 
 def call(config: LLMConfig, model: str = "openai/gpt-5-search-api@single"):
     async def go():
-        client = LLMClient(config, retry=RetryPolicy(config.max_attempts, config.backoff_base_s, config.backoff_max_s, 0.0))
+        client = LLMClient(
+            config, retry=RetryPolicy(config.max_attempts, config.backoff_base_s, config.backoff_max_s, 0.0)
+        )
         return await client.complete(ModelSpec.parse(model), MSGS, prompt_group="output_core")
 
     return asyncio.run(go())
@@ -73,14 +90,21 @@ def sequence(*replies):
 
 
 def test_config_from_environment():
-    c = load_llm_config({
-        "LEAF_LIVE_LLM_MODELS": "openai/gpt-5-search-api@single, anthropic/claude-sonnet-4-5@team,gemini/gemini-2.5-pro",
-        "LEAF_LIVE_LLM_API_BASE": "http://127.0.0.1:9999",
-        "LEAF_LIVE_LLM_RPM": "120",
-        "LEAF_LIVE_LLM_WEB_SEARCH": "0",
-    })
+    c = load_llm_config(
+        {
+            "LEAF_LIVE_LLM_MODELS": (
+                "openai/gpt-5-search-api@single, anthropic/claude-sonnet-4-5@team,gemini/gemini-2.5-pro"
+            ),
+            "LEAF_LIVE_LLM_API_BASE": "http://127.0.0.1:9999",
+            "LEAF_LIVE_LLM_RPM": "120",
+            "LEAF_LIVE_LLM_WEB_SEARCH": "0",
+        }
+    )
     assert [m.model_id for m in c.models] == [
-        "openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@team", "gemini/gemini-2.5-pro@single"]
+        "openai/gpt-5-search-api@single",
+        "anthropic/claude-sonnet-4-5@team",
+        "gemini/gemini-2.5-pro@single",
+    ]
     assert [m.litellm_model for m in c.models][1] == "anthropic/claude-sonnet-4-5"
     assert c.api_base == "http://127.0.0.1:9999" and c.rpm == 120.0 and c.web_search is False
     assert load_llm_config({}).models == ()
@@ -107,9 +131,11 @@ def test_bad_config_names_variable_and_value(env, needle):
 def test_web_search_params_per_provider():
     c = LLMConfig(search_context_size="high", max_searches=7)
     assert web_search_params(ModelSpec("openai", "gpt-5-search-api"), c) == {
-        "web_search_options": {"search_context_size": "high"}}
+        "web_search_options": {"search_context_size": "high"}
+    }
     assert web_search_params(ModelSpec("anthropic", "claude-sonnet-4-5"), c) == {
-        "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 7}]}
+        "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 7}]
+    }
     assert web_search_params(ModelSpec("gemini", "gemini-2.5-pro"), c) == {"tools": [{"googleSearch": {}}]}
     assert web_search_params(ModelSpec("ollama", "qwen3"), c) == {}
     off = LLMClient.__new__(LLMClient)
@@ -118,18 +144,53 @@ def test_web_search_params_per_provider():
 
 
 def test_extract_citations_all_provider_shapes():
-    dump = {"choices": [{"message": {
-        "annotations": [  # OpenAI search models; Gemini grounding arrives in this shape through litellm
-            {"type": "url_citation", "url_citation": {"url": "https://www.bls.gov/cpi", "title": "CPI"}},
-            {"type": "url_citation", "url_citation": {"url": "https://www.bls.gov/cpi", "title": "dup"}},
-        ],
-        "provider_specific_fields": {  # Anthropic, as litellm surfaces it
-            "citations": [[{"type": "web_search_result_location", "url": "https://www.bea.gov/gdp", "title": "GDP"}]],
-            "web_search_results": [{"type": "web_search_tool_result", "content": [
-                {"type": "web_search_result", "url": "https://www.census.gov/nrc", "title": "NRC"},
-                {"type": "web_search_result", "url": "https://www.bea.gov/gdp", "title": "GDP again"}]}],
-        },
-    }}]}
+    dump = {
+        "choices": [
+            {
+                "message": {
+                    # OpenAI search models; Gemini grounding arrives in this shape through litellm
+                    "annotations": [
+                        {
+                            "type": "url_citation",
+                            "url_citation": {"url": "https://www.bls.gov/cpi", "title": "CPI"},
+                        },
+                        {
+                            "type": "url_citation",
+                            "url_citation": {"url": "https://www.bls.gov/cpi", "title": "dup"},
+                        },
+                    ],
+                    "provider_specific_fields": {  # Anthropic, as litellm surfaces it
+                        "citations": [
+                            [
+                                {
+                                    "type": "web_search_result_location",
+                                    "url": "https://www.bea.gov/gdp",
+                                    "title": "GDP",
+                                }
+                            ]
+                        ],
+                        "web_search_results": [
+                            {
+                                "type": "web_search_tool_result",
+                                "content": [
+                                    {
+                                        "type": "web_search_result",
+                                        "url": "https://www.census.gov/nrc",
+                                        "title": "NRC",
+                                    },
+                                    {
+                                        "type": "web_search_result",
+                                        "url": "https://www.bea.gov/gdp",
+                                        "title": "GDP again",
+                                    },
+                                ],
+                            }
+                        ],
+                    },
+                }
+            }
+        ]
+    }
     assert extract_citations(dump) == [
         {"url": "https://www.bls.gov/cpi", "title": "CPI"},
         {"url": "https://www.bea.gov/gdp", "title": "GDP"},
@@ -187,7 +248,9 @@ def test_500s_then_success_is_retried(wire_server, provider_env):
 
 
 def test_429_retry_after_is_honoured(wire_server, provider_env):
-    wire_server.reset(sequence(openai_error(429, "rate limited", "rate_limit_error", {"Retry-After": "0.4"}), '{"ok": 1}'))
+    wire_server.reset(
+        sequence(openai_error(429, "rate limited", "rate_limit_error", {"Retry-After": "0.4"}), '{"ok": 1}')
+    )
     res = call(cfg(wire_server.url))
     assert res.ok and res.record.attempts == 2
     first, second = wire_server.requests
@@ -242,8 +305,10 @@ def test_client_errors_are_not_retried(wire_server, provider_env, status):
     assert f"(HTTP {status})" in res.record.error
 
 
-@pytest.mark.parametrize("model", ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single",
-                                   "gemini/gemini-2.5-pro@single"])
+@pytest.mark.parametrize(
+    "model",
+    ["openai/gpt-5-search-api@single", "anthropic/claude-sonnet-4-5@single", "gemini/gemini-2.5-pro@single"],
+)
 def test_connection_refused_is_retried_then_recorded_as_connection_error(provider_env, model):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -254,7 +319,9 @@ def test_connection_refused_is_retried_then_recorded_as_connection_error(provide
     # the record says what happened instead: no server answered.
     assert "(connection error: ConnectionRefusedError)" in res.record.error, res.record.error
     # (the port may itself contain "500", e.g. 50059: look for the status, not the digits)
-    assert "HTTP" not in res.record.error.split(":")[0] and not re.search(r"\b500\b", res.record.error.replace(str(port), "<port>"))
+    assert "HTTP" not in res.record.error.split(":")[0] and not re.search(
+        r"\b500\b", res.record.error.replace(str(port), "<port>")
+    )
 
 
 def test_a_real_http_500_is_still_recorded_as_http_500(wire_server, provider_env):
@@ -268,19 +335,35 @@ def test_a_real_http_500_is_still_recorded_as_http_500(wire_server, provider_env
 def test_garbage_200_bodies_become_recorded_failures(wire_server, provider_env, model, body):
     wire_server.reset(sequence(WireReply(200, body)))
     nowcasts, calls = run_nowcast_hour_sync(
-        hour_targets(date(2026, 3, 1))[1:], partition_key="2026-04-09-14:00",
-        models=[ModelSpec.parse(model)], config=cfg(wire_server.url),
+        hour_targets(date(2026, 3, 1))[1:],
+        partition_key="2026-04-09-14:00",
+        models=[ModelSpec.parse(model)],
+        config=cfg(wire_server.url),
     )
     assert calls["status"].to_list() == ["failed"] and calls["attempts"].to_list() == [3]
     assert nowcasts.height == 7 and nowcasts["invalid_reason"].str.starts_with("call_failed:").all()
 
 
 def test_openai_answer_without_choices_is_an_empty_response(wire_server, provider_env):
-    wire_server.reset(sequence(WireReply(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
-                                               "model": "gpt-5-search-api", "choices": []})))
+    wire_server.reset(
+        sequence(
+            WireReply(
+                200,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "gpt-5-search-api",
+                    "choices": [],
+                },
+            )
+        )
+    )
     nowcasts, calls = run_nowcast_hour_sync(
-        hour_targets(date(2026, 3, 1))[1:], partition_key="2026-04-09-14:00",
-        models=[ModelSpec.parse("openai/gpt-5-search-api@single")], config=cfg(wire_server.url),
+        hour_targets(date(2026, 3, 1))[1:],
+        partition_key="2026-04-09-14:00",
+        models=[ModelSpec.parse("openai/gpt-5-search-api@single")],
+        config=cfg(wire_server.url),
     )
     assert calls["status"].to_list() == ["ok"]
     assert nowcasts["invalid_reason"].str.starts_with("empty_response:").all()
@@ -291,15 +374,19 @@ def test_retryable_classification_and_retry_after_parsing():
     import litellm
 
     def resp(code, headers=None):
-        return httpx.Response(code, headers=headers or {}, request=httpx.Request("POST", "http://127.0.0.1/x"))
+        return httpx.Response(
+            code, headers=headers or {}, request=httpx.Request("POST", "http://127.0.0.1/x")
+        )
 
     rl = litellm.RateLimitError("slow", "openai", "m", response=resp(429, {"retry-after": "7"}))
     assert is_retryable(rl) and retry_after_seconds(rl) == 7.0
     ms = litellm.RateLimitError("slow", "openai", "m", response=resp(429, {"retry-after-ms": "250"}))
     assert retry_after_seconds(ms) == 0.25
-    dated = litellm.RateLimitError("slow", "openai", "m", response=resp(429, {"retry-after": "Thu, 09 Apr 2026 14:00:30 GMT"}))
+    dated = litellm.RateLimitError(
+        "slow", "openai", "m", response=resp(429, {"retry-after": "Thu, 09 Apr 2026 14:00:30 GMT"})
+    )
     assert retry_after_seconds(dated, now=datetime(2026, 4, 9, 14, 0, 0, tzinfo=UTC)) == 30.0
-    assert is_retryable(asyncio.TimeoutError()) and is_retryable(litellm.Timeout("t", "m", "openai"))
+    assert is_retryable(TimeoutError()) and is_retryable(litellm.Timeout("t", "m", "openai"))
     assert not is_retryable(litellm.AuthenticationError("no", "openai", "m"))
     assert not is_retryable(litellm.ContextWindowExceededError("long", "m", "openai"))
     assert not is_retryable(ValueError("bug"))
@@ -311,8 +398,11 @@ def test_retryable_classification_and_retry_after_parsing():
 
 
 def test_keys_never_stored_even_when_the_server_echoes_them(wire_server, provider_env):
-    wire_server.reset(sequence(openai_error(401, "Incorrect API key provided: sk-test-local-0000000000",
-                                            "invalid_request_error")))
+    wire_server.reset(
+        sequence(
+            openai_error(401, "Incorrect API key provided: sk-test-local-0000000000", "invalid_request_error")
+        )
+    )
     res = call(cfg(wire_server.url))
     assert not res.ok and "sk-test-local" not in res.record.error and "***" in res.record.error
     frame = llm_calls_frame([res.record], "2026-04-09-14:00")
@@ -344,7 +434,11 @@ def test_unknown_model_cost_is_null_not_an_error(wire_server, provider_env):
     wire_server.reset(sequence('{"ok": 1}'))
     res = call(cfg(wire_server.url), "openai/leaf-local-test-model@single")
     assert res.ok and res.record.cost_usd is None
-    assert res.record.prompt_tokens == 1000 and res.record.completion_tokens == 200 and res.record.total_tokens == 1200
+    assert (
+        res.record.prompt_tokens == 1000
+        and res.record.completion_tokens == 200
+        and res.record.total_tokens == 1200
+    )
     frame = llm_calls_frame([res.record], "pk")
     assert frame.schema["cost_usd"] == pl.Float64 and frame["cost_usd"][0] is None
     params = json.loads(frame["request_params"][0])

@@ -34,8 +34,13 @@ def test_task_counts_eta_and_listener_events():
     finally:
         unsubscribe()
         unsubscribe_broken()
-    assert seen == [("fits", "start", 0, 8), ("fits", "advance", 2, 8), ("fits", "advance", 2, 4),
-                    ("fits", "advance", 3, 4), ("fits", "end", 3, 4)]
+    assert seen == [
+        ("fits", "start", 0, 8),
+        ("fits", "advance", 2, 8),
+        ("fits", "advance", 2, 4),
+        ("fits", "advance", 3, 4),
+        ("fits", "end", 3, 4),
+    ]
     assert t.ended == ended and t.elapsed >= 10.0
     with progress.task("after", 1) as t2:  # unsubscribed: nothing more recorded
         t2.advance()
@@ -59,9 +64,12 @@ def test_plain_display_prints_stages_and_task_quarters():
         assert clock.stage_finished("never started") is None
     lines = out.getvalue().splitlines()
     # quarters 1..3 on the way (8 items: at 2, 4, 6), then the end; then the step with its count
-    assert [ln.split(",")[0] for ln in lines[:4]] == ["  histories fitted: 2/8 histories", "  histories fitted: 4/8 histories",
-                                                      "  histories fitted: 6/8 histories",
-                                                      "  histories fitted: 8/8 histories in 0.0 s"]
+    assert [ln.split(",")[0] for ln in lines[:4]] == [
+        "  histories fitted: 2/8 histories",
+        "  histories fitted: 4/8 histories",
+        "  histories fitted: 6/8 histories",
+        "  histories fitted: 8/8 histories in 0.0 s",
+    ]
     assert lines[4].startswith("[1/3] releases: ") and len(lines) == 5
     names = [(s.name, s.steps) for s in clock.stages]
     assert names == [("releases", 1), ("asset checks", 2)]
@@ -70,8 +78,11 @@ def test_plain_display_prints_stages_and_task_quarters():
 
 
 def test_stage_table_shares_and_totals():
-    stages = [Stage("series_vintages", 30.0, 20.0, peak_mib=900.4), Stage("arima_nowcasts", 60.0, 110.0, peak_mib=1500),
-              Stage("asset checks", 10.0, 5.0, steps=12, failed=True)]
+    stages = [
+        Stage("series_vintages", 30.0, 20.0, peak_mib=900.4),
+        Stage("arima_nowcasts", 60.0, 110.0, peak_mib=1500),
+        Stage("asset checks", 10.0, 5.0, steps=12, failed=True),
+    ]
     text = stage_table(stages, total_wall=120.0, total_cpu=150.0)
     rows = [ln.split() for ln in text.splitlines()]
     assert rows[0] == ["stage", "wall", "s", "CPU", "s", "share", "peak", "MiB"]
@@ -91,6 +102,7 @@ def test_live_display_draws_bars_with_counts():
             t.advance(30)
         clock.stage_finished("arima_nowcasts", step=True)
     text = out.getvalue()
-    # rich renders the final state on stop: the overall bar at 1 of 2 steps (the task bar is removed when done)
+    # rich renders the final state on stop: the overall bar at 1 of 2 steps (the task bar is removed when
+    # done)
     assert "steps: arima_nowcasts" in text and "1/2 steps" in text
     assert [s.name for s in clock.stages] == ["arima_nowcasts"]

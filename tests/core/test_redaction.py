@@ -28,7 +28,10 @@ SECRET_CASES = [
     (f"key={OPENAI_SHORT}", OPENAI_SHORT),
     (f"x-api-key: {ANTHROPIC}", ANTHROPIC[13:60]),
     (f"anthropic said: authentication_error for {ANTHROPIC}", ANTHROPIC[13:60]),
-    (f"https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent?key={GOOGLE}", GOOGLE),
+    (
+        f"https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent?key={GOOGLE}",
+        GOOGLE,
+    ),
     (f"GEMINI_API_KEY={GOOGLE} python run.py", GOOGLE),
     (f"aws_access_key_id = {AWS_ID}", AWS_ID),
     (f"export AWS_ACCESS_KEY_ID={AWS_STS_ID}", AWS_STS_ID),
@@ -39,15 +42,23 @@ SECRET_CASES = [
     (f"headers={{'authorization': 'Bearer {JWT}'}}", JWT[:40]),
     ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA=='", "dXNlcjpwYXNzd29yZA=="),
     (f"token {JWT} expired", JWT[:40]),
-    ("https://api.stlouisfed.org/fred/series/observations?series_id=PAYEMS&api_key=0123456789abcdef0123456789abcdef",
-     "0123456789abcdef0123456789abcdef"),
+    (
+        "https://api.stlouisfed.org/fred/series/observations?series_id=PAYEMS&api_key=0123456789abcdef0123456789abcdef",
+        "0123456789abcdef0123456789abcdef",
+    ),
     ("GET /v1/data?access_token=ya29.a0AfH6SMBx-example&page=2", "ya29.a0AfH6SMBx-example"),
     ("redis://:s3cr3t-Pa55@127.0.0.1:6379/0", "s3cr3t-Pa55"),
     ("postgresql+psycopg2://leaf:hunter2xyz@db.internal:5432/dagster", "hunter2xyz"),
     ("FRED_API_KEY=abcdef0123456789abcdef0123456789", "abcdef0123456789abcdef0123456789"),
     ("HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 pip install", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345"),
-    ("git clone https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/x/y", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA7"),
+    (
+        "git clone https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/x/y",
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEA7",
+    ),
     ('{"api_key": "Zq81-Lm29-Xx77-Aa00", "model": "gpt-5"}', "Zq81-Lm29-Xx77-Aa00"),
     ("client_secret=GOCSPX-1a2B3c4D5e6F7g8H9i0J", "GOCSPX-1a2B3c4D5e6F7g8H9i0J"),
 ]
@@ -66,7 +77,9 @@ PROSE = [
 ]
 
 
-@pytest.mark.parametrize("text,secret", SECRET_CASES, ids=[f"secret{i:02d}" for i in range(len(SECRET_CASES))])
+@pytest.mark.parametrize(
+    "text,secret", SECRET_CASES, ids=[f"secret{i:02d}" for i in range(len(SECRET_CASES))]
+)
 def test_secret_shapes_are_masked(text, secret):
     out = redact(text, secrets=())
     assert secret not in out and MASK in out, out
@@ -81,11 +94,15 @@ def test_prose_stays_intact(text):
 def test_corpus_size_and_context_kept():
     assert len(SECRET_CASES) + len(PROSE) >= 30
     # the text around a secret survives, so an error still says what went wrong
-    assert redact(f"Incorrect API key provided: {OPENAI_LEGACY}. Retry.", secrets=()) == (
-        "Incorrect API key provided: ***. Retry.")
+    assert (
+        redact(f"Incorrect API key provided: {OPENAI_LEGACY}. Retry.", secrets=())
+        == "Incorrect API key provided: ***. Retry."
+    )
     assert redact("aws_secret_access_key = " + AWS_SECRET, secrets=()) == "aws_secret_access_key = ***"
-    assert redact("https://x/api?series_id=CPI&api_key=abc123&file_type=json", secrets=()) == (
-        "https://x/api?series_id=CPI&api_key=***&file_type=json")
+    assert (
+        redact("https://x/api?series_id=CPI&api_key=abc123&file_type=json", secrets=())
+        == "https://x/api?series_id=CPI&api_key=***&file_type=json"
+    )
     assert redact(None) is None and redact("") == ""
 
 
@@ -98,7 +115,12 @@ def test_environment_secret_values_are_masked_whatever_their_shape(monkeypatch):
 
 def test_looks_random():
     assert looks_random("Zq81Lm29") and looks_random("abcdefghijklmnop") and looks_random("ya29.a0Af")
-    assert not looks_random("required") and not looks_random("learn-compat") and looks_random("learn-compatible") and not looks_random("abc1")
+    assert (
+        not looks_random("required")
+        and not looks_random("learn-compat")
+        and looks_random("learn-compatible")
+        and not looks_random("abc1")
+    )
 
 
 def test_llm_and_sources_use_the_one_rule():

@@ -3,8 +3,9 @@ executor with a real Redis broker, two `dagster-celery` workers, the DuckDB pool
 
 - A backfill of 24 release months (two spans of 12, run at once as two single-run backfill runs) of the
   release stage (`macro_release_months`: release_calendar -> releases -> announcement_returns,
-  nowcast_windows, and their blocking checks; the catalog materialized first) fans its steps out over both workers, never runs two DuckDB steps
-  at once, and ends with exactly the rows of the in-process run (table contents compared, both directions).
+  nowcast_windows, and their blocking checks; the catalog materialized first) fans its steps out over both
+  workers, never runs two DuckDB steps at once, and ends with exactly the rows of the in-process run (table
+  contents compared, both directions).
 - A worker killed with SIGKILL after its step committed to DuckDB but before Dagster recorded the step leaves
   the step unacknowledged; Redis hands it to the other worker, which re-runs it (partition replace: no
   duplicate) and the run completes with the same rows.
@@ -41,7 +42,13 @@ TABLES = ("release_calendar", "releases", "announcement_returns", "nowcast_windo
 # two runs may interleave in any order and still write what one in-process run per span writes.
 SPANS = (("2022-01", "2022-12"), ("2024-01", "2024-12"))
 VISIBILITY_S = 30  # the tests' Redis visibility timeout (production: 4 h, deploy/production/celery.yaml)
-PG_VARS = ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB")
+PG_VARS = (
+    "DAGSTER_PG_HOST",
+    "DAGSTER_PG_PORT",
+    "DAGSTER_PG_USERNAME",
+    "DAGSTER_PG_PASSWORD",
+    "DAGSTER_PG_DB",
+)
 BROKER_VARS = ("LEAF_LIVE_CELERY_BROKER", "LEAF_LIVE_CELERY_BACKEND")
 
 
@@ -49,13 +56,23 @@ def _pg_connect(db: str | None = None):
     import psycopg2
 
     e = os.environ
-    return psycopg2.connect(host=e["DAGSTER_PG_HOST"], port=int(e["DAGSTER_PG_PORT"]), user=e["DAGSTER_PG_USERNAME"],
-                            password=e["DAGSTER_PG_PASSWORD"], dbname=db or e["DAGSTER_PG_DB"], connect_timeout=5)
+    return psycopg2.connect(
+        host=e["DAGSTER_PG_HOST"],
+        port=int(e["DAGSTER_PG_PORT"]),
+        user=e["DAGSTER_PG_USERNAME"],
+        password=e["DAGSTER_PG_PASSWORD"],
+        dbname=db or e["DAGSTER_PG_DB"],
+        connect_timeout=5,
+    )
 
 
 def _require_services() -> None:
     """Fail (CI: LEAF_LIVE_PROD_TESTS=1 or CI=true) or skip (a developer without the services)."""
-    demanded = os.environ.get("LEAF_LIVE_PROD_TESTS") == "1" or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    demanded = os.environ.get("LEAF_LIVE_PROD_TESTS") == "1" or os.environ.get("CI", "").lower() in (
+        "1",
+        "true",
+        "yes",
+    )
     problem = None
     missing = [v for v in (*PG_VARS, *BROKER_VARS) if not os.environ.get(v)]
     if missing:
@@ -72,8 +89,10 @@ def _require_services() -> None:
         except Exception as exc:
             problem = (problem + "; " if problem else "") + f"Redis unreachable: {type(exc).__name__}"
     if problem:
-        msg = (f"production profile needs PostgreSQL and Redis ({problem}); start them with "
-               "`bash deploy/production/services.sh start && . /tmp/leaf_live_services/env`")
+        msg = (
+            f"production profile needs PostgreSQL and Redis ({problem}); start them with "
+            "`bash deploy/production/services.sh start && . /tmp/leaf_live_services/env`"
+        )
         if demanded:
             pytest.fail(msg + " [LEAF_LIVE_PROD_TESTS=1 / CI: required]")
         pytest.skip(msg)
@@ -91,10 +110,30 @@ class Prod:
     def start_worker(self, name: str) -> None:
         log = open(self.tmp / f"{name}.log", "ab")  # noqa: SIM115 (closed when the process ends)
         self.workers[name] = subprocess.Popen(
-            [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", self.env["LEAF_LIVE_CELERY_CONFIG"],
-             "-n", name, "-i", "leaf_live.definitions", "--", "-c", "1", "--without-heartbeat", "--without-mingle",
-             "--without-gossip"],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(BIN / "dagster-celery"),
+                "worker",
+                "start",
+                "-A",
+                "dagster_celery.app",
+                "-y",
+                self.env["LEAF_LIVE_CELERY_CONFIG"],
+                "-n",
+                name,
+                "-i",
+                "leaf_live.definitions",
+                "--",
+                "-c",
+                "1",
+                "--without-heartbeat",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def wait_workers(self, names: set[str], timeout_s: float = 120) -> None:
@@ -110,19 +149,38 @@ class Prod:
             seen = {k.split("@")[0] for r in replies for k in r}
             if names <= seen:
                 return
-        raise AssertionError(f"workers {names - seen} not ready after {timeout_s} s: {self.log(sorted(names)[0])[-2000:]}")
+        raise AssertionError(
+            f"workers {names - seen} not ready after {timeout_s} s: {self.log(sorted(names)[0])[-2000:]}"
+        )
 
     def log(self, name: str) -> str:
         p = self.tmp / f"{name}.log"
         return p.read_text(errors="replace") if p.exists() else ""
 
     def launch(self, start: str, end: str, tag: str) -> subprocess.Popen:
-        tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end,
-                "leaf_live/test": tag}
+        tags = {
+            "dagster/asset_partition_range_start": start,
+            "dagster/asset_partition_range_end": end,
+            "leaf_live/test": tag,
+        }
         log = open(self.tmp / f"run-{tag}.log", "ab")  # noqa: SIM115
         return subprocess.Popen(
-            [str(BIN / "dagster"), "job", "execute", "-m", "leaf_live.definitions", "-j", JOB, "--tags", json.dumps(tags)],
-            cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(BIN / "dagster"),
+                "job",
+                "execute",
+                "-m",
+                "leaf_live.definitions",
+                "-j",
+                JOB,
+                "--tags",
+                json.dumps(tags),
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def run_of(self, tag: str, timeout_s: float = 120):
@@ -134,7 +192,9 @@ class Prod:
             if runs:
                 return runs[0]
             time.sleep(0.5)
-        raise AssertionError(f"no run tagged {tag} after {timeout_s} s: {(self.tmp / f'run-{tag}.log').read_text()[-3000:]}")
+        raise AssertionError(
+            f"no run tagged {tag} after {timeout_s} s: {(self.tmp / f'run-{tag}.log').read_text()[-3000:]}"
+        )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -164,16 +224,23 @@ def prod(tmp_path_factory, snapshot_dir) -> Iterator[Prod]:
     admin.cursor().execute(f'CREATE DATABASE "{db_name}"')
     home = tmp / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text((PROD_DIR / "dagster.yaml").read_text())  # the production file, verbatim
+    (home / "dagster.yaml").write_text(
+        (PROD_DIR / "dagster.yaml").read_text()
+    )  # the production file, verbatim
     celery = yaml.safe_load((PROD_DIR / "celery.yaml").read_text())
     # One override: a crashed worker's step is handed on after VISIBILITY_S, not after hours.
     opts = celery["execution"]["config"]["config_source"]["broker_transport_options"]
     opts.update(visibility_timeout=VISIBILITY_S, unacked_restore_interval=1)
     (tmp / "celery.yaml").write_text(yaml.safe_dump(celery))
     env = {
-        **os.environ, "DAGSTER_HOME": str(home), "DAGSTER_PG_DB": db_name, "LEAF_LIVE_EXECUTOR": "celery",
-        "LEAF_LIVE_CELERY_CONFIG": str(tmp / "celery.yaml"), "LEAF_LIVE_DB": str(tmp / "celery.duckdb"),
-        "LEAF_LIVE_SNAPSHOT": str(snapshot_dir), "LEAF_LIVE_TRANSPORT": "snapshot",
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "DAGSTER_PG_DB": db_name,
+        "LEAF_LIVE_EXECUTOR": "celery",
+        "LEAF_LIVE_CELERY_CONFIG": str(tmp / "celery.yaml"),
+        "LEAF_LIVE_DB": str(tmp / "celery.duckdb"),
+        "LEAF_LIVE_SNAPSHOT": str(snapshot_dir),
+        "LEAF_LIVE_TRANSPORT": "snapshot",
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # dagster-celery starts `celery` from PATH
     }
     mp = pytest.MonkeyPatch()
@@ -191,7 +258,10 @@ def prod(tmp_path_factory, snapshot_dir) -> Iterator[Prod]:
         instance.dispose()
         mp.undo()
         admin.cursor().execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [db_name])
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <>"
+            " pg_backend_pid()",
+            [db_name],
+        )
         admin.cursor().execute(f'DROP DATABASE IF EXISTS "{db_name}"')
         admin.close()
 
@@ -229,7 +299,9 @@ def _fresh_db(path: Path) -> None:
     for p in (path, path.with_name(path.name + ".wal")):
         p.unlink(missing_ok=True)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    assert materialize([indicator_catalog], resources={"db": LeafLiveDB(database=str(path))}, run_config=quiet).success
+    assert materialize(
+        [indicator_catalog], resources={"db": LeafLiveDB(database=str(path))}, run_config=quiet
+    ).success
 
 
 def _diff(a: Path, b: Path, where: str = "TRUE") -> dict[str, tuple[int, int, int, int]]:
@@ -242,10 +314,14 @@ def _diff(a: Path, b: Path, where: str = "TRUE") -> dict[str, tuple[int, int, in
         for t in TABLES:
             na = con.execute(f'SELECT count(*) FROM a."{t}" WHERE {where}').fetchone()[0]
             nb = con.execute(f'SELECT count(*) FROM b."{t}" WHERE {where}').fetchone()[0]
-            a_b = con.execute(f'SELECT count(*) FROM (SELECT * FROM a."{t}" WHERE {where} EXCEPT ALL '
-                              f'SELECT * FROM b."{t}" WHERE {where})').fetchone()[0]
-            b_a = con.execute(f'SELECT count(*) FROM (SELECT * FROM b."{t}" WHERE {where} EXCEPT ALL '
-                              f'SELECT * FROM a."{t}" WHERE {where})').fetchone()[0]
+            a_b = con.execute(
+                f'SELECT count(*) FROM (SELECT * FROM a."{t}" WHERE {where} EXCEPT ALL '
+                f'SELECT * FROM b."{t}" WHERE {where})'
+            ).fetchone()[0]
+            b_a = con.execute(
+                f'SELECT count(*) FROM (SELECT * FROM b."{t}" WHERE {where} EXCEPT ALL '
+                f'SELECT * FROM a."{t}" WHERE {where})'
+            ).fetchone()[0]
             out[t] = (na, nb, a_b, b_a)
         return out
     finally:
@@ -318,8 +394,10 @@ def test_backfill_over_two_workers_equals_the_in_process_run(prod, reference):
     diff = _diff(reference, prod.celery_db)
     for t, (n_ref, n_celery, missing, extra) in diff.items():
         assert n_ref > 0 and (n_celery, missing, extra) == (n_ref, 0, 0), (t, diff[t])
-    print(f"\n2 runs x 12 months, {len(executions)} steps on 2 Celery workers: {elapsed:.1f} s; rows per table "
-          f"{ {t: d[0] for t, d in diff.items()} }")
+    print(
+        f"\n2 runs x 12 months, {len(executions)} steps on 2 Celery workers: {elapsed:.1f} s; rows per table "
+        f"{ {t: d[0] for t, d in diff.items()} }"
+    )
 
 
 def test_worker_killed_mid_step_is_retried_on_the_other_worker(prod, reference):
@@ -354,7 +432,10 @@ def test_worker_killed_mid_step_is_retried_on_the_other_worker(prod, reference):
     while not blocked and time.monotonic() < deadline:
         time.sleep(0.2)
         cur = watch.cursor()
-        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO event_logs%'")
+        cur.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%INSERT"
+            " INTO event_logs%'"
+        )
         blocked = cur.fetchone()[0]
     watch.close()
     assert blocked, "the step never reached its first event write"
@@ -375,11 +456,17 @@ def test_worker_killed_mid_step_is_retried_on_the_other_worker(prod, reference):
     steps = _step_runs(prod.instance, run.run_id)
     survivor = ({"w1", "w2"} - {victim}).pop()
     cal = steps["release_calendar"]
-    assert [r.worker for r in cal] == [victim, survivor], cal  # taken twice: the killed worker, then the other
+    assert [r.worker for r in cal] == [
+        victim,
+        survivor,
+    ], cal  # taken twice: the killed worker, then the other
     assert cal[0].end is None and cal[1].end is not None  # only the retry finished
     assert all(r.worker == survivor for k, runs in steps.items() if k != "release_calendar" for r in runs)
-    n_success = sum(1 for e in prod.instance.all_logs(run.run_id)
-                    if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS")
+    n_success = sum(
+        1
+        for e in prod.instance.all_logs(run.run_id)
+        if e.dagster_event and e.dagster_event.event_type_value == "STEP_SUCCESS"
+    )
     assert n_success == len(_steps_of_job())
 
     diff = _diff(reference, prod.celery_db, where=f"partition_key BETWEEN '{start}' AND '{end}'")

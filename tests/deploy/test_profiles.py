@@ -47,7 +47,11 @@ def test_pool_helper_leaves_other_steps_and_refuses_a_second_pool():
 
     out = in_duckdb_pool([pure, writer])
     assert [a.node_def.pool for a in out] == [None, DUCKDB_POOL]
-    assert out[0] is pure and out[1].keys == writer.keys and out[1].node_def.compute_fn is writer.node_def.compute_fn
+    assert (
+        out[0] is pure
+        and out[1].keys == writer.keys
+        and out[1].node_def.compute_fn is writer.node_def.compute_fn
+    )
     assert in_duckdb_pool(out)[1] is out[1]  # idempotent
     with pytest.raises(ValueError, match="confused.*elsewhere"):
         in_duckdb_pool([confused])
@@ -75,20 +79,31 @@ def test_production_files_are_valid(monkeypatch):
     from dagster_postgres import DagsterPostgresStorage
     from dagster_postgres.utils import pg_url_from_config
 
-    for var, value in [("DAGSTER_PG_HOST", "db.internal"), ("DAGSTER_PG_PORT", "5432"), ("DAGSTER_PG_USERNAME", "leaf"),
-                       ("DAGSTER_PG_PASSWORD", "pw"), ("DAGSTER_PG_DB", "dagster"),
-                       ("LEAF_LIVE_CELERY_BROKER", "redis://127.0.0.1:6379/0"),
-                       ("LEAF_LIVE_CELERY_BACKEND", "redis://127.0.0.1:6379/1")]:
+    for var, value in [
+        ("DAGSTER_PG_HOST", "db.internal"),
+        ("DAGSTER_PG_PORT", "5432"),
+        ("DAGSTER_PG_USERNAME", "leaf"),
+        ("DAGSTER_PG_PASSWORD", "pw"),
+        ("DAGSTER_PG_DB", "dagster"),
+        ("LEAF_LIVE_CELERY_BROKER", "redis://127.0.0.1:6379/0"),
+        ("LEAF_LIVE_CELERY_BACKEND", "redis://127.0.0.1:6379/1"),
+    ]:
         monkeypatch.setenv(var, value)
     config, _ = dagster_instance_config(str(PROD_DIR))
-    storage = process_config(resolve_to_config_type(DagsterPostgresStorage.config_type()), config["storage"]["postgres"])
+    storage = process_config(
+        resolve_to_config_type(DagsterPostgresStorage.config_type()), config["storage"]["postgres"]
+    )
     assert storage.success, storage.errors  # env references resolved as the instance resolves them
     assert pg_url_from_config(storage.value) == "postgresql+psycopg2://leaf:pw@db.internal:5432/dagster"
     assert config["concurrency"]["pools"] == {"granularity": "op", "default_limit": 1}
-    celery = get_validated_config(str(PROD_DIR / "celery.yaml"))  # what `dagster-celery worker start -y` reads
+    celery = get_validated_config(
+        str(PROD_DIR / "celery.yaml")
+    )  # what `dagster-celery worker start -y` reads
     assert celery["broker"] == "redis://127.0.0.1:6379/0" and celery["backend"] == "redis://127.0.0.1:6379/1"
     src = celery["config_source"]
-    assert src["task_acks_late"] and src["task_reject_on_worker_lost"] and src["worker_prefetch_multiplier"] == 1
+    assert (
+        src["task_acks_late"] and src["task_reject_on_worker_lost"] and src["worker_prefetch_multiplier"] == 1
+    )
     assert src["broker_transport_options"]["visibility_timeout"] >= 3600  # longer than the longest step
     # the embedded profile's instance: SQLite storage under dagster_home/, one run at a time
     embedded, _ = dagster_instance_config(str(Path(__file__).resolve().parents[2] / "dagster_home"))
@@ -101,12 +116,14 @@ def test_duckdb_admits_one_writing_process(tmp_path):
     path = tmp_path / "x.duckdb"
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE t AS SELECT 1 AS x")
-    probe = ("import duckdb, sys\n"
-             "for ro in (False, True):\n"
-             "    try:\n"
-             "        duckdb.connect(sys.argv[1], read_only=ro).close(); print('opened')\n"
-             "    except duckdb.IOException as e:\n"
-             "        print('locked' if 'lock' in str(e).lower() else e)\n")
+    probe = (
+        "import duckdb, sys\n"
+        "for ro in (False, True):\n"
+        "    try:\n"
+        "        duckdb.connect(sys.argv[1], read_only=ro).close(); print('opened')\n"
+        "    except duckdb.IOException as e:\n"
+        "        print('locked' if 'lock' in str(e).lower() else e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["locked", "locked"], out
     con.close()

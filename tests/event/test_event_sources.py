@@ -7,8 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +22,6 @@ from leaf_live.event.sources import electricity as el
 from leaf_live.event.sources import markets as mk
 from leaf_live.event.sources import prediction_markets as pm
 from leaf_live.event.sources import weather as wx
-
-UTC = timezone.utc
 
 
 def _text(p: Path) -> str:
@@ -61,7 +58,9 @@ def test_daily_csv_variants_parse_to_the_file_values(snapshot_dir):
     zw = _bars(snapshot_dir, "commodities/storage_data_fy_2000_2026-02", "ZW=F")
     assert zw["session_date"][0] == date(2000, 7, 17) and zw["close"][0] == pytest.approx(244.0)
     # lower-case 'timestamp' header, 'Vol' column, tz-aware local timestamps with Dividends/Stock Splits
-    assert _bars(snapshot_dir, "commodities/backtesting-quant-engine", "CL=F")["close"][0] == pytest.approx(32.04999923706055)
+    assert _bars(snapshot_dir, "commodities/backtesting-quant-engine", "CL=F")["close"][0] == pytest.approx(
+        32.04999923706055
+    )
     zs = _bars(snapshot_dir, "commodities/bayes_excersice_2000_2026-01", "ZS=F")
     assert zs["close"][0] == pytest.approx(493.75) and zs["volume"][0] == 445
     sm = _bars(snapshot_dir, "commodities/stockmaster", "CL=F")
@@ -73,8 +72,10 @@ def test_daily_csv_variants_parse_to_the_file_values(snapshot_dir):
 
 def test_precedence_splices_older_folders_on_the_newest_basis(snapshot_dir):
     s = mk.SnapshotDailyPrices(snapshot_dir)
-    assert [f for f, _ in s.files_for("AAPL")][:2] == ["stocks/yfinance_us_2025-08_2026-08",
-                                                     "stocks/yfinance_nasdaq100plus_to_2026-05"]
+    assert [f for f, _ in s.files_for("AAPL")][:2] == [
+        "stocks/yfinance_us_2025-08_2026-08",
+        "stocks/yfinance_nasdaq100plus_to_2026-05",
+    ]
     bars = s.daily_bars(["AAPL"], date(2025, 8, 1), date(2025, 8, 29))
     new = _on(_bars(snapshot_dir, "stocks/yfinance_us_2025-08_2026-08", "AAPL"), date(2025, 8, 15))["close"]
     old = _bars(snapshot_dir, "stocks/yfinance_nasdaq100plus_to_2026-05", "AAPL")
@@ -91,13 +92,29 @@ def test_precedence_splices_older_folders_on_the_newest_basis(snapshot_dir):
 
 
 def test_daily_close_available_at_is_the_new_york_close():
-    f = mk.to_market_prices(pl.DataFrame({
-        "symbol": ["AAPL", "AAPL", "CL=F"], "session_date": [date(2025, 10, 1), date(2026, 1, 5), date(2025, 10, 1)],
-        "open": [1.0] * 3, "high": [1.0] * 3, "low": [1.0] * 3, "close": [1.0] * 3, "raw_close": [1.0] * 3,
-        "volume": [1.0] * 3, "source": ["x"] * 3, "source_file": ["x"] * 3, "source_row": [1, 2, 3]},
-        schema_overrides={"source_row": pl.Int32}))
-    assert f["available_at"].to_list() == [datetime(2025, 10, 1, 20, tzinfo=UTC), datetime(2026, 1, 5, 21, tzinfo=UTC),
-                                           datetime(2025, 10, 1, 21, tzinfo=UTC)]
+    f = mk.to_market_prices(
+        pl.DataFrame(
+            {
+                "symbol": ["AAPL", "AAPL", "CL=F"],
+                "session_date": [date(2025, 10, 1), date(2026, 1, 5), date(2025, 10, 1)],
+                "open": [1.0] * 3,
+                "high": [1.0] * 3,
+                "low": [1.0] * 3,
+                "close": [1.0] * 3,
+                "raw_close": [1.0] * 3,
+                "volume": [1.0] * 3,
+                "source": ["x"] * 3,
+                "source_file": ["x"] * 3,
+                "source_row": [1, 2, 3],
+            },
+            schema_overrides={"source_row": pl.Int32},
+        )
+    )
+    assert f["available_at"].to_list() == [
+        datetime(2025, 10, 1, 20, tzinfo=UTC),
+        datetime(2026, 1, 5, 21, tzinfo=UTC),
+        datetime(2025, 10, 1, 21, tzinfo=UTC),
+    ]
     assert f["partition_key"].to_list() == ["2025-10-01", "2026-01-05", "2025-10-01"]
 
 
@@ -111,11 +128,20 @@ def test_malformed_daily_csv_names_file_row_and_field(snapshot_dir, tmp_path):
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(SourceError) as e:
         mk.parse_daily_csv(bad.read_text(), symbol="AAPL", file=str(bad), source="t")
-    assert e.value.file == str(bad) and e.value.row == 3 and e.value.field == "Close" and e.value.value == "12..5"
+    assert (
+        e.value.file == str(bad)
+        and e.value.row == 3
+        and e.value.field == "Close"
+        and e.value.value == "12..5"
+    )
     assert "row 3" in str(e.value) and "Close='12..5'" in str(e.value)
     with pytest.raises(SourceError, match=r"row 2 .*field Date='2000-13-04'"):
-        mk.parse_daily_csv("\n".join([lines[0], lines[1], lines[2].replace("2000-01-04", "2000-13-04")]), symbol="AAPL",
-                           file="x.csv", source="t")
+        mk.parse_daily_csv(
+            "\n".join([lines[0], lines[1], lines[2].replace("2000-01-04", "2000-13-04")]),
+            symbol="AAPL",
+            file="x.csv",
+            source="t",
+        )
     with pytest.raises(SourceError, match=r"row 2 .*session date repeats"):
         mk.parse_daily_csv("\n".join([lines[0], lines[1], lines[1]]), symbol="AAPL", file="x.csv", source="t")
     # a snapshot folder with the bad file fails the whole read; nothing partial comes back
@@ -124,7 +150,9 @@ def test_malformed_daily_csv_names_file_row_and_field(snapshot_dir, tmp_path):
     (root / "leaf/stocks/only/AAPL.csv").write_text("\n".join(lines) + "\n")
     clear_cache()
     with pytest.raises(SourceError, match=r"leaf/stocks/only/AAPL.csv, row 3"):
-        mk.SnapshotDailyPrices(root, stock_folders=("stocks/only",)).daily_bars(["AAPL"], date(2000, 1, 1), date(2001, 1, 1))
+        mk.SnapshotDailyPrices(root, stock_folders=("stocks/only",)).daily_bars(
+            ["AAPL"], date(2000, 1, 1), date(2001, 1, 1)
+        )
 
 
 def test_yfinance_frame_conversion_matches_the_snapshot_export(snapshot_dir):
@@ -151,31 +179,49 @@ def test_nyc_archive_degf_local_time_to_degc_utc(snapshot_dir):
     assert first["temperature_c"] == pytest.approx((52.1 - 32) * 5 / 9)
     assert first["wind_speed_kmh"] == pytest.approx(9.6 * 1.609344)
     at = {r["ts"]: r["temperature_c"] for r in f.iter_rows(named=True)}
-    assert at[datetime(2023, 11, 5, 5, tzinfo=UTC)] == pytest.approx((50.3 - 32) * 5 / 9)  # fall-back day: EST all day
-    # spring-forward day: 00:00 placed at 04:00 UTC (EDT), colliding with the previous day's 23:00 EST: later day wins
+    assert at[datetime(2023, 11, 5, 5, tzinfo=UTC)] == pytest.approx(
+        (50.3 - 32) * 5 / 9
+    )  # fall-back day: EST all day
+    # spring-forward day: 00:00 placed at 04:00 UTC (EDT), colliding with the previous day's 23:00 EST: later
+    # day wins
     assert at[datetime(2024, 3, 10, 4, tzinfo=UTC)] == pytest.approx((46.6 - 32) * 5 / 9)
-    assert f["ts"].is_duplicated().sum() == 0 and f.height == 25056 - 3  # one collision per spring-forward day
+    assert (
+        f["ts"].is_duplicated().sum() == 0 and f.height == 25056 - 3
+    )  # one collision per spring-forward day
     rows = wx.to_weather_hourly(f.head(2))
     assert rows["available_at"].to_list() == [t + timedelta(hours=1) for t in rows["ts"].to_list()]
 
 
 def test_greendcc_new_york_is_utc_minus_4_all_year(snapshot_dir):
     d = snapshot_dir / "leaf/weather"
-    a = wx.parse_nyc_archive(_text(d / wx.NYC_ARCHIVE), file="a").select("ts", pl.col("temperature_c").alias("a"))
-    g = wx.parse_greendcc(_text(d / wx.GREENDCC_DIR / "NewYork_US-NY-NYIS_hourly.csv.gz"), file="g", city="new_york",
-                          offset_hours=-4)
+    a = wx.parse_nyc_archive(_text(d / wx.NYC_ARCHIVE), file="a").select(
+        "ts", pl.col("temperature_c").alias("a")
+    )
+    g = wx.parse_greendcc(
+        _text(d / wx.GREENDCC_DIR / "NewYork_US-NY-NYIS_hourly.csv.gz"),
+        file="g",
+        city="new_york",
+        offset_hours=-4,
+    )
     assert g["ts"][0] == datetime(2020, 1, 1, 4, tzinfo=UTC)
     for months in ((12, 1, 2), (6, 7, 8)):
         mae = {}
         for lag in (-1, 0, 1):
-            j = a.join(g.select((pl.col("ts") + pl.duration(hours=lag)).alias("ts"), pl.col("temperature_c").alias("g")),
-                       on="ts").filter(pl.col("ts").dt.month().is_in(months))
+            j = a.join(
+                g.select(
+                    (pl.col("ts") + pl.duration(hours=lag)).alias("ts"), pl.col("temperature_c").alias("g")
+                ),
+                on="ts",
+            ).filter(pl.col("ts").dt.month().is_in(months))
             mae[lag] = float((j["a"] - j["g"]).abs().mean())
         assert mae[0] < mae[-1] and mae[0] < mae[1], (months, mae)
 
 
 def test_malformed_weather_file_names_row_and_field():
-    text = "time,temperature_2m,relativehumidity_2m,windspeed_10m\n2024-01-01T00:00,30.0,50,5\n2024-01-01T01:00,x,50,5\n"
+    text = (
+        "time,temperature_2m,relativehumidity_2m,windspeed_10m\n"
+        "2024-01-01T00:00,30.0,50,5\n2024-01-01T01:00,x,50,5\n"
+    )
     with pytest.raises(SourceError) as e:
         wx.parse_nyc_archive(text, file="w.csv")
     assert (e.value.file, e.value.row, e.value.field, e.value.value) == ("w.csv", 2, "temperature_2m", "x")
@@ -186,19 +232,33 @@ def test_malformed_weather_file_names_row_and_field():
 
 
 def test_open_meteo_live_transport_over_loopback(http_server):
-    body = {"latitude": 40.71, "longitude": -74.0, "utc_offset_seconds": 0, "timezone": "GMT",
-            "hourly_units": {"time": "iso8601", "temperature_2m": "°C"},
-            "hourly": {"time": ["2026-01-05T00:00", "2026-01-05T01:00", "2026-01-05T02:00"],
-                       "temperature_2m": [-1.5, -2.0, None], "relative_humidity_2m": [70, 71, 72],
-                       "wind_speed_10m": [10.1, 9.8, 9.0]}}
+    body = {
+        "latitude": 40.71,
+        "longitude": -74.0,
+        "utc_offset_seconds": 0,
+        "timezone": "GMT",
+        "hourly_units": {"time": "iso8601", "temperature_2m": "°C"},
+        "hourly": {
+            "time": ["2026-01-05T00:00", "2026-01-05T01:00", "2026-01-05T02:00"],
+            "temperature_2m": [-1.5, -2.0, None],
+            "relative_humidity_2m": [70, 71, 72],
+            "wind_speed_10m": [10.1, 9.8, 9.0],
+        },
+    }
     http_server.routes["/v1/archive"] = lambda q: (200, "application/json", json.dumps(body))
     live = wx.LiveWeather(http_server.url, use_meteostat=False)
     got = live.hourly([catalog.get_target("weather", "new_york")], date(2026, 1, 5), date(2026, 1, 5))
     assert got["temperature_c"].to_list() == [-1.5, -2.0]  # the null hour is dropped
-    assert got["ts"][1] == datetime(2026, 1, 5, 1, tzinfo=UTC) and got["available_at"][1] == datetime(2026, 1, 5, 2, tzinfo=UTC)
+    assert got["ts"][1] == datetime(2026, 1, 5, 1, tzinfo=UTC) and got["available_at"][1] == datetime(
+        2026, 1, 5, 2, tzinfo=UTC
+    )
     path, q = http_server.requests[0]
     assert q["latitude"] == ["40.7128"] and q["timezone"] == ["GMT"] and q["start_date"] == ["2026-01-05"]
-    http_server.routes["/v1/archive"] = lambda q: (400, "application/json", '{"error": true, "reason": "bad"}')
+    http_server.routes["/v1/archive"] = lambda q: (
+        400,
+        "application/json",
+        '{"error": true, "reason": "bad"}',
+    )
     with pytest.raises(SourceError, match="HTTP 400"):
         live.hourly([catalog.get_target("weather", "new_york")], date(2026, 1, 5), date(2026, 1, 5))
 
@@ -217,7 +277,9 @@ def test_eia930_hour_ending_utc_and_missing_raw(snapshot_dir):
     s = el.SnapshotLoad(snapshot_dir)
     ny = s.read_area(catalog.get_target("electricity", "new_york_city"))
     r = ny.row(0, named=True)
-    assert r["interval_end"] == datetime(2018, 10, 1, tzinfo=UTC) and r["interval_start"] == datetime(2018, 9, 30, 23, tzinfo=UTC)
+    assert r["interval_end"] == datetime(2018, 10, 1, tzinfo=UTC) and r["interval_start"] == datetime(
+        2018, 9, 30, 23, tzinfo=UTC
+    )
     assert r["load_mw"] == 5712 and r["quality"] == "OKAY"
     sf = s.read_area(catalog.get_target("electricity", "san_francisco"))
     row = sf.filter(pl.col("interval_end") == datetime(2018, 11, 8, 20, tzinfo=UTC)).row(0, named=True)
@@ -229,7 +291,9 @@ def test_eia930_hour_ending_utc_and_missing_raw(snapshot_dir):
 def test_malformed_eia930_names_row_and_field():
     head = "date_time,raw demand (MW),category,cleaned demand (MW),forecast demand (MW)\n"
     with pytest.raises(SourceError) as e:
-        el.parse_eia930(head + "2019-01-01 01:00:00,5,OKAY,5,5\n2019-01-01 02:00:00,5,OKAY,-3,5\n", area="a", file="e.csv")
+        el.parse_eia930(
+            head + "2019-01-01 01:00:00,5,OKAY,5,5\n2019-01-01 02:00:00,5,OKAY,-3,5\n", area="a", file="e.csv"
+        )
     assert (e.value.row, e.value.field, e.value.value) == (2, "cleaned demand (MW)", "-3")
     with pytest.raises(SourceError, match=r"row 1 .*field date_time='2019-01-01T01'"):
         el.parse_eia930(head + "2019-01-01T01,5,OKAY,5,5\n", area="a", file="e.csv")
@@ -239,9 +303,14 @@ def test_five_minute_readings_average_to_hourly_means():
     t0 = datetime(2026, 1, 5, 14, tzinfo=UTC)
     ts = [t0 + timedelta(minutes=5 * i) for i in range(24)] + [t0 + timedelta(hours=2)]
     vals = [100.0 + i for i in range(24)] + [7.0]
-    pdf = pd.DataFrame({"Interval Start": pd.DatetimeIndex(ts).tz_convert("America/New_York"), "N.Y.C.": vals})
-    got = el.hourly_means(el.readings_from_gridstatus(pdf, zone_column="N.Y.C.", file="g"), area="new_york_city",
-                          source_file="g")
+    pdf = pd.DataFrame(
+        {"Interval Start": pd.DatetimeIndex(ts).tz_convert("America/New_York"), "N.Y.C.": vals}
+    )
+    got = el.hourly_means(
+        el.readings_from_gridstatus(pdf, zone_column="N.Y.C.", file="g"),
+        area="new_york_city",
+        source_file="g",
+    )
     assert got["load_mw"].to_list() == [np.mean(vals[:12]), np.mean(vals[12:24]), 7.0]
     assert got["quality"].to_list() == ["n=12", "n=12", "n=1"]
     assert got["interval_end"][0] == t0 + timedelta(hours=1)
@@ -249,7 +318,8 @@ def test_five_minute_readings_average_to_hourly_means():
         el.readings_from_gridstatus(pdf, zone_column="PGE", file="g")
 
 
-# ------------------------------------------------------------------------------------------------ prediction markets
+# ------------------------------------------------------------------------------------------------ prediction
+# markets
 
 
 @pytest.fixture(scope="module")
@@ -272,24 +342,36 @@ def test_forecastbench_question_in_several_sets_has_several_prices(markets):
 
 
 def test_fomc_token_map_trades_and_resolution(markets):
-    q = markets.questions.filter(pl.col("question_id") == "fed-interest-rates-march-2024/noChange").row(0, named=True)
+    q = markets.questions.filter(pl.col("question_id") == "fed-interest-rates-march-2024/noChange").row(
+        0, named=True
+    )
     assert q["category"] == "economy_business"
     assert q["resolve_at"] == datetime(2024, 3, 20, 18, tzinfo=UTC)  # 14:00 EDT on the meeting day
     assert q["open_at"] == datetime.fromtimestamp(1706744995, tz=UTC)  # first recorded trade of the event
-    up = markets.path.filter(pl.col("question_id") == "fed-interest-rates-march-2024/up25", pl.col("kind") == "trade")
+    up = markets.path.filter(
+        pl.col("question_id") == "fed-interest-rates-march-2024/up25", pl.col("kind") == "trade"
+    )
     first = up.sort("observed_at").row(0, named=True)
     assert first["observed_at"] == datetime.fromtimestamp(1706744995, tz=UTC)
-    assert first["price"] == pytest.approx(0.03)  # YES at 0.03 and NO at 0.97 in the same second both say 0.03
-    outcome = markets.path.filter(pl.col("question_id") == "fed-interest-rates-march-2024/noChange",
-                                  pl.col("kind") == "resolution")
+    assert first["price"] == pytest.approx(
+        0.03
+    )  # YES at 0.03 and NO at 0.97 in the same second both say 0.03
+    outcome = markets.path.filter(
+        pl.col("question_id") == "fed-interest-rates-march-2024/noChange", pl.col("kind") == "resolution"
+    )
     assert outcome["price"].to_list() == [1.0]
     # July 2025 was still trading when recorded (outcomeYes 0.81): no resolution, no resolve time
-    jul = markets.questions.filter(pl.col("question_id") == "fed-decision-in-july/noChange").row(0, named=True)
+    jul = markets.questions.filter(pl.col("question_id") == "fed-decision-in-july/noChange").row(
+        0, named=True
+    )
     assert jul["resolve_at"] is None
 
 
 def test_categories_follow_the_c25_rules():
-    assert pm.categorize("Will the Fed decrease interest rates by 25 bps after its March 2024 meeting?") == "economy_business"
+    assert (
+        pm.categorize("Will the Fed decrease interest rates by 25 bps after its March 2024 meeting?")
+        == "economy_business"
+    )
     assert pm.categorize("Will Anthropic have the best AI model at the end of June 2026?") == "tech_ai"
     assert pm.categorize("Will Putin visit China by May 31?") == "politics_world"
     assert pm.categorize("Will the Boston Celtics win the NBA Eastern Conference Finals?") == "other"
@@ -297,13 +379,27 @@ def test_categories_follow_the_c25_rules():
 
 
 def test_malformed_question_set_names_question_and_field():
-    doc = {"forecast_due_date": "2025-10-26", "questions": [
-        {"id": "a", "source": "manifold", "question": "x"},
-        {"id": "0x1", "source": "polymarket", "question": "q", "freeze_datetime": "2025-10-16T00:00:00+00:00",
-         "freeze_datetime_value": "1.7"}]}
+    doc = {
+        "forecast_due_date": "2025-10-26",
+        "questions": [
+            {"id": "a", "source": "manifold", "question": "x"},
+            {
+                "id": "0x1",
+                "source": "polymarket",
+                "question": "q",
+                "freeze_datetime": "2025-10-16T00:00:00+00:00",
+                "freeze_datetime_value": "1.7",
+            },
+        ],
+    }
     with pytest.raises(SourceError) as e:
         pm.parse_question_set(doc, file="set.json")
-    assert (e.value.file, e.value.row, e.value.field, e.value.value) == ("set.json", 2, "freeze_datetime_value", "1.7")
+    assert (e.value.file, e.value.row, e.value.field, e.value.value) == (
+        "set.json",
+        2,
+        "freeze_datetime_value",
+        "1.7",
+    )
     doc["questions"][1]["freeze_datetime_value"] = "0.4"
     doc["questions"][1]["market_info_open_datetime"] = "May 1"
     with pytest.raises(SourceError, match=r"row 2 .*field market_info_open_datetime='May 1'"):
@@ -311,20 +407,32 @@ def test_malformed_question_set_names_question_and_field():
 
 
 def test_gamma_and_clob_live_transport_over_loopback(snapshot_dir, http_server):
-    raw = json.loads(gzip.decompress((snapshot_dir / "leaf/polymarket/wom-polymarket-strategy/gamma_markets_raw_600.json.gz")
-                                     .read_bytes()))
+    raw = json.loads(
+        gzip.decompress(
+            (
+                snapshot_dir / "leaf/polymarket/wom-polymarket-strategy/gamma_markets_raw_600.json.gz"
+            ).read_bytes()
+        )
+    )
     m = next(x for x in raw if x.get("slug") == "btc-multistrike-4h-1758873600-110k")
-    cache = snapshot_dir / "macro/polymarket/plsite_nfp/polymarket_cache/008f4d0e70570e986ffd0b591926eb19a6c1468e.json"
+    cache = (
+        snapshot_dir
+        / "macro/polymarket/plsite_nfp/polymarket_cache/008f4d0e70570e986ffd0b591926eb19a6c1468e.json"
+    )
     history = cache.read_text()
     http_server.routes["/markets"] = lambda q: (200, "application/json", json.dumps([m]))
     http_server.routes["/prices-history"] = lambda q: (200, "application/json", history)
     got = pm.LivePolymarket([m["slug"]], gamma_url=http_server.url, clob_url=http_server.url).load()
     q = got.questions.row(0, named=True)
-    assert q["question_id"] == m["conditionId"] and q["resolve_at"] == datetime(2025, 9, 26, 10, 9, 27, tzinfo=UTC)
+    assert q["question_id"] == m["conditionId"] and q["resolve_at"] == datetime(
+        2025, 9, 26, 10, 9, 27, tzinfo=UTC
+    )
     trades = got.path.filter(pl.col("kind") == "trade")
     assert trades.height == len(json.loads(history)["history"])
     assert trades["price"][0] == pytest.approx(0.335)
-    assert got.path.filter(pl.col("kind") == "resolution")["price"].to_list() == [0.0]  # outcomePrices ["0", "1"]
+    assert got.path.filter(pl.col("kind") == "resolution")["price"].to_list() == [
+        0.0
+    ]  # outcomePrices ["0", "1"]
     reqs = dict(http_server.requests)
     assert reqs["/markets"]["slug"] == [m["slug"]]
     assert reqs["/prices-history"]["market"] == [json.loads(m["clobTokenIds"])[0]]

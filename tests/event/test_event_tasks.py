@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -13,7 +13,6 @@ import pytest
 from leaf_live.event import catalog, pipeline, tasks
 from leaf_live.event.catalog import TrendThresholds
 
-UTC = timezone.utc
 TABLE6_LARGE = {"Strong Up": 23.94, "Up": 16.23, "Neutral": 18.05, "Down": 20.59, "Strong Down": 21.20}
 TABLE6_COMMODITY = {"Strong Up": 27.69, "Up": 16.93, "Neutral": 15.74, "Down": 13.15, "Strong Down": 26.49}
 
@@ -27,7 +26,9 @@ def tables(snapshot_dir) -> pipeline.EventTables:
 
 
 def _count(t: pl.DataFrame, domain: str, kind: str, horizon: str) -> int:
-    return t.filter(pl.col("domain") == domain, pl.col("task_kind") == kind, pl.col("horizon") == horizon).height
+    return t.filter(
+        pl.col("domain") == domain, pl.col("task_kind") == kind, pl.col("horizon") == horizon
+    ).height
 
 
 def test_sample_counts_match_section_4_1_where_the_data_allows(tables):
@@ -51,12 +52,25 @@ def test_sample_counts_match_section_4_1_where_the_data_allows(tables):
 
 def test_trend_label_boundaries_by_hand():
     th = TrendThresholds(0.005, 0.02)
-    assert [tasks.trend_label(x, th, 5) for x in (0.021, 0.02, 0.0051, 0.005, -0.005, -0.0051, -0.02, -0.0201)] == [
-        "Strong Up", "Up", "Up", "Neutral", "Neutral", "Down", "Down", "Strong Down"]
-    assert [tasks.trend_label(x, th, 3) for x in (0.0051, 0.005, -0.005, -0.0051)] == ["Up", "Neutral", "Neutral", "Down"]
+    assert [
+        tasks.trend_label(x, th, 5) for x in (0.021, 0.02, 0.0051, 0.005, -0.005, -0.0051, -0.02, -0.0201)
+    ] == ["Strong Up", "Up", "Up", "Neutral", "Neutral", "Down", "Down", "Strong Down"]
+    assert [tasks.trend_label(x, th, 3) for x in (0.0051, 0.005, -0.005, -0.0051)] == [
+        "Up",
+        "Neutral",
+        "Neutral",
+        "Down",
+    ]
     w = catalog.TREND_THRESHOLDS["weather"]
     assert [tasks.trend_label(x, w, 5) for x in (3.01, 3.0, 1.5, -1.5, -1.51, -3.0, -3.01)] == [
-        "Strong Up", "Up", "Neutral", "Neutral", "Down", "Down", "Strong Down"]
+        "Strong Up",
+        "Up",
+        "Neutral",
+        "Neutral",
+        "Down",
+        "Down",
+        "Strong Down",
+    ]
 
 
 def test_rate_of_change_uses_the_cutoff_close_and_the_close_h_sessions_later(tables):
@@ -74,12 +88,22 @@ def test_rate_of_change_uses_the_cutoff_close_and_the_close_h_sessions_later(tab
 
 def test_table6_trend_shares_large_caps_and_commodities(tables):
     shares = tasks.label_shares(tables.task_outcomes, tables.forecast_tasks)
-    got = {r["label"]: r["share_pct"] for r in shares.filter(pl.col("domain") == "large_cap", pl.col("horizon") == "3d").iter_rows(named=True)}
+    got = {
+        r["label"]: r["share_pct"]
+        for r in shares.filter(pl.col("domain") == "large_cap", pl.col("horizon") == "3d").iter_rows(
+            named=True
+        )
+    }
     # our 1,020 three-session labels against the paper's Table 6: each class within 1 percentage point
     for label, paper in TABLE6_LARGE.items():
         assert abs(got[label] - paper) < 1.0, (label, got[label], paper)
     assert sum(got.values()) == pytest.approx(100.0)
-    com = {r["label"]: r["share_pct"] for r in shares.filter(pl.col("domain") == "commodity", pl.col("horizon") == "3d").iter_rows(named=True)}
+    com = {
+        r["label"]: r["share_pct"]
+        for r in shares.filter(pl.col("domain") == "commodity", pl.col("horizon") == "3d").iter_rows(
+            named=True
+        )
+    }
     for label, paper in TABLE6_COMMODITY.items():  # 9 commodities, 300 labels: within 7 points
         assert abs(com[label] - paper) < 7.0, (label, com[label], paper)
 
@@ -89,10 +113,16 @@ def test_bundles_are_canonical_json_with_their_sha256_and_shared_across_horizons
     for r in t.sample(50, seed=1).iter_rows(named=True):
         assert hashlib.sha256(r["bundle"].encode()).hexdigest() == r["bundle_hash"]
         assert json.dumps(json.loads(r["bundle"]), sort_keys=True, separators=(",", ":")) == r["bundle"]
-    same = t.filter(pl.col("target_id") == "MSFT", pl.col("cutoff") == t.filter(pl.col("target_id") == "MSFT")["cutoff"].min())
+    same = t.filter(
+        pl.col("target_id") == "MSFT",
+        pl.col("cutoff") == t.filter(pl.col("target_id") == "MSFT")["cutoff"].min(),
+    )
     assert same["bundle_hash"].n_unique() == 1 and same.height == 2 * 4 + 2  # 2 kinds x 4 horizons + 2 series
     assert tasks.bundle_leaks(t).height == 0
-    assert (t["max_input_available_at"].drop_nulls() <= t.filter(pl.col("max_input_available_at").is_not_null())["cutoff"]).all()
+    assert (
+        t["max_input_available_at"].drop_nulls()
+        <= t.filter(pl.col("max_input_available_at").is_not_null())["cutoff"]
+    ).all()
     # forecasters never get outcomes: the task table has no outcome column
     assert not {"actual", "label", "outcome", "change"} & set(t.columns)
 
@@ -102,10 +132,16 @@ def test_a_row_published_after_the_cutoff_is_not_in_the_bundle(tables):
     # the close of 2025-10-20 (a session inside the look-back of the 2025-10-27 cutoff) is re-published late:
     # its available_at moves to after that cutoff, as a revised bar would
     cutoff = px.filter(pl.col("session_date") == date(2025, 10, 27))["available_at"][0]
-    late = px.with_columns(pl.when(pl.col("session_date") == date(2025, 10, 20))
-                           .then(pl.lit(cutoff + timedelta(hours=1))).otherwise(pl.col("available_at")).alias("available_at"))
+    late = px.with_columns(
+        pl.when(pl.col("session_date") == date(2025, 10, 20))
+        .then(pl.lit(cutoff + timedelta(hours=1)))
+        .otherwise(pl.col("available_at"))
+        .alias("available_at")
+    )
     got = tasks.market_tasks(late, "large_cap", ["NVDA"], date(2025, 10, 1), date(2026, 1, 31))
-    row = got.tasks.filter(pl.col("task_id") == f"large_cap/NVDA/series/3d/{cutoff:%Y-%m-%dT%H:%MZ}").row(0, named=True)
+    row = got.tasks.filter(pl.col("task_id") == f"large_cap/NVDA/series/3d/{cutoff:%Y-%m-%dT%H:%MZ}").row(
+        0, named=True
+    )
     dates = [d for d, _ in json.loads(row["bundle"])["series"]]
     assert "2025-10-20" not in dates and dates[-1] == "2025-10-27" and len(dates) == 15
     assert row["max_input_available_at"] <= row["cutoff"]
@@ -116,25 +152,47 @@ def test_a_row_published_after_the_cutoff_is_not_in_the_bundle(tables):
     load = tables.electricity_load
     c = datetime(2019, 1, 1, 5, tzinfo=UTC)  # local midnight ending 2018-12-31 in New York
     late_hour = c - timedelta(hours=30)
-    load2 = load.with_columns(pl.when((pl.col("area") == "boston") & (pl.col("interval_start") == late_hour))
-                              .then(pl.lit(c + timedelta(minutes=5))).otherwise(pl.col("available_at")).alias("available_at"))
-    h = tasks.hourly_tasks(load2, "electricity", [catalog.get_target("electricity", "boston")], date(2018, 12, 1),
-                           date(2019, 3, 31), target_col="area", time_col="interval_start", value_col="load_mw")
-    assert h.tasks.filter(pl.col("cutoff") == c).height == 0  # the window is no longer complete at the cutoff: no task
+    load2 = load.with_columns(
+        pl.when((pl.col("area") == "boston") & (pl.col("interval_start") == late_hour))
+        .then(pl.lit(c + timedelta(minutes=5)))
+        .otherwise(pl.col("available_at"))
+        .alias("available_at")
+    )
+    h = tasks.hourly_tasks(
+        load2,
+        "electricity",
+        [catalog.get_target("electricity", "boston")],
+        date(2018, 12, 1),
+        date(2019, 3, 31),
+        target_col="area",
+        time_col="interval_start",
+        value_col="load_mw",
+    )
+    assert (
+        h.tasks.filter(pl.col("cutoff") == c).height == 0
+    )  # the window is no longer complete at the cutoff: no task
     assert h.tasks.filter(pl.col("cutoff") == c + timedelta(days=2)).height == 6  # later cutoffs see it again
 
 
 def test_hourly_windows_and_the_filled_fall_back_hour(tables):
-    t = tables.forecast_tasks.filter(pl.col("domain") == "weather", pl.col("task_kind") == "series", pl.col("horizon") == "3d")
+    t = tables.forecast_tasks.filter(
+        pl.col("domain") == "weather", pl.col("task_kind") == "series", pl.col("horizon") == "3d"
+    )
     r = t.sort("cutoff").row(0, named=True)
     # first cutoff day 2025-10-15 (14 days of span before it end there); local midnight ending it, EDT
     assert r["cutoff"] == datetime(2025, 10, 16, 4, tzinfo=UTC)
     b = json.loads(r["bundle"])
-    assert len(b["series"]) == 336 and b["series"][0][0] == "2025-10-02T04:00Z" and b["series"][-1][0] == "2025-10-16T03:00Z"
+    assert (
+        len(b["series"]) == 336
+        and b["series"][0][0] == "2025-10-02T04:00Z"
+        and b["series"][-1][0] == "2025-10-16T03:00Z"
+    )
     assert len(r["target_times"]) == 72 and r["target_times"][0] == r["cutoff"]
     filled = [json.loads(x)["filled_hours"] for x in t["bundle"].to_list()]
     assert ["2025-11-02T04:00Z"] in filled  # the Open-Meteo fall-back hour, interpolated and flagged
-    o = tables.task_outcomes.filter(pl.col("task_id") == r["task_id"].replace("/series/", "/trend5/")).row(0, named=True)
+    o = tables.task_outcomes.filter(pl.col("task_id") == r["task_id"].replace("/series/", "/trend5/")).row(
+        0, named=True
+    )
     series = [v for _, v in b["series"]]
     actual = tables.task_outcomes.filter(pl.col("task_id") == r["task_id"])["actual"][0].to_list()
     assert o["reference"] == pytest.approx(min(series[-24:]))  # previous day's minimum temperature
@@ -142,20 +200,30 @@ def test_hourly_windows_and_the_filled_fall_back_hour(tables):
 
 
 def test_event_cutoffs_are_fractions_of_the_time_to_resolution(tables):
-    q = tables.prediction_markets.filter(pl.col("question_id") == "fed-interest-rates-march-2024/noChange").row(0, named=True)
+    q = tables.prediction_markets.filter(
+        pl.col("question_id") == "fed-interest-rates-march-2024/noChange"
+    ).row(0, named=True)
     ev = tables.forecast_tasks.filter(pl.col("target_id") == q["question_id"]).sort("cutoff")
     span = q["resolve_at"] - q["open_at"]
     want = [q["resolve_at"] - span * f for f in (1.0, 0.8, 0.6, 0.4, 0.2, 0.1)]
-    assert [c.replace(microsecond=0) for c in ev["cutoff"].to_list()] == [w.replace(microsecond=0) for w in want]
+    assert [c.replace(microsecond=0) for c in ev["cutoff"].to_list()] == [
+        w.replace(microsecond=0) for w in want
+    ]
     assert ev["horizon"].to_list() == ["100%", "80%", "60%", "40%", "20%", "10%"]
-    path = tables.market_price_path.filter(pl.col("question_id") == q["question_id"], pl.col("kind") == "trade")
+    path = tables.market_price_path.filter(
+        pl.col("question_id") == q["question_id"], pl.col("kind") == "trade"
+    )
     for r in ev.iter_rows(named=True):
         seen = path.filter(pl.col("available_at") <= r["cutoff"]).sort("available_at")
         b = json.loads(r["bundle"])
         assert "outcome" not in b
-        if seen.height == 0:  # 100%: the event opened with another market's first trade; none for this one yet
+        if (
+            seen.height == 0
+        ):  # 100%: the event opened with another market's first trade; none for this one yet
             assert r["last_value"] is None and b["last_price"] is None
             continue
-        assert r["last_value"] == pytest.approx(seen["price"][-1]) and b["last_price"] == pytest.approx(seen["price"][-1])
+        assert r["last_value"] == pytest.approx(seen["price"][-1]) and b["last_price"] == pytest.approx(
+            seen["price"][-1]
+        )
     o = tables.task_outcomes.filter(pl.col("task_id").is_in(ev["task_id"].to_list()))
     assert o["outcome"].to_list() == [1.0] * 6

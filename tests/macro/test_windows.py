@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
+from livemacro_helpers import live_releases
 
+from leaf_live.core.storage import conform
 from leaf_live.macro.windows import (
     WindowError,
     hourly_issue_times,
@@ -16,12 +18,10 @@ from leaf_live.macro.windows import (
     scheduled_releases,
     target_month,
 )
-from leaf_live.core.storage import conform
-
-from livemacro_helpers import live_releases
 
 ET = ZoneInfo("America/New_York")
-UTC = timezone.utc
+
+
 @pytest.fixture(scope="module")
 def windows() -> pl.DataFrame:
     return nowcast_windows(live_releases())
@@ -81,7 +81,12 @@ def test_window_across_spring_forward_skips_2am_like_the_paper_runner(windows):
     on_dst_day = [t.hour for t in local if t.date() == date(2026, 3, 8)]
     assert on_dst_day == [0, 1] + list(range(3, 24))  # 23 runs: no 02:00, as in the recorded GPT-5 file
     # 02-25 05:00Z .. 03-11 12:00Z inclusive
-    assert len(times) == (datetime(2026, 3, 11, 12, tzinfo=UTC) - datetime(2026, 2, 25, 5, tzinfo=UTC)) // timedelta(hours=1) + 1
+    assert (
+        len(times)
+        == (datetime(2026, 3, 11, 12, tzinfo=UTC) - datetime(2026, 2, 25, 5, tzinfo=UTC))
+        // timedelta(hours=1)
+        + 1
+    )
 
 
 def test_target_month_and_bad_reference_periods():
@@ -119,7 +124,12 @@ def test_mark_after_release_uses_greater_or_equal(windows):
         }
     )
     out = mark_after_release(nc, windows)
-    assert out.get_column("after_release").to_list() == [False, True, True, False]  # no window for ppi 2030-01
+    assert out.get_column("after_release").to_list() == [
+        False,
+        True,
+        True,
+        False,
+    ]  # no window for ppi 2030-01
     assert out.columns == nc.columns + ["after_release"]
     assert out.get_column("value").to_list() == [3.0, 3.3, 3.3, 0.1]
     with pytest.raises(WindowError, match="more than one window"):
@@ -127,10 +137,10 @@ def test_mark_after_release_uses_greater_or_equal(windows):
 
 
 def test_live_windows_exist_before_their_release_lands():
-    """Live operation: the calendar replayed at 2026-02-10 00:00 UTC shows February's later releases as scheduled
-    (no actual). Windows from the landed first releases plus the scheduled ones equal the windows built once
-    every value is known, so the hourly nowcasts find a release's window open before it lands; a GDP period
-    whose advance estimate landed gets no second window from its later estimates."""
+    """Live operation: the calendar replayed at 2026-02-10 00:00 UTC shows February's later releases as
+    scheduled (no actual). Windows from the landed first releases plus the scheduled ones equal the windows
+    built once every value is known, so the hourly nowcasts find a release's window open before it lands; a
+    GDP period whose advance estimate landed gets no second window from its later estimates."""
     from leaf_live.core.settings import get_settings
     from leaf_live.macro.scoring.surprises import first_releases
     from leaf_live.macro.sources.releases import calendar_known_at
@@ -150,30 +160,48 @@ def test_live_windows_exist_before_their_release_lands():
     assert live.sort("indicator_id", "reference_period").equals(full.sort("indicator_id", "reference_period"))
     # every window open at the clock closes on a release that has not landed yet
     now_open = open_windows(live, at)
-    assert now_open.height > 0 and now_open.join(landed, on=["indicator_id", "reference_period"], how="semi").is_empty()
+    assert (
+        now_open.height > 0
+        and now_open.join(landed, on=["indicator_id", "reference_period"], how="semi").is_empty()
+    )
     # GDP: the (delayed) 2025Q4 advance estimate is due on 2026-02-20 and its window is open at the clock; the
     # source-marked later estimate of 2026-03-13 opens no second window
     gdp = "real_gdp_advance"
-    assert due.filter(pl.col("indicator_id") == gdp).rows() == [(gdp, date(2025, 10, 1), datetime(2026, 2, 20, 13, 30, tzinfo=UTC))]
+    assert due.filter(pl.col("indicator_id") == gdp).rows() == [
+        (gdp, date(2025, 10, 1), datetime(2026, 2, 20, 13, 30, tzinfo=UTC))
+    ]
     assert now_open.filter(pl.col("indicator_id") == gdp)["reference_period"].to_list() == [date(2025, 10, 1)]
     assert live.filter(pl.col("indicator_id") == gdp).group_by("reference_period").len()["len"].max() == 1
 
 
 def test_scheduled_releases_rule_on_a_constructed_calendar():
     t = lambda d, h: datetime(2026, 3, d, h, 30, tzinfo=UTC)  # noqa: E731
-    cal = pl.DataFrame({
-        "indicator_id": ["cpi", "cpi", "gdp", "gdp", "retail_sales", "retail_sales", "ppi"],
-        "reference_period": [date(2026, 2, 1), date(2026, 2, 1), date(2025, 10, 1), date(2026, 1, 1),
-                             date(2026, 2, 1), date(2026, 2, 1), None],
-        "release_at": [t(11, 12), t(11, 12), t(26, 12), t(27, 12), t(17, 12), t(18, 12), t(12, 12)],
-        "actual": [None, None, None, None, None, None, None],
-        "marked_revision": [False, False, False, False, True, False, False],
-    }, schema_overrides={"actual": pl.Float64})
+    cal = pl.DataFrame(
+        {
+            "indicator_id": ["cpi", "cpi", "gdp", "gdp", "retail_sales", "retail_sales", "ppi"],
+            "reference_period": [
+                date(2026, 2, 1),
+                date(2026, 2, 1),
+                date(2025, 10, 1),
+                date(2026, 1, 1),
+                date(2026, 2, 1),
+                date(2026, 2, 1),
+                None,
+            ],
+            "release_at": [t(11, 12), t(11, 12), t(26, 12), t(27, 12), t(17, 12), t(18, 12), t(12, 12)],
+            "actual": [None, None, None, None, None, None, None],
+            "marked_revision": [False, False, False, False, True, False, False],
+        },
+        schema_overrides={"actual": pl.Float64},
+    )
     landed = pl.DataFrame({"indicator_id": ["gdp"], "reference_period": [date(2025, 10, 1)]})
     got = scheduled_releases(cal, landed).sort("indicator_id").rows()
     # cpi listed by two sources -> once; gdp 2025Q4 landed -> its later estimate dropped, 2026Q1 kept;
     # a source-marked revision never counts; a row without a reference period cannot close a window
-    assert got == [("cpi", date(2026, 2, 1), t(11, 12)), ("gdp", date(2026, 1, 1), t(27, 12)),
-                   ("retail_sales", date(2026, 2, 1), t(18, 12))]
+    assert got == [
+        ("cpi", date(2026, 2, 1), t(11, 12)),
+        ("gdp", date(2026, 1, 1), t(27, 12)),
+        ("retail_sales", date(2026, 2, 1), t(18, 12)),
+    ]
     with pytest.raises(WindowError, match="actual"):
         scheduled_releases(cal.drop("actual"), landed)

@@ -1,29 +1,29 @@
-"""The release-landed sensor on the real snapshot, replayed by a simulated clock (issue 12, "What it must show").
+"""The release-landed sensor on the real snapshot, replayed by a simulated clock (issue 12, "What it must
+show").
 
-A release "appears" at the snapshot source when the clock passes its available_at (the calendar replayed at the
-clock). The sensor is evaluated the way the daemon evaluates it (``evaluate_tick``), its cursor carried from
-tick to tick as Dagster stores it.
+A release "appears" at the snapshot source when the clock passes its available_at (the calendar replayed at
+the clock). The sensor is evaluated the way the daemon evaluates it (``evaluate_tick``), its cursor carried
+from tick to tick as Dagster stores it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
 from dagster import DagsterInstance, build_sensor_context
 
 from leaf_live.core.settings import get_settings
-from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
+from leaf_live.definitions import build_definitions
 from leaf_live.macro.scoring.surprises import first_releases
+from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 from resources import ClockResource, default_resources
 from resources.sources import ReleaseCalendarSnapshotResource
-from leaf_live.definitions import build_definitions
 from sensors.macro import RELEASES_TAG
 
-UTC = timezone.utc
 MONTH = "2026-02"
 # the code location's repository (partitioned run requests are resolved against it) and its sensor
 REPO = build_definitions(default_resources(db=":memory:")).get_repository_def()
@@ -36,13 +36,19 @@ def sensor_resources(snapshot_dir, db, at: datetime, known_at: datetime | None =
     s = replace(get_settings(), snapshot_dir=snapshot_dir, transport="snapshot", clock=at)
     r = default_resources(db=db, settings=s)
     if known_at is not None:
-        r["calendar"] = ReleaseCalendarSnapshotResource(snapshot_dir=str(snapshot_dir), known_at=known_at.isoformat())
+        r["calendar"] = ReleaseCalendarSnapshotResource(
+            snapshot_dir=str(snapshot_dir), known_at=known_at.isoformat()
+        )
     return {k: r[k] for k in ("clock", "calendar", "db")}
 
 
 def tick(instance, snapshot_dir, db, at, cursor, known_at=None):
-    ctx = build_sensor_context(instance=instance, cursor=cursor, repository_def=REPO,
-                               resources=sensor_resources(snapshot_dir, db, at, known_at))
+    ctx = build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        repository_def=REPO,
+        resources=sensor_resources(snapshot_dir, db, at, known_at),
+    )
     return SENSOR.evaluate_tick(ctx)
 
 
@@ -58,11 +64,14 @@ def month_first_releases(snapshot_dir) -> pl.DataFrame:
 
 
 def test_a_month_of_the_snapshot_requests_every_release_once_and_a_restart_requests_nothing(
-        snapshot_dir, tmp_path, month_first_releases):
+    snapshot_dir, tmp_path, month_first_releases
+):
     db = tmp_path / "none_stored.duckdb"  # no file: nothing stored yet
     instance = DagsterInstance.ephemeral()
     feb = month_first_releases.filter(pl.col("partition_key") == MONTH)
-    assert feb.height == 19  # Feb 2026 first releases of the live file (catch-up 14:59 new home sales included)
+    assert (
+        feb.height == 19
+    )  # Feb 2026 first releases of the live file (catch-up 14:59 new home sales included)
     times = sorted(set(feb["release_at"].to_list()))
     # the clock: the month's start, then one minute before and at every release time, then the month's end
     start, end = datetime(2026, 2, 1, 5, tzinfo=UTC), datetime(2026, 3, 1, 4, 59, tzinfo=UTC)
@@ -76,30 +85,53 @@ def test_a_month_of_the_snapshot_requests_every_release_once_and_a_restart_reque
         ticks.append((at, keys, data))
     # the first tick catches up on January (inside the 31-day look-back), every later one on what just landed
     jan = month_first_releases.filter(pl.col("partition_key") == "2026-01")
-    assert sorted(ticks[0][1]) == sorted(f"{i}@{t:%Y-%m-%dT%H:%MZ}" for i, t in jan.select("indicator_id", "release_at").iter_rows())
-    expected = {f"{i}@{t:%Y-%m-%dT%H:%MZ}" for i, t in month_first_releases.select("indicator_id", "release_at").iter_rows()}
+    assert sorted(ticks[0][1]) == sorted(
+        f"{i}@{t:%Y-%m-%dT%H:%MZ}" for i, t in jan.select("indicator_id", "release_at").iter_rows()
+    )
+    expected = {
+        f"{i}@{t:%Y-%m-%dT%H:%MZ}"
+        for i, t in month_first_releases.select("indicator_id", "release_at").iter_rows()
+    }
     assert set(seen) == expected and set(seen.values()) == {1}  # every release exactly once
     for at, keys, data in ticks[1:]:
-        landed_now = {f"{i}@{t:%Y-%m-%dT%H:%MZ}" for i, t in feb.filter(pl.col("release_at") == at)
-                      .select("indicator_id", "release_at").iter_rows()}
+        landed_now = {
+            f"{i}@{t:%Y-%m-%dT%H:%MZ}"
+            for i, t in (
+                feb.filter(pl.col("release_at") == at).select("indicator_id", "release_at").iter_rows()
+            )
+        }
         assert set(keys) == landed_now, at  # requested at the first tick at/after its time, never before
         if keys:
-            assert [r.partition_key for r in data.run_requests] == [MONTH]  # one run for the month per landing
-            assert data.run_requests[0].run_config["ops"]["macro_scores"]["config"]["modes"][0]["name"] == "live"
+            assert [r.partition_key for r in data.run_requests] == [
+                MONTH
+            ]  # one run for the month per landing
+            assert (
+                data.run_requests[0].run_config["ops"]["macro_scores"]["config"]["modes"][0]["name"] == "live"
+            )
         else:
             assert "no release landed" in data.skip_message
     # a restart from the stored cursor (a fresh evaluation context, as after a daemon restart): nothing again,
     # whether it resumes mid-month right after a landing or at the month's end or a day later
     mid_at, _, mid = next(t for t in ticks if t[0] == times[8])
-    for at, stored_cursor in ((mid_at, mid.cursor), (mid_at + timedelta(minutes=5), mid.cursor), (end, cursor),
-                              (end + timedelta(days=1), cursor)):
+    for at, stored_cursor in (
+        (mid_at, mid.cursor),
+        (mid_at + timedelta(minutes=5), mid.cursor),
+        (end, cursor),
+        (end + timedelta(days=1), cursor),
+    ):
         again = tick(instance, snapshot_dir, db, at, stored_cursor)
         assert again.run_requests == [] and "no release landed" in again.skip_message
     # control: without the cursor (and nothing stored) the month would be requested again
     lost = tick(instance, snapshot_dir, db, end, None)
     since = end - timedelta(days=31)
-    assert set(requested_keys(lost)) == {f"{i}@{t:%Y-%m-%dT%H:%MZ}" for i, t in month_first_releases
-                                         .filter(pl.col("release_at") > since).select("indicator_id", "release_at").iter_rows()}
+    assert set(requested_keys(lost)) == {
+        f"{i}@{t:%Y-%m-%dT%H:%MZ}"
+        for i, t in (
+            month_first_releases.filter(pl.col("release_at") > since)
+            .select("indicator_id", "release_at")
+            .iter_rows()
+        )
+    }
 
 
 def test_a_release_past_its_time_is_polled_until_its_value_is_at_the_source(snapshot_dir, tmp_path):
@@ -110,7 +142,9 @@ def test_a_release_past_its_time_is_polled_until_its_value_is_at_the_source(snap
     assert "retail_sales@2026-02-10T13:30Z" not in requested_keys(first)
     at = datetime(2026, 2, 10, 13, 31, tzinfo=UTC)
     # the source is late: its calendar still shows the 13:29 state (retail sales scheduled, no actual)
-    late = tick(instance, snapshot_dir, db, at, first.cursor, known_at=datetime(2026, 2, 10, 13, 29, tzinfo=UTC))
+    late = tick(
+        instance, snapshot_dir, db, at, first.cursor, known_at=datetime(2026, 2, 10, 13, 29, tzinfo=UTC)
+    )
     assert late.run_requests == []
     assert "1 due but not at the source yet: retail_sales@2026-02-10T13:30Z" in late.skip_message
     # the value appears at the source: requested once

@@ -2,13 +2,13 @@
 
 Every result is valid or invalid with a reason ``"<code>: <detail>"``. Codes shared by all answers
 (:mod:`leaf_live.core.answers` supplies the detection): ``call_failed`` (no answer after the last retry),
-``empty_response``, ``truncated`` (finish reason ``length`` or JSON/tag cut off), ``refusal`` (provider refusal,
-``content_filter`` or a refusal sentence instead of the format), ``prompt_injection``.
+``empty_response``, ``truncated`` (finish reason ``length`` or JSON/tag cut off), ``refusal`` (provider
+refusal, ``content_filter`` or a refusal sentence instead of the format), ``prompt_injection``.
 
 Retrieval (:func:`parse_retrieval_answer`, format in :mod:`.prompts`): whole answer ``invalid_json``,
 ``text_outside_json``, ``ambiguous`` (several JSON blocks), ``not_an_array``, ``duplicate_key``; per item
-``bad_item`` (not an object), ``missing_field``, ``unexpected_field``, ``bad_date``, ``out_of_interval`` (dated
-before the interval), ``after_cutoff`` (dated after the interval's end), ``bad_text`` (empty or over
+``bad_item`` (not an object), ``missing_field``, ``unexpected_field``, ``bad_date``, ``out_of_interval``
+(dated before the interval), ``after_cutoff`` (dated after the interval's end), ``bad_text`` (empty or over
 :data:`MAX_TEXT` characters), ``bad_label`` (sentiment / impact type outside the allowed values),
 ``bad_sources``, ``prompt_injection``.
 
@@ -49,8 +49,14 @@ _JSON_BLOCK = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def answer_error(content: str | None, finish_reason: str | None, refusal: str | None,
-                 *, ok: bool = True, error: str | None = None) -> str | None:
+def answer_error(
+    content: str | None,
+    finish_reason: str | None,
+    refusal: str | None,
+    *,
+    ok: bool = True,
+    error: str | None = None,
+) -> str | None:
     """The whole-answer failure of a call, or None when the text should be parsed (shared by every parser)."""
     if not ok:
         return f"call_failed: {(error or 'no response')[:300]}"
@@ -109,7 +115,9 @@ def _label(value: Any, allowed: Sequence[str]) -> str | None:
 
 def _check_item(n: int, obj: Any, start: date, end: date) -> RetrievedItem:
     if not isinstance(obj, dict):
-        return RetrievedItem(n, False, f"bad_item: item {n} is a JSON {type(obj).__name__}, expected an object")
+        return RetrievedItem(
+            n, False, f"bad_item: item {n} is a JSON {type(obj).__name__}, expected an object"
+        )
     extra = sorted(set(obj) - set(ITEM_FIELDS))
     if extra:
         return RetrievedItem(n, False, f"unexpected_field: item {n} has {extra}")
@@ -126,33 +134,60 @@ def _check_item(n: int, obj: Any, start: date, end: date) -> RetrievedItem:
     desc, caus = obj["description"], obj["causality"]
     for name, v in (("description", desc), ("causality", caus)):
         if not isinstance(v, str) or not v.strip() or len(v) > MAX_TEXT:
-            return RetrievedItem(n, False, f"bad_text: item {n} {name} must be a non-empty string of at most {MAX_TEXT} chars")
+            return RetrievedItem(
+                n, False, f"bad_text: item {n} {name} must be a non-empty string of at most {MAX_TEXT} chars"
+            )
     inj = detect_prompt_injection(f"{desc}\n{caus}")
     if inj:
-        return RetrievedItem(n, False, f"prompt_injection: item {n} tries to change the instructions ({inj!r})")
+        return RetrievedItem(
+            n, False, f"prompt_injection: item {n} tries to change the instructions ({inj!r})"
+        )
     sent, imp = _label(obj["sentiment"], SENTIMENTS), _label(obj["impact_type"], IMPACT_TYPES)
     if sent is None or imp is None:
         bad = obj["sentiment"] if sent is None else obj["impact_type"]
-        return RetrievedItem(n, False, f"bad_label: item {n} {json.dumps(bad)[:40]} not in {SENTIMENTS if sent is None else IMPACT_TYPES}")
+        return RetrievedItem(
+            n,
+            False,
+            f"bad_label: item {n} {json.dumps(bad)[:40]} not in"
+            f" {SENTIMENTS if sent is None else IMPACT_TYPES}",
+        )
     src = obj.get("sources", [])
     if src is None:
         src = []
     if not isinstance(src, list) or not all(isinstance(s, str) for s in src):
         return RetrievedItem(n, False, f"bad_sources: item {n} sources must be a list of strings")
-    base = dict(event_date=dd, description=" ".join(desc.split()), causality=" ".join(caus.split()), sentiment=sent,
-                impact_type=imp, sources=tuple(s.strip() for s in src if s.strip()))
+    base = dict(
+        event_date=dd,
+        description=" ".join(desc.split()),
+        causality=" ".join(caus.split()),
+        sentiment=sent,
+        impact_type=imp,
+        sources=tuple(s.strip() for s in src if s.strip()),
+    )
     if dd > end:
-        return RetrievedItem(n, False, f"after_cutoff: item {n} dated {dd} after the interval end {end}", **base)
+        return RetrievedItem(
+            n, False, f"after_cutoff: item {n} dated {dd} after the interval end {end}", **base
+        )
     if dd < start:
-        return RetrievedItem(n, False, f"out_of_interval: item {n} dated {dd} before the interval start {start}", **base)
+        return RetrievedItem(
+            n, False, f"out_of_interval: item {n} dated {dd} before the interval start {start}", **base
+        )
     return RetrievedItem(n, True, None, **base)
 
 
-def parse_retrieval_answer(content: str | None, start: date, end: date, *, finish_reason: str | None = None,
-                           refusal: str | None = None, ok: bool = True, error: str | None = None) -> ParsedRetrieval:
-    """Parse one retrieval round's answer (module doc). Accepted: the bare JSON array, the array in one enclosing
-    fence, or exactly one fenced ```json block inside prose (search models narrate; LEAF's authors extract the
-    block). ``[start, end]`` is the searched interval; ``end`` is the retrieval cutoff day."""
+def parse_retrieval_answer(
+    content: str | None,
+    start: date,
+    end: date,
+    *,
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    ok: bool = True,
+    error: str | None = None,
+) -> ParsedRetrieval:
+    """Parse one retrieval round's answer (module doc). Accepted: the bare JSON array, the array in one
+    enclosing fence, or exactly one fenced ```json block inside prose (search models narrate; LEAF's authors
+    extract the block). ``[start, end]`` is the searched interval; ``end`` is the retrieval cutoff day."""
     err = answer_error(content, finish_reason, refusal, ok=ok, error=error)
     if err:
         return ParsedRetrieval([], err)
@@ -182,7 +217,9 @@ def parse_retrieval_answer(content: str | None, start: date, end: date, *, finis
     if rest:
         return ParsedRetrieval([], f"text_outside_json: {rest[:60]!r} after the JSON array")
     if not isinstance(obj, list):
-        return ParsedRetrieval([], f"not_an_array: top level is a JSON {type(obj).__name__}, expected an array")
+        return ParsedRetrieval(
+            [], f"not_an_array: top level is a JSON {type(obj).__name__}, expected an array"
+        )
     return ParsedRetrieval([_check_item(n, o, start, end) for n, o in enumerate(obj, 1)], None)
 
 
@@ -204,10 +241,17 @@ def _tags(text: str, tag: str) -> list[str]:
     return [m.strip() for m in re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.IGNORECASE | re.DOTALL)]
 
 
-def parse_fact_check(content: str | None, *, finish_reason: str | None = None, refusal: str | None = None,
-                     ok: bool = True, error: str | None = None) -> Verdict:
-    """Parse a fact-checker's answer: ``<factual>True|False</factual>`` and ``<date>YYYY-MM-DD|N/A</date>`` (each
-    exactly once), ``<reasoning>`` optional. A factual verdict needs a date; N/A goes only with False."""
+def parse_fact_check(
+    content: str | None,
+    *,
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    ok: bool = True,
+    error: str | None = None,
+) -> Verdict:
+    """Parse a fact-checker's answer: ``<factual>True|False</factual>`` and ``<date>YYYY-MM-DD|N/A</date>``
+    (each exactly once), ``<reasoning>`` optional. A factual verdict needs a date; N/A goes only with
+    False."""
     err = answer_error(content, finish_reason, refusal, ok=ok, error=error)
     if err:
         return Verdict(False, invalid_reason=err)
@@ -220,23 +264,41 @@ def parse_fact_check(content: str | None, *, finish_reason: str | None = None, r
         if looks_like_refusal(text) and not fac and not dat:
             return Verdict(False, reasoning=reasoning, invalid_reason=f"refusal: {text.strip()[:120]}")
         miss = [t for t, v in (("factual", fac), ("date", dat)) if not v]
-        return Verdict(False, reasoning=reasoning, invalid_reason=f"missing_tag: no <{'>, <'.join(miss)}> tag")
+        return Verdict(
+            False, reasoning=reasoning, invalid_reason=f"missing_tag: no <{'>, <'.join(miss)}> tag"
+        )
     if len(fac) > 1 or len(dat) > 1:
-        return Verdict(False, reasoning=reasoning, invalid_reason="ambiguous: a verdict tag appears more than once")
+        return Verdict(
+            False, reasoning=reasoning, invalid_reason="ambiguous: a verdict tag appears more than once"
+        )
     inj = detect_prompt_injection(text)
     if inj:
-        return Verdict(False, reasoning=reasoning, invalid_reason=f"prompt_injection: answer tries to change the instructions ({inj!r})")
+        return Verdict(
+            False,
+            reasoning=reasoning,
+            invalid_reason=f"prompt_injection: answer tries to change the instructions ({inj!r})",
+        )
     f = fac[0].lower()
     if f not in ("true", "false"):
-        return Verdict(False, reasoning=reasoning, invalid_reason=f"bad_verdict: <factual>{fac[0][:30]}</factual> is not True or False")
+        return Verdict(
+            False,
+            reasoning=reasoning,
+            invalid_reason=f"bad_verdict: <factual>{fac[0][:30]}</factual> is not True or False",
+        )
     factual = f == "true"
     d = dat[0]
     if d.upper() in ("N/A", "NA"):
         if factual:
-            return Verdict(False, reasoning=reasoning, invalid_reason="bad_date: a factual verdict needs a realisation date, got N/A")
+            return Verdict(
+                False,
+                reasoning=reasoning,
+                invalid_reason="bad_date: a factual verdict needs a realisation date, got N/A",
+            )
         return Verdict(True, False, None, reasoning)
     if not _DATE.match(d):
-        return Verdict(False, reasoning=reasoning, invalid_reason=f"bad_date: <date>{d[:30]}</date> is not YYYY-MM-DD")
+        return Verdict(
+            False, reasoning=reasoning, invalid_reason=f"bad_date: <date>{d[:30]}</date> is not YYYY-MM-DD"
+        )
     try:
         dd = date.fromisoformat(d)
     except ValueError:
@@ -268,9 +330,17 @@ def _number(s: str) -> float | None:
     return float(s) if _NUMBER.match(s) else None
 
 
-def parse_prediction(content: str | None, kind: str, *, steps: int = 1, classes: Sequence[str] = (),
-                     finish_reason: str | None = None, refusal: str | None = None, ok: bool = True,
-                     error: str | None = None) -> Prediction:
+def parse_prediction(
+    content: str | None,
+    kind: str,
+    *,
+    steps: int = 1,
+    classes: Sequence[str] = (),
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    ok: bool = True,
+    error: str | None = None,
+) -> Prediction:
     """Parse a forecast answer for a task of ``kind`` (trend3 | trend5 | series | event): exactly one
     ``<prediction>`` tag holding a class of ``classes`` (case-insensitive), ``steps`` comma-separated finite
     numbers, or one percentage 0-100 (``%`` optional; returned as a probability in [0, 1])."""
@@ -280,7 +350,9 @@ def parse_prediction(content: str | None, kind: str, *, steps: int = 1, classes:
     text = content or ""
     inj = detect_prompt_injection(text)
     if inj:
-        return Prediction(False, invalid_reason=f"prompt_injection: answer tries to change the instructions ({inj!r})")
+        return Prediction(
+            False, invalid_reason=f"prompt_injection: answer tries to change the instructions ({inj!r})"
+        )
     tags = _tags(text, "prediction")
     if not tags:
         if "<prediction>" in text.lower():
@@ -311,7 +383,9 @@ def parse_prediction(content: str | None, kind: str, *, steps: int = 1, classes:
         vals = [_number(p) for p in parts]
         if any(v is None for v in vals):
             bad = parts[[v is None for v in vals].index(True)]
-            return Prediction(False, invalid_reason=f"non_numeric: {bad.strip()[:30]!r} is not a plain number")
+            return Prediction(
+                False, invalid_reason=f"non_numeric: {bad.strip()[:30]!r} is not a plain number"
+            )
         if not all(math.isfinite(v) for v in vals):  # type: ignore[arg-type]
             return Prediction(False, invalid_reason="non_finite: NaN or infinity in the values")
         if len(vals) != steps:
@@ -327,10 +401,18 @@ class Levels:
     answer_error: str | None = None
 
 
-def parse_levels(content: str | None, targets: Sequence[str], *, finish_reason: str | None = None,
-                 refusal: str | None = None, ok: bool = True, error: str | None = None) -> Levels:
+def parse_levels(
+    content: str | None,
+    targets: Sequence[str],
+    *,
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    ok: bool = True,
+    error: str | None = None,
+) -> Levels:
     """Parse a predictability rating: one ``<levels>`` tag with a JSON object mapping exactly ``targets`` to
     integers 1..5. Whole-answer failures give every target the reason."""
+
     def whole(reason: str) -> Levels:
         return Levels({t: None for t in targets}, {t: reason for t in targets}, reason)
 
@@ -370,6 +452,19 @@ def parse_levels(content: str | None, targets: Sequence[str], *, finish_reason: 
     return Levels(levels, reasons, None)
 
 
-__all__ = ["IMPACT_TYPES", "ITEM_FIELDS", "Levels", "MAX_TEXT", "ParsedRetrieval", "Prediction", "RetrievedItem",
-           "SENTIMENTS", "Verdict", "answer_error", "parse_fact_check", "parse_levels", "parse_prediction",
-           "parse_retrieval_answer"]
+__all__ = [
+    "IMPACT_TYPES",
+    "ITEM_FIELDS",
+    "Levels",
+    "MAX_TEXT",
+    "ParsedRetrieval",
+    "Prediction",
+    "RetrievedItem",
+    "SENTIMENTS",
+    "Verdict",
+    "answer_error",
+    "parse_fact_check",
+    "parse_levels",
+    "parse_prediction",
+    "parse_retrieval_answer",
+]

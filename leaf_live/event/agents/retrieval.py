@@ -23,7 +23,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 import polars as pl
 
@@ -35,7 +35,6 @@ from leaf_live.event.dedup import DEFAULT_MAX_DAYS, DEFAULT_THRESHOLD, content_w
 from leaf_live.event.docstore import DocumentStore
 from leaf_live.event.sources.recorded_events import event_id, partition_key
 
-UTC = timezone.utc
 DEFAULT_ROUNDS = 3  # the authors' default (-n 3)
 
 
@@ -52,28 +51,70 @@ def interval_bounds(start: date, end: date) -> tuple[datetime, datetime]:
     """UTC instants of an interval of days: 00:00 of ``start`` to 24:00 of ``end`` (the retrieval cutoff)."""
     if end < start:
         raise ValueError(f"interval end {end} before start {start}")
-    return datetime.combine(start, time(0), tzinfo=UTC), datetime.combine(end + timedelta(days=1), time(0), tzinfo=UTC)
+    return datetime.combine(start, time(0), tzinfo=UTC), datetime.combine(
+        end + timedelta(days=1), time(0), tzinfo=UTC
+    )
 
 
 def retriever_id(spec: ModelSpec, store: DocumentStore | None) -> str:
     return f"offline/{spec.model_id}" if store is not None else spec.model_id
 
 
-def _row(target: RetrievalTarget, retriever: str, backend: str, start: date, end: date, rnd: int, item: int,
-         res: CallResult, **kw: object) -> dict:
+def _row(
+    target: RetrievalTarget,
+    retriever: str,
+    backend: str,
+    start: date,
+    end: date,
+    rnd: int,
+    item: int,
+    res: CallResult,
+    **kw: object,
+) -> dict:
     cites = json.dumps([c for c in res.citations if c.get("url")], ensure_ascii=False)
-    return {"partition_key": partition_key(start, target.target_id), "retriever": retriever, "backend": backend,
-            "domain": target.domain, "target_id": target.target_id, "interval_start": start, "interval_end": end,
-            "round": rnd, "item": item, "event_date": None, "description": None, "causality": None, "sentiment": None,
-            "impact_type": None, "sources": "[]", "citations": cites, "weekend": None, "call_id": res.record.call_id,
-            "valid": False, "invalid_reason": None, "available_at": res.record.completed_at, **kw}
+    return {
+        "partition_key": partition_key(start, target.target_id),
+        "retriever": retriever,
+        "backend": backend,
+        "domain": target.domain,
+        "target_id": target.target_id,
+        "interval_start": start,
+        "interval_end": end,
+        "round": rnd,
+        "item": item,
+        "event_date": None,
+        "description": None,
+        "causality": None,
+        "sentiment": None,
+        "impact_type": None,
+        "sources": "[]",
+        "citations": cites,
+        "weekend": None,
+        "call_id": res.record.call_id,
+        "valid": False,
+        "invalid_reason": None,
+        "available_at": res.record.completed_at,
+        **kw,
+    }
 
 
-async def retrieve_events(client: LLMClient, spec: ModelSpec, target: RetrievalTarget, start: date, end: date, *,
-                          rounds: int = DEFAULT_ROUNDS, store: DocumentStore | None = None, k_docs: int = 8,
-                          query: str | None = None, threshold: float = DEFAULT_THRESHOLD,
-                          max_days: int = DEFAULT_MAX_DAYS, run_id: str | None = None) -> pl.DataFrame:
-    """``rounds`` search rounds for ``target`` over ``[start, end]`` (module doc) -> ``retrieved_events`` rows.
+async def retrieve_events(
+    client: LLMClient,
+    spec: ModelSpec,
+    target: RetrievalTarget,
+    start: date,
+    end: date,
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    store: DocumentStore | None = None,
+    k_docs: int = 8,
+    query: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    max_days: int = DEFAULT_MAX_DAYS,
+    run_id: str | None = None,
+) -> pl.DataFrame:
+    """``rounds`` search rounds for ``target`` over ``[start, end]`` (module doc) -> ``retrieved_events``
+    rows.
 
     ``store`` selects the offline backend (``query`` defaults to the target name; ``k_docs`` documents per
     round); otherwise the model's provider web search. Raises ``ValueError`` for ``rounds < 1`` or an
@@ -91,28 +132,68 @@ async def retrieve_events(client: LLMClient, spec: ModelSpec, target: RetrievalT
         if store is not None:
             docs = store.search(query or target.name, hi, k=k_docs, since=lo, target_id=target.target_id)
             msgs = offline_retrieval_messages(target.domain, target.name, start, end, docs, shown)
-            res = await client.complete(spec, msgs, role="retriever", run_id=run_id, prompt_group=f"retrieval:r{rnd}",
-                                        web_search=False)
+            res = await client.complete(
+                spec,
+                msgs,
+                role="retriever",
+                run_id=run_id,
+                prompt_group=f"retrieval:r{rnd}",
+                web_search=False,
+            )
         else:
             msgs = retrieval_messages(target.domain, target.name, start, end, shown)
-            res = await client.complete(spec, msgs, role="retriever", run_id=run_id, prompt_group=f"retrieval:r{rnd}",
-                                        web_search=True, search_window=(lo, hi))
-        parsed = parse_retrieval_answer(res.content, start, end, finish_reason=res.record.finish_reason,
-                                        refusal=res.refusal, ok=res.ok, error=res.record.error)
+            res = await client.complete(
+                spec,
+                msgs,
+                role="retriever",
+                run_id=run_id,
+                prompt_group=f"retrieval:r{rnd}",
+                web_search=True,
+                search_window=(lo, hi),
+            )
+        parsed = parse_retrieval_answer(
+            res.content,
+            start,
+            end,
+            finish_reason=res.record.finish_reason,
+            refusal=res.refusal,
+            ok=res.ok,
+            error=res.record.error,
+        )
         if parsed.answer_error:
-            rows.append(_row(target, retriever, backend, start, end, rnd, 0, res,
-                             event_id=event_id(retriever, target.target_id, None, f"{res.record.call_id}#0"),
-                             invalid_reason=parsed.answer_error))
+            rows.append(
+                _row(
+                    target,
+                    retriever,
+                    backend,
+                    start,
+                    end,
+                    rnd,
+                    0,
+                    res,
+                    event_id=event_id(retriever, target.target_id, None, f"{res.record.call_id}#0"),
+                    invalid_reason=parsed.answer_error,
+                )
+            )
             continue
         for it in parsed.items:
             fields = {}
             if it.description is not None:
-                fields = dict(event_date=it.event_date, description=it.description, causality=it.causality,
-                              sentiment=it.sentiment, impact_type=it.impact_type, sources=json.dumps(list(it.sources)),
-                              weekend=it.event_date.weekday() >= 5 if it.event_date else None)
+                fields = dict(
+                    event_date=it.event_date,
+                    description=it.description,
+                    causality=it.causality,
+                    sentiment=it.sentiment,
+                    impact_type=it.impact_type,
+                    sources=json.dumps(list(it.sources)),
+                    weekend=it.event_date.weekday() >= 5 if it.event_date else None,
+                )
             reason = it.invalid_reason
-            eid = (event_id(retriever, target.target_id, it.event_date, it.description) if it.valid
-                   else event_id(retriever, target.target_id, None, f"{res.record.call_id}#{it.item}"))
+            eid = (
+                event_id(retriever, target.target_id, it.event_date, it.description)
+                if it.valid
+                else event_id(retriever, target.target_id, None, f"{res.record.call_id}#{it.item}")
+            )
             if it.valid:
                 words = content_words(it.description or "")
                 for f in found:
@@ -122,16 +203,43 @@ async def retrieve_events(client: LLMClient, spec: ModelSpec, target: RetrievalT
                         eid = event_id(retriever, target.target_id, None, f"{res.record.call_id}#{it.item}")
                         break
                 if reason is None:
-                    found.append({"event_id": eid, "date": it.event_date, "description": it.description, "words": words})
-            rows.append(_row(target, retriever, backend, start, end, rnd, it.item, res, event_id=eid,
-                             valid=reason is None, invalid_reason=reason, **fields))
+                    found.append(
+                        {
+                            "event_id": eid,
+                            "date": it.event_date,
+                            "description": it.description,
+                            "words": words,
+                        }
+                    )
+            rows.append(
+                _row(
+                    target,
+                    retriever,
+                    backend,
+                    start,
+                    end,
+                    rnd,
+                    it.item,
+                    res,
+                    event_id=eid,
+                    valid=reason is None,
+                    invalid_reason=reason,
+                    **fields,
+                )
+            )
     if not rows:
         return empty_frame("retrieved_events")
     return conform("retrieved_events", pl.DataFrame(rows, schema=empty_frame("retrieved_events").schema))
 
 
-async def retrieve_many(client: LLMClient, spec: ModelSpec, targets: Sequence[RetrievalTarget], start: date, end: date,
-                        **kwargs: object) -> pl.DataFrame:
+async def retrieve_many(
+    client: LLMClient,
+    spec: ModelSpec,
+    targets: Sequence[RetrievalTarget],
+    start: date,
+    end: date,
+    **kwargs: object,
+) -> pl.DataFrame:
     """:func:`retrieve_events` for several targets concurrently (one partition day|week x target each)."""
     import asyncio
 
@@ -140,4 +248,11 @@ async def retrieve_many(client: LLMClient, spec: ModelSpec, targets: Sequence[Re
     return pl.concat(frames, how="vertical") if frames else empty_frame("retrieved_events")
 
 
-__all__ = ["DEFAULT_ROUNDS", "RetrievalTarget", "interval_bounds", "retrieve_events", "retrieve_many", "retriever_id"]
+__all__ = [
+    "DEFAULT_ROUNDS",
+    "RetrievalTarget",
+    "interval_bounds",
+    "retrieve_events",
+    "retrieve_many",
+    "retriever_id",
+]

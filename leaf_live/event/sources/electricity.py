@@ -39,7 +39,8 @@ EIA_COLUMNS = ("date_time", "raw demand (MW)", "category", "cleaned demand (MW)"
 
 
 class LoadSource(Protocol):
-    """Hourly load of ``areas`` for hours starting on UTC dates ``[start, end]`` as ``electricity_load`` rows."""
+    """Hourly load of ``areas`` for hours starting on UTC dates ``[start, end]`` as ``electricity_load``
+    rows."""
 
     def hourly_load(self, areas: Sequence[Target], start: date, end: date) -> pl.DataFrame: ...
 
@@ -52,13 +53,25 @@ def parse_eia930(text: str, *, area: str, file: str) -> pl.DataFrame:
     raw = pl.read_csv(io.StringIO(text), infer_schema=False)
     missing = [c for c in EIA_COLUMNS if c not in raw.columns]
     if missing:
-        raise SourceError(f"missing column(s) {missing}; header has {raw.columns}", file=file, row=0, field="header",
-                          value=",".join(raw.columns))
-    end = raw["date_time"].str.strip_chars().str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us")
+        raise SourceError(
+            f"missing column(s) {missing}; header has {raw.columns}",
+            file=file,
+            row=0,
+            field="header",
+            value=",".join(raw.columns),
+        )
+    end = (
+        raw["date_time"].str.strip_chars().str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us")
+    )
     if end.null_count():
         k = int(end.is_null().arg_max())
-        raise SourceError("expected YYYY-MM-DD HH:MM:SS (UTC, hour ending)", file=file, row=k + 1, field="date_time",
-                          value=raw["date_time"][k])
+        raise SourceError(
+            "expected YYYY-MM-DD HH:MM:SS (UTC, hour ending)",
+            file=file,
+            row=k + 1,
+            field="date_time",
+            value=raw["date_time"][k],
+        )
     vals = {}
     for col, required in (("cleaned demand (MW)", True), ("raw demand (MW)", False)):
         s = raw[col].str.strip_chars()
@@ -71,22 +84,41 @@ def parse_eia930(text: str, *, area: str, file: str) -> pl.DataFrame:
             bad = bad | s.is_null() | (s == "") | (v < 0)
         if bad.any():
             k = int(bad.arg_max())
-            why = "value is required but empty" if not (s[k] or "") else ("negative load" if (v[k] or 0) < 0 else "not a number")
+            why = (
+                "value is required but empty"
+                if not (s[k] or "")
+                else ("negative load" if (v[k] or 0) < 0 else "not a number")
+            )
             raise SourceError(why, file=file, row=k + 1, field=col, value=s[k])
         vals[col] = v
-    f = pl.DataFrame({
-        "interval_end": end.dt.replace_time_zone("UTC"),
-        "load_mw": vals["cleaned demand (MW)"], "raw_load_mw": vals["raw demand (MW)"],
-        "quality": raw["category"], "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32),
-    })
+    f = pl.DataFrame(
+        {
+            "interval_end": end.dt.replace_time_zone("UTC"),
+            "load_mw": vals["cleaned demand (MW)"],
+            "raw_load_mw": vals["raw demand (MW)"],
+            "quality": raw["category"],
+            "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32),
+        }
+    )
     dup = f.filter(pl.col("interval_end").is_duplicated())
     if dup.height:
-        raise SourceError("hour repeats", file=file, row=int(dup["source_row"][-1]), field="date_time",
-                          value=str(dup["interval_end"][-1]))
+        raise SourceError(
+            "hour repeats",
+            file=file,
+            row=int(dup["source_row"][-1]),
+            field="date_time",
+            value=str(dup["interval_end"][-1]),
+        )
     return f.select(
-        pl.lit(area).alias("area"), (pl.col("interval_end") - pl.duration(hours=1)).alias("interval_start"),
-        "interval_end", "load_mw", "raw_load_mw", "quality", pl.lit("eia930_cleaned").alias("source"),
-        pl.lit(file).alias("source_file"), "source_row",
+        pl.lit(area).alias("area"),
+        (pl.col("interval_end") - pl.duration(hours=1)).alias("interval_start"),
+        "interval_end",
+        "load_mw",
+        "raw_load_mw",
+        "quality",
+        pl.lit("eia930_cleaned").alias("source"),
+        pl.lit(file).alias("source_file"),
+        "source_row",
     ).sort("interval_start")
 
 
@@ -95,8 +127,10 @@ def to_electricity_load(rows: pl.DataFrame) -> pl.DataFrame:
     ``available_at`` = interval_end)."""
     if rows.height == 0:
         return empty_frame("electricity_load")
-    f = rows.with_columns(pl.col("interval_start").dt.strftime("%Y-%m-%d").alias("partition_key"),
-                          pl.col("interval_end").alias("available_at"))
+    f = rows.with_columns(
+        pl.col("interval_start").dt.strftime("%Y-%m-%d").alias("partition_key"),
+        pl.col("interval_end").alias("available_at"),
+    )
     return conform("electricity_load", f.select(empty_frame("electricity_load").columns))
 
 
@@ -116,14 +150,23 @@ class SnapshotLoad:
             raise KeyError(f"electricity area {area.target_id!r} has no EIA-930 subregion")
         path = self.root / EIA_DIR / f"{code}.csv.gz"
         name = display_path(path, self.root)
-        return cached_parse("leaf_eia930", path, lambda p: parse_eia930(
-            gzip.decompress(p.read_bytes()).decode("utf-8-sig"), area=area.target_id, file=name))
+        return cached_parse(
+            "leaf_eia930",
+            path,
+            lambda p: parse_eia930(
+                gzip.decompress(p.read_bytes()).decode("utf-8-sig"), area=area.target_id, file=name
+            ),
+        )
 
     def hourly_load(self, areas: Sequence[Target], start: date, end: date) -> pl.DataFrame:
-        return to_electricity_load(pl.concat([_window(self.read_area(a), start, end) for a in areas], how="vertical"))
+        return to_electricity_load(
+            pl.concat([_window(self.read_area(a), start, end) for a in areas], how="vertical")
+        )
 
 
-def hourly_means(readings: pl.DataFrame, *, area: str, source_file: str, min_readings: int = 1) -> pl.DataFrame:
+def hourly_means(
+    readings: pl.DataFrame, *, area: str, source_file: str, min_readings: int = 1
+) -> pl.DataFrame:
     """Average 5-minute load readings to hourly means (App. C.2.4: "each hourly value represents the mean
     of all observations within that hour").
 
@@ -131,18 +174,35 @@ def hourly_means(readings: pl.DataFrame, *, area: str, source_file: str, min_rea
     interval starts in. Hours with fewer than ``min_readings`` readings are dropped; ``quality`` records the
     count (``n=12`` for a complete hour)."""
     if readings.height == 0:
-        return pl.DataFrame(schema={"area": pl.Utf8, "interval_start": pl.Datetime("us", "UTC"),
-                                    "interval_end": pl.Datetime("us", "UTC"), "load_mw": pl.Float64,
-                                    "raw_load_mw": pl.Float64, "quality": pl.Utf8, "source": pl.Utf8,
-                                    "source_file": pl.Utf8, "source_row": pl.Int32})
-    f = readings.with_columns(pl.col("interval_start").dt.convert_time_zone("UTC").dt.truncate("1h").alias("hour"))
-    g = f.group_by("hour").agg(pl.col("load_mw").mean().alias("load_mw"), pl.col("load_mw").count().alias("n"))
+        return pl.DataFrame(
+            schema={
+                "area": pl.Utf8,
+                "interval_start": pl.Datetime("us", "UTC"),
+                "interval_end": pl.Datetime("us", "UTC"),
+                "load_mw": pl.Float64,
+                "raw_load_mw": pl.Float64,
+                "quality": pl.Utf8,
+                "source": pl.Utf8,
+                "source_file": pl.Utf8,
+                "source_row": pl.Int32,
+            }
+        )
+    f = readings.with_columns(
+        pl.col("interval_start").dt.convert_time_zone("UTC").dt.truncate("1h").alias("hour")
+    )
+    g = f.group_by("hour").agg(
+        pl.col("load_mw").mean().alias("load_mw"), pl.col("load_mw").count().alias("n")
+    )
     g = g.filter(pl.col("n") >= min_readings).sort("hour")
     return g.select(
-        pl.lit(area).alias("area"), pl.col("hour").cast(pl.Datetime("us", "UTC")).alias("interval_start"),
-        (pl.col("hour") + pl.duration(hours=1)).cast(pl.Datetime("us", "UTC")).alias("interval_end"), "load_mw",
-        pl.lit(None, dtype=pl.Float64).alias("raw_load_mw"), ("n=" + pl.col("n").cast(pl.Utf8)).alias("quality"),
-        pl.lit("gridstatus").alias("source"), pl.lit(source_file).alias("source_file"),
+        pl.lit(area).alias("area"),
+        pl.col("hour").cast(pl.Datetime("us", "UTC")).alias("interval_start"),
+        (pl.col("hour") + pl.duration(hours=1)).cast(pl.Datetime("us", "UTC")).alias("interval_end"),
+        "load_mw",
+        pl.lit(None, dtype=pl.Float64).alias("raw_load_mw"),
+        ("n=" + pl.col("n").cast(pl.Utf8)).alias("quality"),
+        pl.lit("gridstatus").alias("source"),
+        pl.lit(source_file).alias("source_file"),
         pl.lit(0, dtype=pl.Int32).alias("source_row"),
     )
 
@@ -152,11 +212,20 @@ def readings_from_gridstatus(pdf: Any, *, zone_column: str, file: str) -> pl.Dat
     ``Load``) to (interval_start UTC, load_mw) readings. Raises :class:`SourceError` for a missing column."""
     cols = list(pdf.columns)
     if "Interval Start" not in cols or zone_column not in cols:
-        raise SourceError(f"gridstatus frame lacks 'Interval Start' or {zone_column!r}; has {cols}", file=file,
-                          field="columns", value=zone_column)
+        raise SourceError(
+            f"gridstatus frame lacks 'Interval Start' or {zone_column!r}; has {cols}",
+            file=file,
+            field="columns",
+            value=zone_column,
+        )
     f = pl.from_pandas(pdf[["Interval Start", zone_column]].reset_index(drop=True))
-    return f.select(pl.col("Interval Start").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")).alias("interval_start"),
-                    pl.col(zone_column).cast(pl.Float64).alias("load_mw")).drop_nulls()
+    return f.select(
+        pl.col("Interval Start")
+        .dt.convert_time_zone("UTC")
+        .cast(pl.Datetime("us", "UTC"))
+        .alias("interval_start"),
+        pl.col(zone_column).cast(pl.Float64).alias("load_mw"),
+    ).drop_nulls()
 
 
 class LiveLoad:
@@ -176,8 +245,15 @@ class LiveLoad:
         frames = []
         for a in areas:
             iso_name, zone = a.source_ids["gridstatus_iso"], a.source_ids["gridstatus_zone"]
-            pdf = self.iso_factory(iso_name).get_load(start.isoformat(), end=(end + timedelta(days=1)).isoformat())
+            pdf = self.iso_factory(iso_name).get_load(
+                start.isoformat(), end=(end + timedelta(days=1)).isoformat()
+            )
             src = f"gridstatus:{iso_name}.get_load"
-            frames.append(hourly_means(readings_from_gridstatus(pdf, zone_column=zone, file=src), area=a.target_id,
-                                       source_file=src))
+            frames.append(
+                hourly_means(
+                    readings_from_gridstatus(pdf, zone_column=zone, file=src),
+                    area=a.target_id,
+                    source_file=src,
+                )
+            )
         return to_electricity_load(_window(pl.concat(frames, how="vertical"), start, end))

@@ -72,10 +72,28 @@ STOCK_CLOSE_HOUR = 16
 FUTURES_CLOSE_HOUR = 17
 
 _DATE_NAMES = ("date", "timestamp", "datetime")
-_FIELD_NAMES = {"open": "open", "high": "high", "low": "low", "close": "close", "adj close": "adj_close",
-                "volume": "volume", "vol": "volume"}
-_BAR_COLUMNS = ("symbol", "session_date", "open", "high", "low", "close", "raw_close", "volume", "source",
-                "source_file", "source_row")
+_FIELD_NAMES = {
+    "open": "open",
+    "high": "high",
+    "low": "low",
+    "close": "close",
+    "adj close": "adj_close",
+    "volume": "volume",
+    "vol": "volume",
+}
+_BAR_COLUMNS = (
+    "symbol",
+    "session_date",
+    "open",
+    "high",
+    "low",
+    "close",
+    "raw_close",
+    "volume",
+    "source",
+    "source_file",
+    "source_row",
+)
 
 
 class DailyPriceSource(Protocol):
@@ -104,13 +122,27 @@ def _header_layout(lines: list[str], name: str) -> tuple[list[str], int]:
     first = [c.strip() for c in lines[0].split(",")]
     low = [c.lower() for c in first]
     if low[0] == "price":  # MultiIndex export: Price / Ticker / Date rows
-        if len(lines) < 3 or not lines[1].lower().startswith("ticker,") or not lines[2].lower().startswith("date"):
-            raise SourceError("3-row yfinance header expected (Price / Ticker / Date rows)", file=name, row=0,
-                              field="header", value=" | ".join(lines[:3]))
+        if (
+            len(lines) < 3
+            or not lines[1].lower().startswith("ticker,")
+            or not lines[2].lower().startswith("date")
+        ):
+            raise SourceError(
+                "3-row yfinance header expected (Price / Ticker / Date rows)",
+                file=name,
+                row=0,
+                field="header",
+                value=" | ".join(lines[:3]),
+            )
         return ["date", *low[1:]], 3
     if low[0] not in _DATE_NAMES:
-        raise SourceError(f"first column must be one of {_DATE_NAMES} (or 'Price' for a 3-row header)", file=name,
-                          row=0, field="header", value=lines[0])
+        raise SourceError(
+            f"first column must be one of {_DATE_NAMES} (or 'Price' for a 3-row header)",
+            file=name,
+            row=0,
+            field="header",
+            value=lines[0],
+        )
     n = 1
     if len(lines) > 1 and lines[1].startswith(","):  # second MultiIndex row (",ZW=F,ZW=F,...")
         n = 2
@@ -131,17 +163,25 @@ def parse_daily_csv(text: str, *, symbol: str, file: str, source: str) -> pl.Dat
         if c in _FIELD_NAMES:
             fields[_FIELD_NAMES[c]] = i
     if "close" not in fields:
-        raise SourceError(f"no Close column; header has {cols}", file=file, row=0, field="header", value=lines[0])
+        raise SourceError(
+            f"no Close column; header has {cols}", file=file, row=0, field="header", value=lines[0]
+        )
     body = "\n".join(lines[n_header:])
     if not body.strip():
         return pl.DataFrame(schema={c: t for c, t in _bar_schema().items()})
-    raw = pl.read_csv(io.StringIO(body), has_header=False, infer_schema=False, new_columns=None,
-                      truncate_ragged_lines=False)
+    raw = pl.read_csv(
+        io.StringIO(body), has_header=False, infer_schema=False, new_columns=None, truncate_ragged_lines=False
+    )
     raw = raw.rename({raw.columns[i]: f"c{i}" for i in range(raw.width)})
     raw = raw.with_row_index("source_row", offset=1)
     if raw.width - 1 != len(cols):
-        raise SourceError(f"rows have {raw.width - 1} fields, header has {len(cols)}", file=file, row=1,
-                          field="row", value=lines[n_header][:80])
+        raise SourceError(
+            f"rows have {raw.width - 1} fields, header has {len(cols)}",
+            file=file,
+            row=1,
+            field="row",
+            value=lines[n_header][:80],
+        )
     header_note = f" ({n_header} header lines)" if n_header > 1 else ""
 
     def num(i: int | None, fname: str) -> pl.Series:
@@ -152,12 +192,22 @@ def parse_daily_csv(text: str, *, symbol: str, file: str, source: str) -> pl.Dat
         bad = v.is_null() & s.is_not_null() & (s != "")
         if bad.any():
             k = int(bad.arg_max())
-            raise SourceError("not a number" + header_note, file=file, row=int(raw["source_row"][k]), field=fname,
-                              value=s[k])
+            raise SourceError(
+                "not a number" + header_note,
+                file=file,
+                row=int(raw["source_row"][k]),
+                field=fname,
+                value=s[k],
+            )
         if v.is_nan().any() or v.is_infinite().any():
             k = int((v.is_nan() | v.is_infinite()).arg_max())
-            raise SourceError("number is not finite" + header_note, file=file, row=int(raw["source_row"][k]),
-                              field=fname, value=s[k])
+            raise SourceError(
+                "number is not finite" + header_note,
+                file=file,
+                row=int(raw["source_row"][k]),
+                field=fname,
+                value=s[k],
+            )
         return v.alias(fname)
 
     dates = raw["c0"].str.strip_chars()
@@ -166,42 +216,89 @@ def parse_daily_csv(text: str, *, symbol: str, file: str, source: str) -> pl.Dat
     session = pl.select(pl.coalesce(plain, stamped.dt.convert_time_zone(NY).dt.date())).to_series()
     if session.null_count():
         k = int(session.is_null().arg_max())
-        raise SourceError("expected YYYY-MM-DD or a timestamp with UTC offset" + header_note, file=file,
-                          row=int(raw["source_row"][k]), field=cols[0] if cols[0] != "date" else "Date", value=dates[k])
+        raise SourceError(
+            "expected YYYY-MM-DD or a timestamp with UTC offset" + header_note,
+            file=file,
+            row=int(raw["source_row"][k]),
+            field=cols[0] if cols[0] != "date" else "Date",
+            value=dates[k],
+        )
     close = num(fields["close"], "Close")
     adj = num(fields.get("adj_close"), "Adj Close")
     o, h, lo = num(fields.get("open"), "Open"), num(fields.get("high"), "High"), num(fields.get("low"), "Low")
     vol = num(fields.get("volume"), "Volume")
-    f = pl.DataFrame({"session_date": session, "close_file": close, "adj": adj, "open": o, "high": h, "low": lo,
-                      "volume": vol, "source_row": raw["source_row"].cast(pl.Int32)})
+    f = pl.DataFrame(
+        {
+            "session_date": session,
+            "close_file": close,
+            "adj": adj,
+            "open": o,
+            "high": h,
+            "low": lo,
+            "volume": vol,
+            "source_row": raw["source_row"].cast(pl.Int32),
+        }
+    )
     f = f.filter(pl.col("close_file").is_not_null())  # unfinished session rows carry volume only
-    ratio = pl.when(pl.col("adj").is_not_null() & (pl.col("close_file") != 0)).then(
-        pl.col("adj") / pl.col("close_file")).otherwise(1.0)
+    ratio = (
+        pl.when(pl.col("adj").is_not_null() & (pl.col("close_file") != 0))
+        .then(pl.col("adj") / pl.col("close_file"))
+        .otherwise(1.0)
+    )
     f = f.with_columns(
         pl.coalesce("adj", "close_file").alias("raw_close"),
-        (pl.col("open") * ratio).alias("open"), (pl.col("high") * ratio).alias("high"),
+        (pl.col("open") * ratio).alias("open"),
+        (pl.col("high") * ratio).alias("high"),
         (pl.col("low") * ratio).alias("low"),
     )
     if not symbol.endswith("=F"):
         bad = f.filter(pl.col("raw_close") <= 0)
         if bad.height:
-            raise SourceError("stock close must be positive" + header_note, file=file, row=int(bad["source_row"][0]),
-                              field="Close", value=bad["raw_close"][0])
+            raise SourceError(
+                "stock close must be positive" + header_note,
+                file=file,
+                row=int(bad["source_row"][0]),
+                field="Close",
+                value=bad["raw_close"][0],
+            )
     dup = f.filter(pl.col("session_date").is_duplicated())
     if dup.height:
-        raise SourceError("session date repeats" + header_note, file=file, row=int(dup["source_row"][-1]),
-                          field="Date", value=str(dup["session_date"][0]))
+        raise SourceError(
+            "session date repeats" + header_note,
+            file=file,
+            row=int(dup["source_row"][-1]),
+            field="Date",
+            value=str(dup["session_date"][0]),
+        )
     return f.select(
-        pl.lit(symbol).alias("symbol"), "session_date", "open", "high", "low",
-        pl.col("raw_close").alias("close"), "raw_close", "volume", pl.lit(source).alias("source"),
-        pl.lit(file).alias("source_file"), "source_row",
+        pl.lit(symbol).alias("symbol"),
+        "session_date",
+        "open",
+        "high",
+        "low",
+        pl.col("raw_close").alias("close"),
+        "raw_close",
+        "volume",
+        pl.lit(source).alias("source"),
+        pl.lit(file).alias("source_file"),
+        "source_row",
     ).sort("session_date")
 
 
 def _bar_schema() -> dict[str, pl.DataType]:
-    return {"symbol": pl.Utf8, "session_date": pl.Date, "open": pl.Float64, "high": pl.Float64, "low": pl.Float64,
-            "close": pl.Float64, "raw_close": pl.Float64, "volume": pl.Float64, "source": pl.Utf8,
-            "source_file": pl.Utf8, "source_row": pl.Int32}
+    return {
+        "symbol": pl.Utf8,
+        "session_date": pl.Date,
+        "open": pl.Float64,
+        "high": pl.Float64,
+        "low": pl.Float64,
+        "close": pl.Float64,
+        "raw_close": pl.Float64,
+        "volume": pl.Float64,
+        "source": pl.Utf8,
+        "source_file": pl.Utf8,
+        "source_row": pl.Int32,
+    }
 
 
 def splice(series: Sequence[pl.DataFrame]) -> pl.DataFrame:
@@ -218,21 +315,30 @@ def splice(series: Sequence[pl.DataFrame]) -> pl.DataFrame:
             out = f
             continue
         first = out["session_date"].min()
-        common = out.join(f.select("session_date", pl.col("close").alias("c_old")), on="session_date").sort("session_date")
+        common = out.join(f.select("session_date", pl.col("close").alias("c_old")), on="session_date").sort(
+            "session_date"
+        )
         if common.height == 0:
             continue
         factor = float(common["close"][0] / common["c_old"][0]) if common["c_old"][0] else 1.0
         older = f.filter(pl.col("session_date") < first).with_columns(
-            [(pl.col(c) * factor).alias(c) for c in ("open", "high", "low", "close")])
+            [(pl.col(c) * factor).alias(c) for c in ("open", "high", "low", "close")]
+        )
         out = pl.concat([older, out], how="vertical")
     return out if out is not None else pl.DataFrame(schema=_bar_schema())
 
 
 def close_available_at(symbol_col: str = "symbol", date_col: str = "session_date") -> pl.Expr:
-    """``available_at`` of a daily bar: 16:00 (stocks) or 17:00 (``=F`` futures) New York on the session date, UTC."""
-    hour = pl.when(pl.col(symbol_col).str.ends_with("=F")).then(FUTURES_CLOSE_HOUR).otherwise(STOCK_CLOSE_HOUR)
-    return (pl.col(date_col).cast(pl.Datetime("us")) + pl.duration(hours=hour)).dt.replace_time_zone(NY) \
+    """``available_at`` of a daily bar: 16:00 (stocks) or 17:00 (``=F`` futures) New York on the session date,
+    UTC."""
+    hour = (
+        pl.when(pl.col(symbol_col).str.ends_with("=F")).then(FUTURES_CLOSE_HOUR).otherwise(STOCK_CLOSE_HOUR)
+    )
+    return (
+        (pl.col(date_col).cast(pl.Datetime("us")) + pl.duration(hours=hour))
+        .dt.replace_time_zone(NY)
         .dt.convert_time_zone("UTC")
+    )
 
 
 def to_market_prices(bars: pl.DataFrame) -> pl.DataFrame:
@@ -254,8 +360,12 @@ def to_market_prices(bars: pl.DataFrame) -> pl.DataFrame:
 class SnapshotDailyPrices:
     """Daily bars from the yfinance-style snapshot CSVs (precedence and splice rule in the module doc)."""
 
-    def __init__(self, snapshot_dir: str | Path, stock_folders: Sequence[str] = STOCK_FOLDERS,
-                 commodity_folders: Sequence[str] = COMMODITY_FOLDERS) -> None:
+    def __init__(
+        self,
+        snapshot_dir: str | Path,
+        stock_folders: Sequence[str] = STOCK_FOLDERS,
+        commodity_folders: Sequence[str] = COMMODITY_FOLDERS,
+    ) -> None:
         self.root = Path(snapshot_dir)
         self.stock_folders = tuple(stock_folders)
         self.commodity_folders = tuple(commodity_folders)
@@ -274,8 +384,13 @@ class SnapshotDailyPrices:
 
     def read_file(self, folder: str, path: Path, symbol: str) -> pl.DataFrame:
         name = display_path(path, self.root)
-        return cached_parse("leaf_daily_csv", path, lambda p: parse_daily_csv(
-            _read_text(p), symbol=symbol, file=name, source=folder.split("/", 1)[1]))
+        return cached_parse(
+            "leaf_daily_csv",
+            path,
+            lambda p: parse_daily_csv(
+                _read_text(p), symbol=symbol, file=name, source=folder.split("/", 1)[1]
+            ),
+        )
 
     def daily_bars(self, symbols: Sequence[str], start: date, end: date) -> pl.DataFrame:
         frames = []
@@ -295,14 +410,19 @@ def frame_from_yfinance(pdf: Any, *, source_file: str) -> pl.DataFrame:
     if pdf is None or len(pdf) == 0:
         return pl.DataFrame(schema=_bar_schema())
     if not isinstance(pdf.columns, pd.MultiIndex):
-        raise SourceError("expected (field, ticker) MultiIndex columns from yfinance.download", file=source_file)
+        raise SourceError(
+            "expected (field, ticker) MultiIndex columns from yfinance.download", file=source_file
+        )
     frames = []
     for ticker in dict.fromkeys(pdf.columns.get_level_values(1)):
         sub = pdf.xs(ticker, axis=1, level=1)
         buf = io.StringIO()
         sub.to_csv(buf, index_label="Date", date_format="%Y-%m-%d")
-        frames.append(parse_daily_csv(buf.getvalue(), symbol=str(ticker), file=source_file, source="yfinance")
-                      .with_columns(pl.lit(0, dtype=pl.Int32).alias("source_row")))
+        frames.append(
+            parse_daily_csv(
+                buf.getvalue(), symbol=str(ticker), file=source_file, source="yfinance"
+            ).with_columns(pl.lit(0, dtype=pl.Int32).alias("source_row"))
+        )
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=_bar_schema())
 
 
@@ -322,7 +442,17 @@ class LiveDailyPrices:
     def daily_bars(self, symbols: Sequence[str], start: date, end: date) -> pl.DataFrame:
         from datetime import timedelta
 
-        pdf = self.download(list(symbols), start=start.isoformat(), end=(end + timedelta(days=1)).isoformat(),
-                            auto_adjust=True, group_by="column", progress=False, multi_level_index=True)
-        return frame_from_yfinance(pdf, source_file="yfinance.download").filter(
-            pl.col("session_date").is_between(start, end)).sort("symbol", "session_date")
+        pdf = self.download(
+            list(symbols),
+            start=start.isoformat(),
+            end=(end + timedelta(days=1)).isoformat(),
+            auto_adjust=True,
+            group_by="column",
+            progress=False,
+            multi_level_index=True,
+        )
+        return (
+            frame_from_yfinance(pdf, source_file="yfinance.download")
+            .filter(pl.col("session_date").is_between(start, end))
+            .sort("symbol", "session_date")
+        )

@@ -77,19 +77,21 @@ class SeerCase:
 
 
 def strip_citation_markers(text: str) -> str:
-    """Remove source-number markers (``[9]``, ``[2, 7, 9]``, ``[3], [6]``, ``[2][22]``) and the space before them."""
+    """Remove source-number markers (``[9]``, ``[2, 7, 9]``, ``[3], [6]``, ``[2][22]``) and the space before
+    them."""
     return CITATION_MARKERS.sub("", text).strip()
 
 
 def parse_seer_case(text: str, *, file: str = SEER_FILE) -> SeerCase:
-    """Parse the SEER transcript (module doc). Raises :class:`SourceError` naming the line on a structural defect."""
+    """Parse the SEER transcript (module doc). Raises :class:`SourceError` naming the line on a structural
+    defect."""
     lines = text.split("\n")
 
     def err(msg: str, i: int, fld: str, value: object) -> SourceError:
         return SourceError(msg, file=file, row=i, field=fld, value=value)  # row = 1-based line number
 
     cutoff = None
-    for i, ln in enumerate(lines, 1):
+    for ln in lines:
         m = re.match(r"^\*\*Cutoff Date:\*\* (\d{4}-\d\d-\d\d)$", ln.strip())
         if m:
             cutoff = date.fromisoformat(m.group(1))
@@ -113,26 +115,35 @@ def parse_seer_case(text: str, *, file: str = SEER_FILE) -> SeerCase:
             in_events = False
             continue
         if cur is not None:
-            if (mc := _COMPANY.match(ln)):
+            if mc := _COMPANY.match(ln):
                 cur.company = mc.group(1)
-            elif (mw := _WINDOW.match(ln)):
+            elif mw := _WINDOW.match(ln):
                 cur.window = (date.fromisoformat(mw.group(1)), date.fromisoformat(mw.group(2)))
-            elif (mp := _CLOSES.match(ln)):
+            elif mp := _CLOSES.match(ln):
                 try:
                     cur.closes = [float(x) for x in mp.group(2).split(", ")]
                 except ValueError:
-                    raise err("close prices are not comma-separated numbers", i, "closes", mp.group(2)[:60]) from None
+                    raise err(
+                        "close prices are not comma-separated numbers", i, "closes", mp.group(2)[:60]
+                    ) from None
             elif ln == "Key Events:":
                 in_events = True
             elif in_events and (me := _EVENT.match(ln)):
                 n, d = int(me.group(1)), date.fromisoformat(me.group(2))
                 if n != len(cur.events) + 1:
-                    raise err(f"{cur.ticker} event numbered {n}, expected {len(cur.events) + 1}", i, "event", ln[:60])
+                    raise err(
+                        f"{cur.ticker} event numbered {n}, expected {len(cur.events) + 1}",
+                        i,
+                        "event",
+                        ln[:60],
+                    )
                 if cur.events and d < cur.events[-1][1]:
                     raise err(f"{cur.ticker} event dates out of order", i, "date", me.group(2))
                 cur.events.append((n, d, me.group(3), i))
             elif in_events and ln.strip():
-                raise err(f"{cur.ticker}: line in the event list is not 'N. YYYY-MM-DD: text'", i, "event", ln[:60])
+                raise err(
+                    f"{cur.ticker}: line in the event list is not 'N. YYYY-MM-DD: text'", i, "event", ln[:60]
+                )
         pairs = ln.split(", ")
         if len(pairs) >= 10 and all(_LABEL_PAIR.match(p) for p in pairs):
             label_line = (i, pairs)
@@ -162,7 +173,8 @@ def read_seer_case(snapshot_dir: str | Path) -> SeerCase:
 
 
 def event_id(retriever: str, target: str, event_date: date | None, description: str) -> str:
-    """Stable id of an event: sha256 of retriever, target, date and whitespace-normalised lower-case text, 16 hex."""
+    """Stable id of an event: sha256 of retriever, target, date and whitespace-normalised lower-case text, 16
+    hex."""
     norm = " ".join(description.lower().split())
     key = f"{retriever}|{target}|{event_date.isoformat() if event_date else ''}|{norm}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
@@ -186,25 +198,67 @@ def seer_events(case: SeerCase) -> tuple[pl.DataFrame, pl.DataFrame]:
         pk = partition_key(b.window[0], b.ticker)
         for n, d, raw, line in b.events:
             if d > case.cutoff:
-                raise SourceError(f"{b.ticker} event dated after the cutoff {case.cutoff}", file=case.file, row=line,
-                                  field="date", value=d.isoformat())
+                raise SourceError(
+                    f"{b.ticker} event dated after the cutoff {case.cutoff}",
+                    file=case.file,
+                    row=line,
+                    field="date",
+                    value=d.isoformat(),
+                )
             text = strip_citation_markers(raw)
             eid = event_id(RETRIEVER, b.ticker, d, text)
             if eid in seen:
                 continue
             seen.add(eid)
             wk = d.weekday() >= 5
-            rows.append({"partition_key": pk, "event_id": eid, "retriever": RETRIEVER, "backend": "recorded",
-                         "domain": "large_cap", "target_id": b.ticker, "interval_start": b.window[0],
-                         "interval_end": b.window[1], "round": 1, "item": n, "event_date": d, "description": text,
-                         "causality": None, "sentiment": None, "impact_type": None,
-                         "sources": json.dumps([f"{case.file}#L{line}"]), "citations": "[]", "weekend": wk,
-                         "call_id": None, "valid": True, "invalid_reason": None, "available_at": at})
-            checked.append({"partition_key": pk, "event_id": eid, "retriever": RETRIEVER, "domain": "large_cap",
-                            "target_id": b.ticker, "event_date": d, "claimed_date": d, "description": text,
-                            "sentiment": None, "impact_type": None, "weekend": wk, "check_mode": "recorded",
-                            "checker_a": None, "checker_b": None, "cutoff": at, "kept": True, "drop_reason": None,
-                            "available_at": at})
+            rows.append(
+                {
+                    "partition_key": pk,
+                    "event_id": eid,
+                    "retriever": RETRIEVER,
+                    "backend": "recorded",
+                    "domain": "large_cap",
+                    "target_id": b.ticker,
+                    "interval_start": b.window[0],
+                    "interval_end": b.window[1],
+                    "round": 1,
+                    "item": n,
+                    "event_date": d,
+                    "description": text,
+                    "causality": None,
+                    "sentiment": None,
+                    "impact_type": None,
+                    "sources": json.dumps([f"{case.file}#L{line}"]),
+                    "citations": "[]",
+                    "weekend": wk,
+                    "call_id": None,
+                    "valid": True,
+                    "invalid_reason": None,
+                    "available_at": at,
+                }
+            )
+            checked.append(
+                {
+                    "partition_key": pk,
+                    "event_id": eid,
+                    "retriever": RETRIEVER,
+                    "domain": "large_cap",
+                    "target_id": b.ticker,
+                    "event_date": d,
+                    "claimed_date": d,
+                    "description": text,
+                    "sentiment": None,
+                    "impact_type": None,
+                    "weekend": wk,
+                    "check_mode": "recorded",
+                    "checker_a": None,
+                    "checker_b": None,
+                    "cutoff": at,
+                    "kept": True,
+                    "drop_reason": None,
+                    "available_at": at,
+                }
+            )
     re_ = pl.DataFrame(rows, schema=empty_frame("retrieved_events").schema)
     fc = pl.DataFrame(checked, schema=empty_frame("fact_checked_events").schema)
     return conform("retrieved_events", re_), conform("fact_checked_events", fc)
@@ -212,10 +266,11 @@ def seer_events(case: SeerCase) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def seer_documents(case: SeerCase) -> pl.DataFrame:
     """The case's event lines as recorded documents for the offline search backend
-    (:class:`leaf_live.event.docstore.DocumentStore` columns): ``doc_id`` = the recorded event id, ``text`` without
-    citation markers, ``title`` = company, ``target_id`` = ticker, ``url`` = ``<file>#L<line>``, and
-    ``published_at`` = the end of the event's day (24:00 UTC), the earliest instant we may assume it public: the
-    file itself only proves the events were known by the case's cutoff. Exact repeats keep the first line."""
+    (:class:`leaf_live.event.docstore.DocumentStore` columns): ``doc_id`` = the recorded event id, ``text``
+    without citation markers, ``title`` = company, ``target_id`` = ticker, ``url`` = ``<file>#L<line>``, and
+    ``published_at`` = the end of the event's day (24:00 UTC), the earliest instant we may assume it public:
+    the file itself only proves the events were known by the case's cutoff. Exact repeats keep the first
+    line."""
     rows, seen = [], set()
     for b in case.blocks:
         for _, d, raw, line in b.events:
@@ -224,11 +279,27 @@ def seer_documents(case: SeerCase) -> pl.DataFrame:
             if eid in seen:
                 continue
             seen.add(eid)
-            rows.append({"doc_id": eid, "text": text, "title": b.company, "target_id": b.ticker,
-                         "url": f"{case.file}#L{line}",
-                         "published_at": datetime.combine(d + timedelta(days=1), time(0), tzinfo=ZoneInfo("UTC"))})
-    return pl.DataFrame(rows, schema={"doc_id": pl.Utf8, "text": pl.Utf8, "title": pl.Utf8, "target_id": pl.Utf8,
-                                      "url": pl.Utf8, "published_at": pl.Datetime("us", "UTC")})
+            rows.append(
+                {
+                    "doc_id": eid,
+                    "text": text,
+                    "title": b.company,
+                    "target_id": b.ticker,
+                    "url": f"{case.file}#L{line}",
+                    "published_at": datetime.combine(d + timedelta(days=1), time(0), tzinfo=ZoneInfo("UTC")),
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "doc_id": pl.Utf8,
+            "text": pl.Utf8,
+            "title": pl.Utf8,
+            "target_id": pl.Utf8,
+            "url": pl.Utf8,
+            "published_at": pl.Datetime("us", "UTC"),
+        },
+    )
 
 
 def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) -> pl.DataFrame:
@@ -238,7 +309,8 @@ def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) 
     thresholds +/-0.5% / +/-2% on the next-session rate of change).
 
     A differing label is explained in ``note`` (distance of our ROC from the nearest class threshold, or no
-    task because our data lacks the sessions). Raises ``ValueError`` when ``prices`` lacks the needed columns."""
+    task because our data lacks the sessions). Raises ``ValueError`` when ``prices`` lacks the needed columns.
+    """
     for c in ("symbol", "session_date", "close", "available_at"):
         if c not in prices.columns:
             raise ValueError(f"market_prices frame lacks column {c!r}")
@@ -246,18 +318,35 @@ def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) 
     # cutoffs every CUTOFF_STEP_DAYS from the span start: start 20 days before so the case's day is a cutoff
     # with the 14-session look-back inside the span
     start = case.cutoff - timedelta(days=10 * catalog.CUTOFF_STEP_DAYS)
-    ts = market_tasks(prices, "large_cap", case.tickers, start, case.cutoff + timedelta(days=10),
-                      series_horizons=(), trend_horizons=(1,))
-    lab = (ts.tasks.filter(pl.col("task_kind") == "trend5", pl.col("horizon") == "1d",
-                           pl.col("cutoff").dt.convert_time_zone("America/New_York").dt.date() == case.cutoff)
-           .select("task_id", "target_id").join(ts.outcomes.select("task_id", "label", "change"), on="task_id"))
+    ts = market_tasks(
+        prices,
+        "large_cap",
+        case.tickers,
+        start,
+        case.cutoff + timedelta(days=10),
+        series_horizons=(),
+        trend_horizons=(1,),
+    )
+    lab = (
+        ts.tasks.filter(
+            pl.col("task_kind") == "trend5",
+            pl.col("horizon") == "1d",
+            pl.col("cutoff").dt.convert_time_zone("America/New_York").dt.date() == case.cutoff,
+        )
+        .select("task_id", "target_id")
+        .join(ts.outcomes.select("task_id", "label", "change"), on="task_id")
+    )
     ours = {r["target_id"]: r for r in lab.iter_rows(named=True)}
     out = []
     for b in case.blocks:
-        win = prices.filter(pl.col("symbol") == b.ticker, pl.col("session_date").is_between(*b.window)).sort("session_date")
+        win = prices.filter(pl.col("symbol") == b.ticker, pl.col("session_date").is_between(*b.window)).sort(
+            "session_date"
+        )
         closes = win["close"].to_list()
         our_close = float(closes[-1]) if win.height and win["session_date"][-1] == case.cutoff else None
-        max_rel = max(abs(f / o - 1) for f, o in zip(b.closes, closes)) if len(closes) == len(b.closes) else None
+        max_rel = (
+            max(abs(f / o - 1) for f, o in zip(b.closes, closes)) if len(closes) == len(b.closes) else None
+        )
         o = ours.get(b.ticker)
         our_label, our_roc = (o["label"], o["change"]) if o else (None, None)
         file_label = case.labels[b.ticker]
@@ -270,13 +359,43 @@ def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) 
             note = f"our ROC {our_roc:+.4%} lies {near:.4%} from a class threshold"
         if max_rel is not None and max_rel > rel_tol:
             note = (note + "; " if note else "") + f"closes differ by up to {max_rel:.2%} (price basis)"
-        out.append({"partition_key": CASE_NAME, "case_name": CASE_NAME, "target_id": b.ticker, "cutoff_day": case.cutoff,
-                    "n_events": len(b.events), "file_close": b.closes[-1], "our_close": our_close,
-                    "close_rel_diff": (b.closes[-1] / our_close - 1) if our_close else None, "max_rel_diff": max_rel,
-                    "file_label": file_label, "our_label": our_label, "our_roc": our_roc, "agree": agree, "note": note,
-                    "available_at": case.cutoff_at})
-    return conform("recorded_case_checks", pl.DataFrame(out, schema=empty_frame("recorded_case_checks").schema))
+        out.append(
+            {
+                "partition_key": CASE_NAME,
+                "case_name": CASE_NAME,
+                "target_id": b.ticker,
+                "cutoff_day": case.cutoff,
+                "n_events": len(b.events),
+                "file_close": b.closes[-1],
+                "our_close": our_close,
+                "close_rel_diff": (b.closes[-1] / our_close - 1) if our_close else None,
+                "max_rel_diff": max_rel,
+                "file_label": file_label,
+                "our_label": our_label,
+                "our_roc": our_roc,
+                "agree": agree,
+                "note": note,
+                "available_at": case.cutoff_at,
+            }
+        )
+    return conform(
+        "recorded_case_checks", pl.DataFrame(out, schema=empty_frame("recorded_case_checks").schema)
+    )
 
 
-__all__ = ["CASE_NAME", "CITATION_MARKERS", "RETRIEVER", "SEER_FILE", "SeerCase", "StockBlock", "case_checks",
-           "event_id", "parse_seer_case", "partition_key", "read_seer_case", "seer_documents", "seer_events", "strip_citation_markers"]
+__all__ = [
+    "CASE_NAME",
+    "CITATION_MARKERS",
+    "RETRIEVER",
+    "SEER_FILE",
+    "SeerCase",
+    "StockBlock",
+    "case_checks",
+    "event_id",
+    "parse_seer_case",
+    "partition_key",
+    "read_seer_case",
+    "seer_documents",
+    "seer_events",
+    "strip_citation_markers",
+]

@@ -1,4 +1,5 @@
-"""Hourly weather per city (LEAF App. C.2.3; the paper uses Meteostat, we add Open-Meteo as a second provider).
+"""Hourly weather per city (LEAF App. C.2.3; the paper uses Meteostat, we add Open-Meteo as a second
+provider).
 
 One interface, two transports (:class:`WeatherSource`), rows of ``weather_hourly`` (degC, UTC hour starts):
 
@@ -28,7 +29,7 @@ import gzip
 import io
 import json
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -45,7 +46,6 @@ from leaf_live.event.catalog import Target
 PUBLICATION_LAG = timedelta(hours=6)
 
 
-UTC = timezone.utc
 WEATHER_DIR = "leaf/weather"
 NYC_ARCHIVE = "openmeteo_nyc_hourly_2023-10_2026-08.csv.gz"
 GREENDCC_DIR = "openmeteo_greendcc_2020-2024"
@@ -57,7 +57,16 @@ GREENDCC_OFFSETS_H: dict[str, tuple[str | None, int]] = {
     "SanJose_US-CAL-CISO": (None, -7),
 }
 OPEN_METEO_ARCHIVE_URL = "https://archive-api.open-meteo.com"
-_ROW_COLS = ("city", "ts", "temperature_c", "relative_humidity", "wind_speed_kmh", "source", "source_file", "source_row")
+_ROW_COLS = (
+    "city",
+    "ts",
+    "temperature_c",
+    "relative_humidity",
+    "wind_speed_kmh",
+    "source",
+    "source_file",
+    "source_row",
+)
 
 
 class WeatherSource(Protocol):
@@ -75,7 +84,9 @@ def _read(path: Path) -> str:
     return (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8-sig")
 
 
-def _strict_numbers(raw: pl.DataFrame, cols: dict[str, str], file: str, required: Sequence[str]) -> pl.DataFrame:
+def _strict_numbers(
+    raw: pl.DataFrame, cols: dict[str, str], file: str, required: Sequence[str]
+) -> pl.DataFrame:
     """Cast the named string columns to Float64; a non-empty unparseable cell or an empty required cell raises
     :class:`SourceError` with file, data row, field and value."""
     out = {}
@@ -87,8 +98,13 @@ def _strict_numbers(raw: pl.DataFrame, cols: dict[str, str], file: str, required
             bad = bad | s.is_null() | (s == "")
         if bad.any():
             k = int(bad.arg_max())
-            raise SourceError("not a number" if (s[k] or "") else "value is required but empty", file=file,
-                              row=k + 1, field=src, value=s[k])
+            raise SourceError(
+                "not a number" if (s[k] or "") else "value is required but empty",
+                file=file,
+                row=k + 1,
+                field=src,
+                value=s[k],
+            )
         out[dst] = v
     return pl.DataFrame(out)
 
@@ -97,7 +113,9 @@ def _parse_times(raw: pl.DataFrame, file: str) -> pl.Series:
     t = raw["time"].str.strip_chars().str.to_datetime("%Y-%m-%dT%H:%M", strict=False, time_unit="us")
     if t.null_count():
         k = int(t.is_null().arg_max())
-        raise SourceError("expected an ISO hour YYYY-MM-DDTHH:MM", file=file, row=k + 1, field="time", value=raw["time"][k])
+        raise SourceError(
+            "expected an ISO hour YYYY-MM-DDTHH:MM", file=file, row=k + 1, field="time", value=raw["time"][k]
+        )
     return t
 
 
@@ -107,35 +125,65 @@ def _read_hourly(text: str, file: str, numbers: dict[str, str]) -> pl.DataFrame:
     raw = pl.read_csv(io.StringIO(text), infer_schema=False)
     missing = [c for c in ("time", *numbers) if c not in raw.columns]
     if missing:
-        raise SourceError(f"missing column(s) {missing}; header has {raw.columns}", file=file, row=0, field="header",
-                          value=",".join(raw.columns))
+        raise SourceError(
+            f"missing column(s) {missing}; header has {raw.columns}",
+            file=file,
+            row=0,
+            field="header",
+            value=",".join(raw.columns),
+        )
     local = _parse_times(raw, file)
     nums = _strict_numbers(raw, numbers, file, required=(next(iter(numbers)),))
-    f = pl.DataFrame({"local": local, "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32)}).hstack(nums)
+    f = pl.DataFrame(
+        {"local": local, "source_row": pl.int_range(1, raw.height + 1, eager=True).cast(pl.Int32)}
+    ).hstack(nums)
     dup = f.filter(pl.col("local").is_duplicated())
     if dup.height:
-        raise SourceError("hour repeats", file=file, row=int(dup["source_row"][-1]), field="time",
-                          value=str(dup["local"][-1]))
+        raise SourceError(
+            "hour repeats",
+            file=file,
+            row=int(dup["source_row"][-1]),
+            field="time",
+            value=str(dup["local"][-1]),
+        )
     return f
 
 
-def parse_nyc_archive(text: str, *, file: str, city: str = "new_york", tz: str = "America/New_York") -> pl.DataFrame:
+def parse_nyc_archive(
+    text: str, *, file: str, city: str = "new_york", tz: str = "America/New_York"
+) -> pl.DataFrame:
     """Parse the climate-cache NYC Open-Meteo archive (degF, mph, local wall clock) into weather rows.
 
     Placement rule in the module doc (one offset per local day: the zone's offset at local noon). Raises
     :class:`SourceError` (file, row, field, value) for a missing column, a bad time or number, an empty
     temperature, or a repeated local hour."""
-    f = _read_hourly(text, file, {"temperature_2m": "t_f", "relativehumidity_2m": "rh", "windspeed_10m": "w_mph"})
+    f = _read_hourly(
+        text, file, {"temperature_2m": "t_f", "relativehumidity_2m": "rh", "windspeed_10m": "w_mph"}
+    )
     zone = ZoneInfo(tz)
     days = f["local"].dt.date().unique().to_list()
-    offset = {d: int(datetime(d.year, d.month, d.day, 12, tzinfo=zone).utcoffset().total_seconds() // 60) for d in days}
-    f = f.with_columns(pl.col("local").dt.date().replace_strict(offset, return_dtype=pl.Int64).alias("off_min"))
-    f = f.with_columns((pl.col("local") - pl.duration(minutes=pl.col("off_min"))).dt.replace_time_zone("UTC").alias("ts"))
-    f = f.sort("ts", "local").unique("ts", keep="last", maintain_order=True)  # spring-forward collision: later day wins
+    offset = {
+        d: int(datetime(d.year, d.month, d.day, 12, tzinfo=zone).utcoffset().total_seconds() // 60)
+        for d in days
+    }
+    f = f.with_columns(
+        pl.col("local").dt.date().replace_strict(offset, return_dtype=pl.Int64).alias("off_min")
+    )
+    f = f.with_columns(
+        (pl.col("local") - pl.duration(minutes=pl.col("off_min"))).dt.replace_time_zone("UTC").alias("ts")
+    )
+    f = f.sort("ts", "local").unique(
+        "ts", keep="last", maintain_order=True
+    )  # spring-forward collision: later day wins
     return f.select(
-        pl.lit(city).alias("city"), "ts", f_to_c(pl.col("t_f")).alias("temperature_c"),
-        pl.col("rh").alias("relative_humidity"), (pl.col("w_mph") * 1.609344).alias("wind_speed_kmh"),
-        pl.lit("openmeteo_nyc_archive").alias("source"), pl.lit(file).alias("source_file"), "source_row",
+        pl.lit(city).alias("city"),
+        "ts",
+        f_to_c(pl.col("t_f")).alias("temperature_c"),
+        pl.col("rh").alias("relative_humidity"),
+        (pl.col("w_mph") * 1.609344).alias("wind_speed_kmh"),
+        pl.lit("openmeteo_nyc_archive").alias("source"),
+        pl.lit(file).alias("source_file"),
+        "source_row",
     )
 
 
@@ -148,17 +196,24 @@ def parse_greendcc(text: str, *, file: str, city: str, offset_hours: int) -> pl.
     return f.select(
         pl.lit(city).alias("city"),
         (pl.col("local") - pl.duration(hours=offset_hours)).dt.replace_time_zone("UTC").alias("ts"),
-        pl.col("t").alias("temperature_c"), pl.col("rh").alias("relative_humidity"), pl.col("w").alias("wind_speed_kmh"),
-        pl.lit("openmeteo_greendcc").alias("source"), pl.lit(file).alias("source_file"), "source_row",
+        pl.col("t").alias("temperature_c"),
+        pl.col("rh").alias("relative_humidity"),
+        pl.col("w").alias("wind_speed_kmh"),
+        pl.lit("openmeteo_greendcc").alias("source"),
+        pl.lit(file).alias("source_file"),
+        "source_row",
     )
 
 
 def to_weather_hourly(rows: pl.DataFrame) -> pl.DataFrame:
-    """Weather rows -> ``weather_hourly`` (adds ``partition_key`` = UTC date of ts, ``available_at`` = ts + 1 h)."""
+    """Weather rows -> ``weather_hourly`` (adds ``partition_key`` = UTC date of ts, ``available_at`` = ts + 1
+    h)."""
     if rows.height == 0:
         return empty_frame("weather_hourly")
-    f = rows.with_columns(pl.col("ts").dt.strftime("%Y-%m-%d").alias("partition_key"),
-                          (pl.col("ts") + pl.duration(hours=1)).alias("available_at"))
+    f = rows.with_columns(
+        pl.col("ts").dt.strftime("%Y-%m-%d").alias("partition_key"),
+        (pl.col("ts") + pl.duration(hours=1)).alias("available_at"),
+    )
     return conform("weather_hourly", f.select(empty_frame("weather_hourly").columns))
 
 
@@ -182,8 +237,15 @@ class SnapshotWeather:
         for prefix, (city, off) in GREENDCC_OFFSETS_H.items():
             p = d / GREENDCC_DIR / f"{prefix}_hourly.csv.gz"
             if p.is_file():
-                out.append((city or prefix, p, lambda text, name, c=city or prefix, o=off:
-                            parse_greendcc(text, file=name, city=c, offset_hours=o)))
+                out.append(
+                    (
+                        city or prefix,
+                        p,
+                        lambda text, name, c=city or prefix, o=off: parse_greendcc(
+                            text, file=name, city=c, offset_hours=o
+                        ),
+                    )
+                )
         return out
 
     def read_all(self) -> pl.DataFrame:
@@ -209,29 +271,57 @@ def parse_open_meteo_json(text: str, *, city: str, url: str) -> pl.DataFrame:
     except json.JSONDecodeError as exc:
         raise SourceError(f"not JSON: {exc}", file=url) from None
     if d.get("error"):
-        raise SourceError(f"Open-Meteo error: {d.get('reason')}", file=url, field="error", value=d.get("reason"))
+        raise SourceError(
+            f"Open-Meteo error: {d.get('reason')}", file=url, field="error", value=d.get("reason")
+        )
     if d.get("utc_offset_seconds", 0) != 0:
-        raise SourceError("expected timezone=GMT (utc_offset_seconds 0)", file=url, field="utc_offset_seconds",
-                          value=d.get("utc_offset_seconds"))
+        raise SourceError(
+            "expected timezone=GMT (utc_offset_seconds 0)",
+            file=url,
+            field="utc_offset_seconds",
+            value=d.get("utc_offset_seconds"),
+        )
     units = d.get("hourly_units", {})
     if units.get("temperature_2m") not in ("°C", None):
-        raise SourceError("expected degC", file=url, field="hourly_units.temperature_2m", value=units.get("temperature_2m"))
+        raise SourceError(
+            "expected degC", file=url, field="hourly_units.temperature_2m", value=units.get("temperature_2m")
+        )
     h = d.get("hourly") or {}
     times = h.get("time") or []
-    cols = {k: h.get(k) or [None] * len(times) for k in ("temperature_2m", "relative_humidity_2m", "wind_speed_10m")}
+    cols = {
+        k: h.get(k) or [None] * len(times)
+        for k in ("temperature_2m", "relative_humidity_2m", "wind_speed_10m")
+    }
     for k, v in cols.items():
         if len(v) != len(times):
-            raise SourceError(f"hourly.{k} has {len(v)} values for {len(times)} times", file=url, field=f"hourly.{k}",
-                              value=len(v))
-    f = pl.DataFrame({"time": times, **cols}, schema={"time": pl.Utf8, "temperature_2m": pl.Float64,
-                                                      "relative_humidity_2m": pl.Float64, "wind_speed_10m": pl.Float64})
+            raise SourceError(
+                f"hourly.{k} has {len(v)} values for {len(times)} times",
+                file=url,
+                field=f"hourly.{k}",
+                value=len(v),
+            )
+    f = pl.DataFrame(
+        {"time": times, **cols},
+        schema={
+            "time": pl.Utf8,
+            "temperature_2m": pl.Float64,
+            "relative_humidity_2m": pl.Float64,
+            "wind_speed_10m": pl.Float64,
+        },
+    )
     f = f.filter(pl.col("temperature_2m").is_not_null())
     return f.select(
         pl.lit(city).alias("city"),
-        pl.col("time").str.to_datetime("%Y-%m-%dT%H:%M", time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
-        pl.col("temperature_2m").alias("temperature_c"), pl.col("relative_humidity_2m").alias("relative_humidity"),
-        pl.col("wind_speed_10m").alias("wind_speed_kmh"), pl.lit("openmeteo").alias("source"),
-        pl.lit(url).alias("source_file"), pl.lit(0, dtype=pl.Int32).alias("source_row"),
+        pl.col("time")
+        .str.to_datetime("%Y-%m-%dT%H:%M", time_unit="us")
+        .dt.replace_time_zone("UTC")
+        .alias("ts"),
+        pl.col("temperature_2m").alias("temperature_c"),
+        pl.col("relative_humidity_2m").alias("relative_humidity"),
+        pl.col("wind_speed_10m").alias("wind_speed_kmh"),
+        pl.lit("openmeteo").alias("source"),
+        pl.lit(url).alias("source_file"),
+        pl.lit(0, dtype=pl.Int32).alias("source_row"),
     )
 
 
@@ -239,8 +329,24 @@ def frame_from_meteostat(pdf: Any, *, city: str) -> pl.DataFrame:
     """Convert a ``meteostat.hourly(...).fetch()`` pandas frame (index ``time`` UTC, columns ``temp`` degC,
     ``rhum`` %, ``wspd`` km/h) to weather rows."""
     if pdf is None or len(pdf) == 0:
-        return pl.DataFrame(schema={c: t for c, t in zip(_ROW_COLS, (pl.Utf8, pl.Datetime("us", "UTC"), pl.Float64,
-                                                                     pl.Float64, pl.Float64, pl.Utf8, pl.Utf8, pl.Int32))})
+        return pl.DataFrame(
+            schema={
+                c: t
+                for c, t in zip(
+                    _ROW_COLS,
+                    (
+                        pl.Utf8,
+                        pl.Datetime("us", "UTC"),
+                        pl.Float64,
+                        pl.Float64,
+                        pl.Float64,
+                        pl.Utf8,
+                        pl.Utf8,
+                        pl.Int32,
+                    ),
+                )
+            }
+        )
     p = pdf.reset_index()
     time_col = "time" if "time" in p.columns else p.columns[0]
     f = pl.from_pandas(p[[time_col, *[c for c in ("temp", "rhum", "wspd") if c in p.columns]]])
@@ -248,11 +354,19 @@ def frame_from_meteostat(pdf: Any, *, city: str) -> pl.DataFrame:
         if c not in f.columns:
             f = f.with_columns(pl.lit(None, dtype=pl.Float64).alias(c))
     ts = pl.col(time_col).cast(pl.Datetime("us"))
-    ts = ts.dt.replace_time_zone("UTC") if f.schema[time_col].time_zone is None else ts.dt.convert_time_zone("UTC")  # type: ignore[union-attr]
+    ts = (
+        ts.dt.replace_time_zone("UTC")
+        if f.schema[time_col].time_zone is None
+        else ts.dt.convert_time_zone("UTC")
+    )  # type: ignore[union-attr]
     return f.filter(pl.col("temp").is_not_null()).select(
-        pl.lit(city).alias("city"), ts.alias("ts"), pl.col("temp").cast(pl.Float64).alias("temperature_c"),
-        pl.col("rhum").cast(pl.Float64).alias("relative_humidity"), pl.col("wspd").cast(pl.Float64).alias("wind_speed_kmh"),
-        pl.lit("meteostat").alias("source"), pl.lit("meteostat.hourly").alias("source_file"),
+        pl.lit(city).alias("city"),
+        ts.alias("ts"),
+        pl.col("temp").cast(pl.Float64).alias("temperature_c"),
+        pl.col("rhum").cast(pl.Float64).alias("relative_humidity"),
+        pl.col("wspd").cast(pl.Float64).alias("wind_speed_kmh"),
+        pl.lit("meteostat").alias("source"),
+        pl.lit("meteostat.hourly").alias("source_file"),
         pl.lit(0, dtype=pl.Int32).alias("source_row"),
     )
 
@@ -264,18 +378,32 @@ class LiveWeather:
     ``open_meteo_base_url`` points at the Open-Meteo archive service (a loopback server in tests).
     ``use_meteostat=False`` asks Open-Meteo only."""
 
-    def __init__(self, open_meteo_base_url: str = OPEN_METEO_ARCHIVE_URL, *, use_meteostat: bool = True,
-                 meteostat_fetch: Callable[[float, float, datetime, datetime], Any] | None = None) -> None:
+    def __init__(
+        self,
+        open_meteo_base_url: str = OPEN_METEO_ARCHIVE_URL,
+        *,
+        use_meteostat: bool = True,
+        meteostat_fetch: Callable[[float, float, datetime, datetime], Any] | None = None,
+    ) -> None:
         self.base = open_meteo_base_url.rstrip("/")
         self.use_meteostat = use_meteostat
         self.meteostat_fetch = meteostat_fetch or _meteostat_hourly
 
     def open_meteo(self, city: Target, start: date, end: date) -> pl.DataFrame:
         url = f"{self.base}/v1/archive"
-        params = {"latitude": city.latitude, "longitude": city.longitude, "start_date": start.isoformat(),
-                  "end_date": end.isoformat(), "hourly": "temperature_2m,relative_humidity_2m,wind_speed_10m",
-                  "timezone": "GMT", "temperature_unit": "celsius", "wind_speed_unit": "kmh"}
-        return parse_open_meteo_json(http_get_text(url, params=params, what="Open-Meteo archive"), city=city.target_id, url=url)
+        params = {
+            "latitude": city.latitude,
+            "longitude": city.longitude,
+            "start_date": start.isoformat(),
+            "end_date": end.isoformat(),
+            "hourly": "temperature_2m,relative_humidity_2m,wind_speed_10m",
+            "timezone": "GMT",
+            "temperature_unit": "celsius",
+            "wind_speed_unit": "kmh",
+        }
+        return parse_open_meteo_json(
+            http_get_text(url, params=params, what="Open-Meteo archive"), city=city.target_id, url=url
+        )
 
     def hourly(self, cities: Sequence[Target], start: date, end: date) -> pl.DataFrame:
         frames = []
@@ -284,9 +412,15 @@ class LiveWeather:
             if self.use_meteostat:
                 t0 = datetime(start.year, start.month, start.day)
                 t1 = datetime(end.year, end.month, end.day, 23)
-                parts.append(frame_from_meteostat(self.meteostat_fetch(c.latitude, c.longitude, t0, t1), city=c.target_id))
+                parts.append(
+                    frame_from_meteostat(
+                        self.meteostat_fetch(c.latitude, c.longitude, t0, t1), city=c.target_id
+                    )
+                )
             parts.append(self.open_meteo(c, start, end))
-            frames.append(pl.concat(parts, how="vertical").unique(["city", "ts"], keep="first", maintain_order=True))
+            frames.append(
+                pl.concat(parts, how="vertical").unique(["city", "ts"], keep="first", maintain_order=True)
+            )
         return to_weather_hourly(_window(pl.concat(frames, how="vertical"), start, end))
 
 

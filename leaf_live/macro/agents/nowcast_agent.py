@@ -40,6 +40,7 @@ from leaf_live.core.llm import (
     utc_now,
 )
 from leaf_live.core.pit import require_columns, shift_month
+from leaf_live.core.storage import empty_frame
 from leaf_live.macro.agents.parsing import (
     ParsedAnswer,
     VariableResult,
@@ -51,7 +52,6 @@ from leaf_live.macro.agents.parsing import (
 from leaf_live.macro.agents.plugin import FinancialDataPlugin, no_answer, plugin_messages, plugin_round_trip
 from leaf_live.macro.agents.prompts import nowcast_messages, orchestrator_messages, resolve_reference_periods
 from leaf_live.macro.catalog import PROMPT_GROUPS, indicators_in_group
-from leaf_live.core.storage import empty_frame
 
 
 @dataclass(frozen=True)
@@ -74,17 +74,19 @@ class GroupTarget:
         release_month: date | None = None,
         reference_periods: Mapping[str, date] | None = None,
         release_times: Mapping[str, datetime | None] | None = None,
-    ) -> "GroupTarget":
+    ) -> GroupTarget:
         """Fill defaults: release month = the month after the target month; reference periods from
-        :func:`leaf_live.macro.agents.prompts.default_reference_period`. Release times of indicators outside the
-        group are ignored; naive release times raise ``ValueError`` naming the indicator."""
+        :func:`leaf_live.macro.agents.prompts.default_reference_period`. Release times of indicators outside
+        the group are ignored; naive release times raise ``ValueError`` naming the indicator."""
         if group not in PROMPT_GROUPS:
             raise ValueError(f"group={group!r}: expected one of {PROMPT_GROUPS}")
         tm = date(target_month.year, target_month.month, 1)
         if release_month is None:
             release_month = date(*shift_month(tm.year, tm.month, 1), 1)
         ids = indicators_in_group(group)
-        periods = resolve_reference_periods(group, tm, {k: v for k, v in (reference_periods or {}).items() if k in ids})
+        periods = resolve_reference_periods(
+            group, tm, {k: v for k, v in (reference_periods or {}).items() if k in ids}
+        )
         times = {}
         for iid, t in (release_times or {}).items():
             if iid in ids and t is not None:
@@ -102,7 +104,8 @@ def hour_targets(
 ) -> tuple[GroupTarget, ...]:
     """Both App. D prompt groups for one target month (``output_core`` then ``demand_sectoral``)."""
     return tuple(
-        GroupTarget.build(g, target_month, release_month, reference_periods, release_times) for g in PROMPT_GROUPS
+        GroupTarget.build(g, target_month, release_month, reference_periods, release_times)
+        for g in PROMPT_GROUPS
     )
 
 
@@ -185,19 +188,29 @@ async def nowcast_team(
     researcher, verifier = await asyncio.gather(
         client.complete(
             spec,
-            nowcast_messages(group, target.target_month, target.release_month, target.reference_periods, "researcher"),
-            role="researcher", run_id=run_id, prompt_group=group,
+            nowcast_messages(
+                group, target.target_month, target.release_month, target.reference_periods, "researcher"
+            ),
+            role="researcher",
+            run_id=run_id,
+            prompt_group=group,
         ),
         client.complete(
             spec,
-            nowcast_messages(group, target.target_month, target.release_month, target.reference_periods, "verifier"),
-            role="verifier", run_id=run_id, prompt_group=group,
+            nowcast_messages(
+                group, target.target_month, target.release_month, target.reference_periods, "verifier"
+            ),
+            role="verifier",
+            run_id=run_id,
+            prompt_group=group,
         ),
     )
     p_r, p_v = _parse(researcher, group), _parse(verifier, group)
     if p_r.answer_error and p_v.answer_error:
         reason = f"team_failed: researcher {p_r.answer_error[:150]}; verifier {p_v.answer_error[:150]}"
-        failed = ParsedAnswer(group, {i: VariableResult(i, None, False, reason) for i in p_r.variables}, reason)
+        failed = ParsedAnswer(
+            group, {i: VariableResult(i, None, False, reason) for i in p_r.variables}, reason
+        )
         return _rows(failed, spec, target, partition_key, verifier, [researcher, verifier])
     report_r = report_for_orchestrator(p_r, [c["url"] for c in researcher.citations if c.get("url")])
     report_v = report_for_orchestrator(p_v, [c["url"] for c in verifier.citations if c.get("url")])
@@ -222,15 +235,23 @@ async def nowcast_plugin(
     answer every row is invalid with ``plugin_no_answer``.
     """
     msgs = plugin_messages(target.group, target.target_month, target.release_month, target.reference_periods)
-    results, reason = await plugin_round_trip(client, spec, plugin, msgs, target.reference_periods,
-                                              prompt_group=target.group)
+    results, reason = await plugin_round_trip(
+        client, spec, plugin, msgs, target.reference_periods, prompt_group=target.group
+    )
     final = results[-1]
-    parsed = no_answer(target.group, list(target.reference_periods), reason) if reason else _parse(final, target.group)
+    parsed = (
+        no_answer(target.group, list(target.reference_periods), reason)
+        if reason
+        else _parse(final, target.group)
+    )
     return _rows(parsed, spec, target, partition_key, final, results)
 
 
 async def nowcast_targets(
-    client: LLMClient, spec: ModelSpec, targets: Sequence[GroupTarget], partition_key: str,
+    client: LLMClient,
+    spec: ModelSpec,
+    targets: Sequence[GroupTarget],
+    partition_key: str,
     plugin: FinancialDataPlugin | None = None,
 ) -> pl.DataFrame:
     """One model's nowcasts for every prompt group of ``targets``, concurrently (single, team or plugin
@@ -240,8 +261,12 @@ async def nowcast_targets(
         return empty_frame("nowcasts")
     if spec.design == "plugin":
         if plugin is None:
-            raise ValueError(f"{spec.model_id}: the plugin design needs the financial-data plug-in (plugin=...)")
-        frames = await asyncio.gather(*(nowcast_plugin(client, spec, t, partition_key, plugin) for t in targets))
+            raise ValueError(
+                f"{spec.model_id}: the plugin design needs the financial-data plug-in (plugin=...)"
+            )
+        frames = await asyncio.gather(
+            *(nowcast_plugin(client, spec, t, partition_key, plugin) for t in targets)
+        )
         return pl.concat(frames, how="vertical")
     run = nowcast_team if spec.design == "team" else nowcast_single
     frames = await asyncio.gather(*(run(client, spec, t, partition_key) for t in targets))
@@ -254,12 +279,16 @@ def window_targets(windows: pl.DataFrame) -> list[GroupTarget]:
     indicator's reference period and release time come from its window."""
     require_columns(windows, ("target_month", "indicator_id", "reference_period", "closes_at"), "windows")
     out: list[GroupTarget] = []
-    for (target,), g in windows.sort("target_month", maintain_order=True).group_by("target_month", maintain_order=True):
-        out.extend(hour_targets(
-            target,
-            reference_periods=dict(zip(g["indicator_id"], g["reference_period"])),
-            release_times=dict(zip(g["indicator_id"], g["closes_at"])),
-        ))
+    for (target,), g in windows.sort("target_month", maintain_order=True).group_by(
+        "target_month", maintain_order=True
+    ):
+        out.extend(
+            hour_targets(
+                target,
+                reference_periods=dict(zip(g["indicator_id"], g["reference_period"])),
+                release_times=dict(zip(g["indicator_id"], g["closes_at"])),
+            )
+        )
     return out
 
 
@@ -270,8 +299,14 @@ class LLMNowcaster:
     and returns their ``nowcasts`` rows in slice ``partition_key`` (invalid answers are rows with a reason;
     every call lands in ``client.records``)."""
 
-    def __init__(self, spec: ModelSpec, client: LLMClient, *, partition_key: str,
-                 plugin: FinancialDataPlugin | None = None) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        client: LLMClient,
+        *,
+        partition_key: str,
+        plugin: FinancialDataPlugin | None = None,
+    ) -> None:
         self.spec = spec
         self.model_id = spec.model_id
         self.client = client
@@ -279,7 +314,9 @@ class LLMNowcaster:
         self.plugin = plugin
 
     async def aforecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
-        return await nowcast_targets(self.client, self.spec, window_targets(tasks), self.partition_key, self.plugin)
+        return await nowcast_targets(
+            self.client, self.spec, window_targets(tasks), self.partition_key, self.plugin
+        )
 
 
 async def run_nowcast_hour(
@@ -300,8 +337,8 @@ async def run_nowcast_hour(
 
     Returns ``(nowcasts, llm_calls)`` frames conforming to the two tables (``producer`` NULL: the writer
     stamps it): one ``nowcasts`` row per model, group and indicator (16 per model for both groups; invalid
-    rows keep their reason) and one ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``, one
-    per tool round for ``plugin``, whose models need the financial-data ``plugin``).
+    rows keep their reason) and one ``llm_calls`` row per call (1 per group for ``single``, 3 for ``team``,
+    one per tool round for ``plugin``, whose models need the financial-data ``plugin``).
     With no models both frames are empty (the caller reports :data:`leaf_live.core.llm.NO_MODELS_MESSAGE`).
     Raises ``ValueError`` only for bad arguments (neither ``config`` nor ``client``, a group listed twice),
     before any call is made.
@@ -314,12 +351,16 @@ async def run_nowcast_hour(
     config = config or client.config
     models = list(config.models if models is None else models)
     if plugin is None and any(m.design == "plugin" for m in models):
-        raise ValueError("run_nowcast_hour: a plugin-design model needs the financial-data plug-in (plugin=...)")
+        raise ValueError(
+            "run_nowcast_hour: a plugin-design model needs the financial-data plug-in (plugin=...)"
+        )
     if not models or not targets:
         return empty_frame("nowcasts"), empty_frame("llm_calls")
     client = client or LLMClient(config, clock=clock)
     start = len(client.records)
-    frames = await asyncio.gather(*(nowcast_targets(client, spec, targets, partition_key, plugin) for spec in models))
+    frames = await asyncio.gather(
+        *(nowcast_targets(client, spec, targets, partition_key, plugin) for spec in models)
+    )
     nowcasts = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")
     calls = llm_calls_frame(client.records[start:], partition_key)
     return nowcasts, calls
@@ -331,6 +372,14 @@ def run_nowcast_hour_sync(targets: Sequence[GroupTarget], **kwargs: Any) -> tupl
 
 
 __all__ = [
-    "GroupTarget", "LLMNowcaster", "hour_targets", "nowcast_plugin", "nowcast_single", "nowcast_targets", "nowcast_team",
-    "run_nowcast_hour", "run_nowcast_hour_sync", "window_targets",
+    "GroupTarget",
+    "LLMNowcaster",
+    "hour_targets",
+    "nowcast_plugin",
+    "nowcast_single",
+    "nowcast_targets",
+    "nowcast_team",
+    "run_nowcast_hour",
+    "run_nowcast_hour_sync",
+    "window_targets",
 ]

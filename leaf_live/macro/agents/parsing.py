@@ -40,9 +40,9 @@ from leaf_live.core.answers import FENCE as _FENCE
 from leaf_live.core.answers import REFUSAL_PATTERN as _REFUSAL_PATTERN
 from leaf_live.core.answers import DuplicateKeyError as _DuplicateKey
 from leaf_live.core.answers import detect_prompt_injection, json_error_reason, strict_decoder
-from leaf_live.macro.catalog import get_indicator, indicators_in_group
 from leaf_live.core.pit import flag_at_or_after
 from leaf_live.core.storage import polars_schema
+from leaf_live.macro.catalog import get_indicator, indicators_in_group
 from leaf_live.macro.nowcasts import build_nowcasts
 
 MAX_RATIONALE_CHARS = 4000  # kept text; longer rationales are cut, not rejected
@@ -52,11 +52,28 @@ ENTRY_FIELDS = frozenset({"value", "unit", "rationale", "sources"})
 UNIT_ALIASES: dict[str, frozenset[str]] = {
     "percent": frozenset({"percent", "%", "pct", "per cent", "percentage"}),
     "index": frozenset({"index", "index level", "diffusion index", "index points"}),
-    "thousand persons": frozenset({"thousand persons", "thousands of persons", "thousands", "thousand", "k persons",
-                                   "thousand jobs", "thousands of jobs"}),
-    "thousand units, saar": frozenset({"thousand units, saar", "thousand units saar", "thousands of units, saar",
-                                       "thousand units", "thousands of units", "thousand units (saar)",
-                                       "thousands, saar"}),
+    "thousand persons": frozenset(
+        {
+            "thousand persons",
+            "thousands of persons",
+            "thousands",
+            "thousand",
+            "k persons",
+            "thousand jobs",
+            "thousands of jobs",
+        }
+    ),
+    "thousand units, saar": frozenset(
+        {
+            "thousand units, saar",
+            "thousand units saar",
+            "thousands of units, saar",
+            "thousand units",
+            "thousands of units",
+            "thousand units (saar)",
+            "thousands, saar",
+        }
+    ),
 }
 
 _PERCENT_IN_TEXT = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", re.IGNORECASE)
@@ -105,7 +122,10 @@ def _unit_ok(given: str, unit: str) -> bool:
 def _scale_hint(value: float, unit: str, lo: float, hi: float) -> str:
     """Name the likely scale mistake when a rescaled value would pass the guardrail."""
     if unit.startswith("thousand"):
-        candidates = ((1 / 1000, "persons/units instead of thousands"), (1000, "millions instead of thousands"))
+        candidates = (
+            (1 / 1000, "persons/units instead of thousands"),
+            (1000, "millions instead of thousands"),
+        )
     elif unit == "index":
         candidates = ((100, "a fraction instead of an index level"),)
     else:  # percent
@@ -119,8 +139,13 @@ def _scale_hint(value: float, unit: str, lo: float, hi: float) -> str:
 def _check_entry(iid: str, entry: Any) -> VariableResult:
     ind = get_indicator(iid)
     if not isinstance(entry, Mapping):
-        return VariableResult(iid, None, False, f"bad_entry: {iid} must be an object with value and unit, got "
-                                                f"{type(entry).__name__} {json.dumps(entry)[:60]}")
+        return VariableResult(
+            iid,
+            None,
+            False,
+            f"bad_entry: {iid} must be an object with value and unit, got "
+            f"{type(entry).__name__} {json.dumps(entry)[:60]}",
+        )
     rationale = entry.get("rationale")
     if rationale is not None and not isinstance(rationale, str):
         return VariableResult(iid, None, False, f"bad_rationale: {iid}.rationale must be a string")
@@ -132,7 +157,9 @@ def _check_entry(iid: str, entry: Any) -> VariableResult:
     if sources is None:
         sources = []
     if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
-        return VariableResult(iid, None, False, f"bad_sources: {iid}.sources must be a list of URLs", rationale)
+        return VariableResult(
+            iid, None, False, f"bad_sources: {iid}.sources must be a list of URLs", rationale
+        )
     srcs = tuple(s.strip() for s in sources if s.strip())
 
     def bad(reason: str) -> VariableResult:
@@ -156,20 +183,29 @@ def _check_entry(iid: str, entry: Any) -> VariableResult:
         return bad(f"wrong_unit: {iid}.unit = {json.dumps(unit)[:60]}, expected {ind.unit!r}")
     g = ind.guardrail
     if not g.check(value):
-        return bad(f"out_of_guardrail: {iid} = {value:g} {ind.unit} outside [{g.lo:g}, {g.hi:g}] ({g.text})"
-                   + _scale_hint(value, ind.unit, g.lo, g.hi))
+        return bad(
+            f"out_of_guardrail: {iid} = {value:g} {ind.unit} outside [{g.lo:g}, {g.hi:g}] ({g.text})"
+            + _scale_hint(value, ind.unit, g.lo, g.hi)
+        )
     # A fraction passes a percent guardrail; catch it when the rationale states value x 100 percent.
     if ind.unit == "percent" and rationale and 0 < abs(value) < 0.1:
         stated = [float(x) for x in _PERCENT_IN_TEXT.findall(rationale)]
         as_pct = value * 100
-        if stated and not any(math.isclose(s, value, abs_tol=0.051) for s in stated) and any(
-            math.isclose(s, as_pct, rel_tol=1e-6, abs_tol=0.051) for s in stated
+        if (
+            stated
+            and not any(math.isclose(s, value, abs_tol=0.051) for s in stated)
+            and any(math.isclose(s, as_pct, rel_tol=1e-6, abs_tol=0.051) for s in stated)
         ):
-            return bad(f"wrong_magnitude: {iid} = {value:g} looks like a fraction of the {as_pct:g}% its rationale states")
+            return bad(
+                f"wrong_magnitude: {iid} = {value:g} looks like a fraction of the {as_pct:g}% its rationale"
+                " states"
+            )
     return VariableResult(iid, value, True, None, rationale, srcs)
 
 
-def check_reported_value(indicator_id: str, value: float, unit: str | None, rationale: str | None = None) -> VariableResult:
+def check_reported_value(
+    indicator_id: str, value: float, unit: str | None, rationale: str | None = None
+) -> VariableResult:
     """The per-variable checks of an answer (unit spelling, catalog guardrail with the likely scale mistake,
     fraction-for-percent against the rationale) on a value given outside an LLM answer, e.g. an external
     submission (``leaf_live.macro.submissions``). Same codes and reasons as :func:`parse_nowcast_answer`'s
@@ -271,8 +307,12 @@ def report_for_orchestrator(parsed: ParsedAnswer, citations: Sequence[str] = ())
     out: dict[str, Any] = {}
     for iid, v in parsed.variables.items():
         if v.valid:
-            out[iid] = {"value": v.value, "unit": get_indicator(iid).unit, "rationale": v.rationale,
-                        "sources": list(v.sources)}
+            out[iid] = {
+                "value": v.value,
+                "unit": get_indicator(iid).unit,
+                "rationale": v.rationale,
+                "sources": list(v.sources),
+            }
         else:
             out[iid] = {"invalid": v.invalid_reason}
     return {"status": "ok", "variables": out, "citations": list(citations)}
@@ -342,7 +382,8 @@ def nowcast_rows(
         )
     schema = {k: v for k, v in polars_schema("nowcasts").items() if k != "producer"}
     frame = pl.DataFrame(rows, schema=schema).with_columns(
-        pl.Series("_release_at", released, dtype=pl.Datetime("us", "UTC")))
+        pl.Series("_release_at", released, dtype=pl.Datetime("us", "UTC"))
+    )
     frame = frame.with_columns(
         flag_at_or_after(pl.col("issued_at"), pl.col("_release_at")).fill_null(False).alias("after_release")
     ).drop("_release_at")
@@ -350,6 +391,13 @@ def nowcast_rows(
 
 
 __all__ = [
-    "ENTRY_FIELDS", "ParsedAnswer", "UNIT_ALIASES", "VariableResult", "call_failed_answer",
-    "detect_prompt_injection", "nowcast_rows", "parse_nowcast_answer", "report_for_orchestrator",
+    "ENTRY_FIELDS",
+    "ParsedAnswer",
+    "UNIT_ALIASES",
+    "VariableResult",
+    "call_failed_answer",
+    "detect_prompt_injection",
+    "nowcast_rows",
+    "parse_nowcast_answer",
+    "report_for_orchestrator",
 ]

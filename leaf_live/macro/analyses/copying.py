@@ -30,8 +30,8 @@ nowcasts; a revision is *large* when |Delta_t| is at or above the series' 90th p
 not zero. Fed publications within 48 h after a kept one are dropped so the +-24 h windows [u - 24 h, u + 24 h)
 are disjoint; Delta share = share of large revisions inside a window minus the share of all revisions inside.
 perm p: two-sided, B random reassignments of the magnitudes across the series' revision times (within each
-series), p = (1 + #{|Delta share_b| >= |Delta share|}) / (B + 1); KS p: scipy.stats.ks_2samp of |Delta_t| inside
-against outside the windows.
+series), p = (1 + #{|Delta share_b| >= |Delta share|}) / (B + 1); KS p: scipy.stats.ks_2samp of |Delta_t|
+inside against outside the windows.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import polars as pl
-
 from scipy import stats
 
 from leaf_live.core import pit
@@ -59,8 +58,14 @@ from leaf_live.macro.analyses.series import (
 AS_OF, TERMINAL = "as_of", "terminal"
 # Table 4 bins, hours before the release: [lo, hi)
 HOUR_BINS: tuple[tuple[float, float, str], ...] = (
-    (336.0, math.inf, "336+"), (168.0, 336.0, "168-336"), (96.0, 168.0, "96-168"), (48.0, 96.0, "48-96"),
-    (24.0, 48.0, "24-48"), (12.0, 24.0, "12-24"), (6.0, 12.0, "6-12"), (0.0, 6.0, "0-6"),
+    (336.0, math.inf, "336+"),
+    (168.0, 336.0, "168-336"),
+    (96.0, 168.0, "96-168"),
+    (48.0, 96.0, "48-96"),
+    (24.0, 48.0, "24-48"),
+    (12.0, 24.0, "12-24"),
+    (6.0, 12.0, "6-12"),
+    (0.0, 6.0, "0-6"),
 )
 WINDOW_HOURS = 24.0
 MIN_GAP_HOURS = 48.0
@@ -82,13 +87,20 @@ def _pre_release(nowcasts: pl.DataFrame, releases: pl.DataFrame) -> pl.DataFrame
 
 def _sigma(frame: pl.DataFrame, scales: pl.DataFrame) -> pl.DataFrame:
     pit.require_columns(scales, ("indicator_id", "sigma", "available_at"), "surprise_scales", AnalysisError)
-    out = pit.as_of_join(frame, scales.select("indicator_id", "sigma", "available_at"), left_time="release_at",
-                         by=["indicator_id"], suffix="_sigma")
+    out = pit.as_of_join(
+        frame,
+        scales.select("indicator_id", "sigma", "available_at"),
+        left_time="release_at",
+        by=["indicator_id"],
+        suffix="_sigma",
+    )
     bad = out.filter(pl.col("sigma").is_null() | (pl.col("sigma") <= 0))
     if bad.height:
         r = bad.row(0, named=True)
-        raise AnalysisError(f"surprise_scales: no positive sigma for indicator_id={r['indicator_id']!r} known by "
-                            f"its release {r['release_at'].isoformat()}")
+        raise AnalysisError(
+            f"surprise_scales: no positive sigma for indicator_id={r['indicator_id']!r} known by "
+            f"its release {r['release_at'].isoformat()}"
+        )
     return out
 
 
@@ -124,10 +136,10 @@ def convergence(
 
     ``nowcasts`` (``nowcasts`` frame: agents and comparators), ``releases``, ``scales`` (``surprise_scales``).
     ``agents`` default every :func:`.series.is_agent` model, ``comparators`` every ``consensus/*``,
-    ``fed/*``, ``market/*`` model. Returns ``(series, bins)``: ``series`` (table ``copying_convergence``) one row
-    per (agent, comparator, indicator, reference period, run) with the terminal gap and rho_S; ``bins`` (table
-    ``copying_gap_bins``) the series' median gap per hours-before-release bin of Table 4. Gaps in sigma units.
-    Raises :class:`AnalysisError` for missing columns or an indicator without sigma.
+    ``fed/*``, ``market/*`` model. Returns ``(series, bins)``: ``series`` (table ``copying_convergence``) one
+    row per (agent, comparator, indicator, reference period, run) with the terminal gap and rho_S; ``bins``
+    (table ``copying_gap_bins``) the series' median gap per hours-before-release bin of Table 4. Gaps in sigma
+    units. Raises :class:`AnalysisError` for missing columns or an indicator without sigma.
     """
     a_ids, c_ids = _agents_and_comparators(nowcasts, agents, comparators)
     pre = _pre_release(nowcasts, releases)
@@ -148,26 +160,51 @@ def convergence(
                 gap = ((have["value"] - have["p_value"]).abs() / have["sigma"]).to_numpy()
                 hours = have["hours_to_release"].to_numpy()
                 rho, p = _spearman(gap, hours)
-                avail = max(have["available_at"].max(), have["p_available_at"].max(), have["available_at_sigma"][0])
-                rows.append({
-                    "partition_key": a, "model_id": a, "comparator_model_id": c, "comparator_rule": rule,
-                    "indicator_id": key[0], "reference_period": key[1], "run_id": key[2],
-                    "release_at": have["release_at"][0],
-                    "sigma": have["sigma"][0], "n_nowcasts": have.height,
-                    "n_without_comparator": g.height - have.height, "first_issued_at": have["issued_at"][0],
-                    "terminal_issued_at": have["issued_at"][-1], "terminal_value": have["value"][-1],
-                    "terminal_comparator_value": have["p_value"][-1], "terminal_gap_sigma": float(gap[-1]),
-                    "spearman_rho": rho, "spearman_p": p, "available_at": avail,
-                })
+                avail = max(
+                    have["available_at"].max(), have["p_available_at"].max(), have["available_at_sigma"][0]
+                )
+                rows.append(
+                    {
+                        "partition_key": a,
+                        "model_id": a,
+                        "comparator_model_id": c,
+                        "comparator_rule": rule,
+                        "indicator_id": key[0],
+                        "reference_period": key[1],
+                        "run_id": key[2],
+                        "release_at": have["release_at"][0],
+                        "sigma": have["sigma"][0],
+                        "n_nowcasts": have.height,
+                        "n_without_comparator": g.height - have.height,
+                        "first_issued_at": have["issued_at"][0],
+                        "terminal_issued_at": have["issued_at"][-1],
+                        "terminal_value": have["value"][-1],
+                        "terminal_comparator_value": have["p_value"][-1],
+                        "terminal_gap_sigma": float(gap[-1]),
+                        "spearman_rho": rho,
+                        "spearman_p": p,
+                        "available_at": avail,
+                    }
+                )
                 for lo, hi, label in HOUR_BINS:
                     m = (hours >= lo) & (hours < hi)
                     if m.any():
-                        bins.append({
-                            "partition_key": a, "model_id": a, "comparator_model_id": c, "indicator_id": key[0],
-                            "reference_period": key[1], "run_id": key[2], "bin": label, "hours_lo": lo,
-                            "hours_hi": None if math.isinf(hi) else hi, "n_nowcasts": int(m.sum()),
-                            "median_gap_sigma": float(np.median(gap[m])), "available_at": avail,
-                        })
+                        bins.append(
+                            {
+                                "partition_key": a,
+                                "model_id": a,
+                                "comparator_model_id": c,
+                                "indicator_id": key[0],
+                                "reference_period": key[1],
+                                "run_id": key[2],
+                                "bin": label,
+                                "hours_lo": lo,
+                                "hours_hi": None if math.isinf(hi) else hi,
+                                "n_nowcasts": int(m.sum()),
+                                "median_gap_sigma": float(np.median(gap[m])),
+                                "available_at": avail,
+                            }
+                        )
     return (table_frame("copying_convergence", rows), table_frame("copying_gap_bins", bins))
 
 
@@ -201,12 +238,13 @@ def comovement(
     comparators: Sequence[str] | None = None,
     min_pairs: int = 3,
 ) -> pl.DataFrame:
-    """Test 2 (Table 5): r_Delta per (agent, comparator, indicator), pooled across series (reference periods, runs).
+    """Test 2 (Table 5): r_Delta per (agent, comparator, indicator), pooled across series (reference periods,
+    runs).
 
     Daily values: the latest strictly before each America/New_York day end (the release on release day);
     days run from the first day both have a value to the release day. ``status``: ``ok``, ``too_few_days``
-    (fewer than ``min_pairs`` pairs of changes), ``comparator_constant`` or ``agent_constant`` (no variation in
-    the changes: r undefined; always the case for a ``terminal`` consensus). Returns the
+    (fewer than ``min_pairs`` pairs of changes), ``comparator_constant`` or ``agent_constant`` (no variation
+    in the changes: r undefined; always the case for a ``terminal`` consensus). Returns the
     ``copying_comovement`` frame."""
     a_ids, c_ids = _agents_and_comparators(nowcasts, agents, comparators)
     pre = _pre_release(nowcasts, releases)
@@ -220,25 +258,49 @@ def comovement(
             for ind in sorted(set(ag["indicator_id"].unique()) & set(comp["indicator_id"].unique())):
                 da, dc, refs, days, avail = [], [], 0, [], []
                 for (ref, _run), g in ag.filter(pl.col("indicator_id") == ind).group_by(
-                        ["reference_period", "run_id"], maintain_order=True):
+                    ["reference_period", "run_id"], maintain_order=True
+                ):
                     rel_at = g["release_at"][0]
                     cs = comp.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
                     if cs.height == 0:
                         continue
-                    ends = pl.DataFrame({"indicator_id": ind, "reference_period": ref,
-                                         "release_at": rel_at, "at": _day_ends(g["issued_at"].min(), rel_at)},
-                                        schema_overrides={"at": _TS, "release_at": _TS})
-                    xa = pit.as_of_join(ends, g.select(*_KEYS, "value", "available_at"), left_time="at", by=_KEYS,
-                                        strict=True)
+                    ends = pl.DataFrame(
+                        {
+                            "indicator_id": ind,
+                            "reference_period": ref,
+                            "release_at": rel_at,
+                            "at": _day_ends(g["issued_at"].min(), rel_at),
+                        },
+                        schema_overrides={"at": _TS, "release_at": _TS},
+                    )
+                    xa = pit.as_of_join(
+                        ends, g.select(*_KEYS, "value", "available_at"), left_time="at", by=_KEYS, strict=True
+                    )
                     if rule == AS_OF:
-                        xc = pit.as_of_join(ends, cs.select(*_KEYS, "value", "available_at"), left_time="at",
-                                            by=_KEYS, strict=True)
+                        xc = pit.as_of_join(
+                            ends,
+                            cs.select(*_KEYS, "value", "available_at"),
+                            left_time="at",
+                            by=_KEYS,
+                            strict=True,
+                        )
                     else:
                         term = pit.as_of(cs, rel_at, _KEYS, strict=True)
-                        xc = ends.with_columns(pl.lit(term["value"][0] if term.height else None, pl.Float64).alias("value"),
-                                               pl.lit(term["available_at"][0] if term.height else None, _TS).alias("available_at_asof"))
-                    both = pl.DataFrame({"at": ends["at"], "a": xa["value"], "c": xc["value"],
-                                         "ta": xa["available_at_asof"], "tc": xc["available_at_asof"]}).drop_nulls()
+                        xc = ends.with_columns(
+                            pl.lit(term["value"][0] if term.height else None, pl.Float64).alias("value"),
+                            pl.lit(term["available_at"][0] if term.height else None, _TS).alias(
+                                "available_at_asof"
+                            ),
+                        )
+                    both = pl.DataFrame(
+                        {
+                            "at": ends["at"],
+                            "a": xa["value"],
+                            "c": xc["value"],
+                            "ta": xa["available_at_asof"],
+                            "tc": xc["available_at_asof"],
+                        }
+                    ).drop_nulls()
                     if both.height < 2:
                         continue
                     refs += 1
@@ -259,16 +321,29 @@ def comovement(
                 else:
                     res = stats.pearsonr(xa_, xc_)
                     r, p, status = float(res.statistic), float(res.pvalue), "ok"
-                rows.append({
-                    "partition_key": a, "model_id": a, "comparator_model_id": c, "comparator_rule": rule,
-                    "indicator_id": ind, "n_series": refs, "n_day_pairs": int(xa_.size),
-                    "r_delta": r, "p_value": p, "status": status, "first_day_end": min(days),
-                    "last_day_end": max(days), "available_at": max(avail),
-                })
+                rows.append(
+                    {
+                        "partition_key": a,
+                        "model_id": a,
+                        "comparator_model_id": c,
+                        "comparator_rule": rule,
+                        "indicator_id": ind,
+                        "n_series": refs,
+                        "n_day_pairs": int(xa_.size),
+                        "r_delta": r,
+                        "p_value": p,
+                        "status": status,
+                        "first_day_end": min(days),
+                        "last_day_end": max(days),
+                        "available_at": max(avail),
+                    }
+                )
     return table_frame("copying_comovement", rows)
 
 
-def thin_updates(times: Sequence[datetime], min_gap: timedelta = timedelta(hours=MIN_GAP_HOURS)) -> list[datetime]:
+def thin_updates(
+    times: Sequence[datetime], min_gap: timedelta = timedelta(hours=MIN_GAP_HOURS)
+) -> list[datetime]:
     """Publication times in order, dropping each that comes less than ``min_gap`` after the previously kept
     one (Table 6: the +-24 h windows stay disjoint)."""
     kept: list[datetime] = []
@@ -297,7 +372,8 @@ def event_time(
     draws: int = PERM_DRAWS,
     seed: int = PERM_SEED,
 ) -> pl.DataFrame:
-    """Test 3 (Table 6) per (agent, Fed comparator, indicator), pooled across series (reference periods, runs).
+    """Test 3 (Table 6) per (agent, Fed comparator, indicator), pooled across series (reference periods,
+    runs).
 
     ``comparators`` default every ``fed/*`` model. A revision's time is the later nowcast's ``issued_at``;
     Fed update times are the comparator's valid publications before the release of the same reference period.
@@ -320,11 +396,17 @@ def event_time(
             ag = pre.filter(pl.col("model_id") == a)
             for ind in sorted(set(ag["indicator_id"].unique()) & set(comp["indicator_id"].unique())):
                 per_series, upd_all, kept_all, refs, avail = [], set(), set(), 0, []
-                for (ref, _run), g in ag.filter(pl.col("indicator_id") == ind).sort("issued_at").group_by(
-                        ["reference_period", "run_id"], maintain_order=True):
+                for (ref, _run), g in (
+                    ag.filter(pl.col("indicator_id") == ind)
+                    .sort("issued_at")
+                    .group_by(["reference_period", "run_id"], maintain_order=True)
+                ):
                     rel_at = g["release_at"][0]
-                    cs = comp.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref)
-                                     & (pl.col("available_at") < rel_at))
+                    cs = comp.filter(
+                        (pl.col("indicator_id") == ind)
+                        & (pl.col("reference_period") == ref)
+                        & (pl.col("available_at") < rel_at)
+                    )
                     if cs.height == 0 or g.height < 2:
                         continue
                     refs += 1
@@ -338,12 +420,22 @@ def event_time(
                     avail.extend([g["available_at"].max(), cs["available_at"].max()])
                 if not per_series:
                     continue
-                rows.append({
-                    "partition_key": a, "model_id": a, "comparator_model_id": c, "indicator_id": ind,
-                    "n_series": refs, "n_fed_updates": len(upd_all), "n_fed_updates_kept": len(kept_all),
-                    **_concentration(per_series, draws, seed), "perm_draws": draws, "perm_seed": seed,
-                    "window_hours": window_hours, "available_at": max(avail),
-                })
+                rows.append(
+                    {
+                        "partition_key": a,
+                        "model_id": a,
+                        "comparator_model_id": c,
+                        "indicator_id": ind,
+                        "n_series": refs,
+                        "n_fed_updates": len(upd_all),
+                        "n_fed_updates_kept": len(kept_all),
+                        **_concentration(per_series, draws, seed),
+                        "perm_draws": draws,
+                        "perm_seed": seed,
+                        "window_hours": window_hours,
+                        "available_at": max(avail),
+                    }
+                )
     return table_frame("copying_event_time", rows)
 
 
@@ -351,9 +443,18 @@ def _concentration(per_series, draws: int, seed: int) -> dict:
     d = np.concatenate([s[0] for s in per_series])
     inside = np.concatenate([s[1] for s in per_series])
     large = np.concatenate([s[2] for s in per_series])
-    out = {"n_revisions": int(d.size), "n_large": int(large.sum()), "n_inside": int(inside.sum()),
-           "share_large_inside": None, "share_all_inside": float(inside.mean()) if d.size else None,
-           "delta_share": None, "perm_p": None, "ks_stat": None, "ks_p": None, "status": "ok"}
+    out = {
+        "n_revisions": int(d.size),
+        "n_large": int(large.sum()),
+        "n_inside": int(inside.sum()),
+        "share_large_inside": None,
+        "share_all_inside": float(inside.mean()) if d.size else None,
+        "delta_share": None,
+        "perm_p": None,
+        "ks_stat": None,
+        "ks_p": None,
+        "status": "ok",
+    }
     if inside.all():
         out["status"] = "no_revisions_outside"
     elif not inside.any():

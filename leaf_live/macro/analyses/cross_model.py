@@ -22,7 +22,6 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import polars as pl
 
-
 from leaf_live.core import pit
 from leaf_live.macro.analyses.series import (
     SERIES_KEYS,
@@ -46,9 +45,14 @@ def _finals(nowcasts: pl.DataFrame, releases: pl.DataFrame, keep) -> pl.DataFram
     return pit.as_of_join(
         pre.select(*SERIES_KEYS, "release_at").unique(),
         pre.select(*SERIES_KEYS, "issued_at", "value", "n_runs", "available_at"),
-        left_time="release_at", by=list(SERIES_KEYS), time_col="issued_at",
-        strict=True, suffix="_final",
-    ).rename({"issued_at_final": "final_issued_at", "value": "final_value", "available_at": "available_at_final"})
+        left_time="release_at",
+        by=list(SERIES_KEYS),
+        time_col="issued_at",
+        strict=True,
+        suffix="_final",
+    ).rename(
+        {"issued_at_final": "final_issued_at", "value": "final_value", "available_at": "available_at_final"}
+    )
 
 
 def final_errors(
@@ -64,47 +68,75 @@ def final_errors(
 
     ``error`` = final - actual; ``consensus_error`` = consensus - actual (NULL without a consensus);
     ``error_sigma`` = error / sigma_i (sigma as known at the release); ``beats_consensus`` = |error| <
-    |consensus_error|; ``sign_wrong`` (growth-rate indicators only, actual not 0) = sign(final) != sign(actual);
-    ``prior_actual`` = the actual of the indicator's latest earlier reference period released before this
-    release; ``n_models`` / ``n_same_direction`` = models with a final nowcast of this release / those with a
-    run erring in this row's direction; ``shared_miss`` = at least two models and all err in that direction.
-    Returns the ``cross_model_errors`` frame. Series whose release precedes the
-    sigma known for its indicator are left out. Raises :class:`AnalysisError` for missing columns or an indicator
-    without any sigma."""
+    |consensus_error|; ``sign_wrong`` (growth-rate indicators only, actual not 0) = sign(final) !=
+    sign(actual); ``prior_actual`` = the actual of the indicator's latest earlier reference period released
+    before this release; ``n_models`` / ``n_same_direction`` = models with a final nowcast of this release /
+    those with a run erring in this row's direction; ``shared_miss`` = at least two models and all err in that
+    direction. Returns the ``cross_model_errors`` frame. Series whose release precedes the
+    sigma known for its indicator are left out. Raises :class:`AnalysisError` for missing columns or an
+    indicator without any sigma."""
     keep = (lambda m: m in set(model_ids)) if model_ids is not None else (lambda m: not is_comparator(m))
     fin = _finals(nowcasts, releases, keep)
     rel = first_releases(releases)
-    fin = fin.join(rel.select("indicator_id", "reference_period", "actual", "consensus",
-                              pl.col("available_at").alias("release_available_at")),
-                   on=["indicator_id", "reference_period"], how="left")
+    fin = fin.join(
+        rel.select(
+            "indicator_id",
+            "reference_period",
+            "actual",
+            "consensus",
+            pl.col("available_at").alias("release_available_at"),
+        ),
+        on=["indicator_id", "reference_period"],
+        how="left",
+    )
     # the previous reference period's actual, as published before this release
     prior = pit.as_of_join(
         fin.select("indicator_id", "reference_period", "release_at").unique(),
-        rel.select("indicator_id", pl.col("reference_period").alias("prior_period"),
-                   pl.col("actual").alias("prior_actual"), pl.col("release_at").alias("prior_release_at")),
-        left_time="release_at", by=["indicator_id"], time_col="prior_release_at", strict=True, suffix="_p",
+        rel.select(
+            "indicator_id",
+            pl.col("reference_period").alias("prior_period"),
+            pl.col("actual").alias("prior_actual"),
+            pl.col("release_at").alias("prior_release_at"),
+        ),
+        left_time="release_at",
+        by=["indicator_id"],
+        time_col="prior_release_at",
+        strict=True,
+        suffix="_p",
     ).filter(pl.col("prior_period") < pl.col("reference_period"))
-    fin = fin.join(prior.select("indicator_id", "reference_period", "prior_period", "prior_actual"),
-                   on=["indicator_id", "reference_period"], how="left")
+    fin = fin.join(
+        prior.select("indicator_id", "reference_period", "prior_period", "prior_actual"),
+        on=["indicator_id", "reference_period"],
+        how="left",
+    )
     pit.require_columns(scales, ("indicator_id", "sigma", "available_at"), "surprise_scales", AnalysisError)
-    fin = pit.as_of_join(fin, scales.select("indicator_id", "sigma", "available_at"), left_time="release_at",
-                         by=["indicator_id"], suffix="_sigma")
+    fin = pit.as_of_join(
+        fin,
+        scales.select("indicator_id", "sigma", "available_at"),
+        left_time="release_at",
+        by=["indicator_id"],
+        suffix="_sigma",
+    )
     unknown = set(fin["indicator_id"].unique().to_list()) - set(scales["indicator_id"].to_list())
     if unknown:
         raise AnalysisError(f"surprise_scales: no sigma for {sorted(unknown)[0]!r}")
     # A release before its sigma was known (e.g. the auto-ARIMA backtest, 2018 on, against the sigma frozen on
     # 2010-01..2025-10) cannot be expressed in sigma units point in time: outside App. Q's scope.
     fin = fin.filter(pl.col("sigma").is_not_null())
-    growth = pl.col("indicator_id").map_elements(lambda i: get_indicator(i).transformation in GROWTH_TRANSFORMATIONS,
-                                                 return_dtype=pl.Boolean)
+    growth = pl.col("indicator_id").map_elements(
+        lambda i: get_indicator(i).transformation in GROWTH_TRANSFORMATIONS, return_dtype=pl.Boolean
+    )
     err = pl.col("final_value") - pl.col("actual")
     fin = fin.with_columns(
-        err.alias("error"), (err / pl.col("sigma")).alias("error_sigma"),
+        err.alias("error"),
+        (err / pl.col("sigma")).alias("error_sigma"),
         (pl.col("consensus") - pl.col("actual")).alias("consensus_error"),
         ((pl.col("consensus") - pl.col("actual")) / pl.col("sigma")).alias("consensus_error_sigma"),
         (pl.col("actual") - pl.col("prior_actual")).alias("change_vs_prior"),
-        pl.when(growth & (pl.col("actual") != 0)).then(pl.col("final_value").sign() != pl.col("actual").sign())
-        .otherwise(None).alias("sign_wrong"),
+        pl.when(growth & (pl.col("actual") != 0))
+        .then(pl.col("final_value").sign() != pl.col("actual").sign())
+        .otherwise(None)
+        .alias("sign_wrong"),
     ).with_columns(
         (pl.col("error").abs() < pl.col("consensus_error").abs()).alias("beats_consensus"),
         (pl.col("change_vs_prior") / pl.col("sigma")).alias("change_vs_prior_sigma"),
@@ -115,13 +147,22 @@ def final_errors(
         pl.col("model_id").n_unique().over(keys).cast(pl.Int32).alias("n_models"),
         pl.col("model_id").n_unique().over([*keys, "_dir"]).cast(pl.Int32).alias("n_same_direction"),
     ).with_columns(
-        ((pl.col("n_models") >= 2) & (pl.col("n_same_direction") == pl.col("n_models")) & (pl.col("_dir") != 0))
-        .alias("shared_miss"),
-        pl.max_horizontal("available_at_final", "release_available_at", "available_at_sigma").alias("available_at"),
+        (
+            (pl.col("n_models") >= 2)
+            & (pl.col("n_same_direction") == pl.col("n_models"))
+            & (pl.col("_dir") != 0)
+        ).alias("shared_miss"),
+        pl.max_horizontal("available_at_final", "release_available_at", "available_at_sigma").alias(
+            "available_at"
+        ),
         pl.col("model_id").alias("partition_key"),
     )
     out = table_frame("cross_model_errors", [])
-    return fin.select(out.columns).cast(out.schema).sort("model_id", "indicator_id", "reference_period", "run_id")
+    return (
+        fin.select(out.columns)
+        .cast(out.schema)
+        .sort("model_id", "indicator_id", "reference_period", "run_id")
+    )
 
 
 @dataclass(frozen=True)
@@ -162,16 +203,26 @@ def path_summaries(
     rel = first_releases(releases)
     rows = []
     for case in cases:
-        r = rel.filter((pl.col("indicator_id") == case.indicator_id) & (pl.col("reference_period") == case.reference_period))
+        r = rel.filter(
+            (pl.col("indicator_id") == case.indicator_id)
+            & (pl.col("reference_period") == case.reference_period)
+        )
         if r.height == 0:
-            raise AnalysisError(f"path case {case.label!r}: no release of {case.indicator_id} {case.reference_period}")
+            raise AnalysisError(
+                f"path case {case.label!r}: no release of {case.indicator_id} {case.reference_period}"
+            )
         release_at = r["release_at"][0]
         start, end = _et_midnight(case.first_day), _et_midnight(case.last_day + timedelta(days=1))
         if case.last_day < case.first_day or start >= release_at:
-            raise AnalysisError(f"path case {case.label!r}: span {case.first_day}..{case.last_day} is empty or "
-                                f"starts at or after the release {release_at.isoformat()}")
+            raise AnalysisError(
+                f"path case {case.label!r}: span {case.first_day}..{case.last_day} is empty or "
+                f"starts at or after the release {release_at.isoformat()}"
+            )
         end = min(end, release_at)
-        g_all = hs.filter((pl.col("indicator_id") == case.indicator_id) & (pl.col("reference_period") == case.reference_period))
+        g_all = hs.filter(
+            (pl.col("indicator_id") == case.indicator_id)
+            & (pl.col("reference_period") == case.reference_period)
+        )
         for (m, run), g in g_all.group_by(["model_id", "run_id"], maintain_order=True):
             span = g.filter((pl.col("issued_at") >= start) & (pl.col("issued_at") < end))
             if span.height == 0:
@@ -179,12 +230,26 @@ def path_summaries(
             fin = pit.as_of(g, release_at, ["model_id", "run_id"], time_col="issued_at", strict=True)
             v = span["value"].to_numpy()
             q25, med, q75 = np.quantile(v, [0.25, 0.5, 0.75])
-            rows.append({
-                "partition_key": m, "model_id": m, "run_id": run, "case_label": case.label,
-                "indicator_id": case.indicator_id, "reference_period": case.reference_period, "span_start": start, "span_end": end,
-                "n_nowcasts": span.height, "median": float(med), "q25": float(q25), "q75": float(q75),
-                "iqr": float(q75 - q25), "final_issued_at": fin["issued_at"][0], "final_value": fin["value"][0],
-                "actual": float(r["actual"][0]), "deviation": fin["value"][0] - float(r["actual"][0]),
-                "available_at": max(fin["available_at"][0], r["available_at"][0]),
-            })
+            rows.append(
+                {
+                    "partition_key": m,
+                    "model_id": m,
+                    "run_id": run,
+                    "case_label": case.label,
+                    "indicator_id": case.indicator_id,
+                    "reference_period": case.reference_period,
+                    "span_start": start,
+                    "span_end": end,
+                    "n_nowcasts": span.height,
+                    "median": float(med),
+                    "q25": float(q25),
+                    "q75": float(q75),
+                    "iqr": float(q75 - q25),
+                    "final_issued_at": fin["issued_at"][0],
+                    "final_value": fin["value"][0],
+                    "actual": float(r["actual"][0]),
+                    "deviation": fin["value"][0] - float(r["actual"][0]),
+                    "available_at": max(fin["available_at"][0], r["available_at"][0]),
+                }
+            )
     return table_frame("nowcast_path_summaries", rows)

@@ -36,37 +36,70 @@ from urllib.parse import urlsplit
 
 import polars as pl
 
-
 from leaf_live.core import pit
 from leaf_live.macro.analyses.series import AnalysisError, is_agent, table_frame
 
 TOLERANCE = 0.02
 AGENCY_RE = re.compile(
     r"\b(BLS|BEA|ISM|Bureau of Labor Statistics|Bureau of Economic Analysis|Census(?: Bureau)?|"
-    r"Institute for Supply Management)\b")
+    r"Institute for Supply Management)\b"
+)
 JUDGEMENT_RE = re.compile(
     r"\b(adjust\w*|shav\w*|nudg\w*|trim\w*|tilt\w*|lean(?:s|ing)?|temper\w*|haircut\w*|shade[ds]?|"
-    r"round(?:ed|ing)? (?:up|down)|I (?:estimate|expect|assume|project|judge)|my (?:estimate|view|forecast|judg\w*))\b",
-    re.IGNORECASE)
+    r"round(?:ed|ing)? (?:up|down)|I (?:estimate|expect|assume|project|judge)|my"
+    r" (?:estimate|view|forecast|judg\w*))\b",
+    re.IGNORECASE,
+)
 VINTAGE_RE = re.compile(
     r"\b(vintages?|advance estimate|second estimate|third estimate|preliminary|prelim\.?|revised|revisions?|"
-    r"first print|initial (?:print|release|estimate))\b", re.IGNORECASE)
-OFFICIAL_HOSTS = frozenset({
-    "ismworld.org", "federalreserve.gov", "newyorkfed.org", "atlantafed.org", "clevelandfed.org",
-    "chicagofed.org", "stlouisfed.org", "philadelphiafed.org", "kansascityfed.org", "dallasfed.org",
-    "richmondfed.org", "frbsf.org", "minneapolisfed.org", "bostonfed.org",
-})
-AGGREGATOR_HOSTS = frozenset({
-    "tradingeconomics.com", "investing.com", "forexfactory.com", "marketwatch.com", "fxstreet.com",
-    "econoday.com", "briefing.com", "dailyfx.com", "myfxbook.com", "kalshi.com", "polymarket.com",
-})
+    r"first print|initial (?:print|release|estimate))\b",
+    re.IGNORECASE,
+)
+OFFICIAL_HOSTS = frozenset(
+    {
+        "ismworld.org",
+        "federalreserve.gov",
+        "newyorkfed.org",
+        "atlantafed.org",
+        "clevelandfed.org",
+        "chicagofed.org",
+        "stlouisfed.org",
+        "philadelphiafed.org",
+        "kansascityfed.org",
+        "dallasfed.org",
+        "richmondfed.org",
+        "frbsf.org",
+        "minneapolisfed.org",
+        "bostonfed.org",
+    }
+)
+AGGREGATOR_HOSTS = frozenset(
+    {
+        "tradingeconomics.com",
+        "investing.com",
+        "forexfactory.com",
+        "marketwatch.com",
+        "fxstreet.com",
+        "econoday.com",
+        "briefing.com",
+        "dailyfx.com",
+        "myfxbook.com",
+        "kalshi.com",
+        "polymarket.com",
+    }
+)
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _RELATION = re.compile(r"≈|~=|=|→|->|~")
 _RESULT = re.compile(r"\s*\$?\s*([-−]?)\s*\$?\s*(" + _NUM + r")\s*(%)?")
 _EXPR_CHARS = set("0123456789.,+-−×*/÷^()% x$")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
 
 
 @dataclass(frozen=True)
@@ -138,10 +171,13 @@ def _left_expression(text: str) -> str | None:
     return None
 
 
-def matches(computed: float, stated: float, *, percent: bool, tolerance: float = TOLERANCE) -> tuple[bool, float]:
-    """(|computed - stated| <= tolerance * |stated|, relative error), also trying stated/100 when ``percent``."""
+def matches(
+    computed: float, stated: float, *, percent: bool, tolerance: float = TOLERANCE
+) -> tuple[bool, float]:
+    """(|computed - stated| <= tolerance * |stated|, relative error), also trying stated/100 when
+    ``percent``."""
     best = float("inf")
-    for target in ((stated, stated / 100.0) if percent else (stated,)):
+    for target in (stated, stated / 100.0) if percent else (stated,):
         if target == 0:
             err = 0.0 if abs(computed) <= 1e-12 else float("inf")
         else:
@@ -162,7 +198,9 @@ def extract_calculations(text: str, *, tolerance: float = TOLERANCE) -> list[Cal
         stated = float(r.group(2).replace(",", "")) * (-1 if r.group(1) else 1)
         computed = evaluate(expr)
         ok, err = matches(computed, stated, percent=bool(r.group(3)), tolerance=tolerance)
-        out.append(Calculation(expr, len(re.findall(_NUM, expr)), stated, bool(r.group(3)), computed, ok, err))
+        out.append(
+            Calculation(expr, len(re.findall(_NUM, expr)), stated, bool(r.group(3)), computed, ok, err)
+        )
     return out
 
 
@@ -207,18 +245,32 @@ def audit_rationales(
     model_ids: Sequence[str] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """App. G over every ``nowcasts`` row with a non-empty rationale of an agent (default every
-    :func:`.series.is_agent` model: a baseline's "rationale" describes its fit, not what an agent says it did).
+    :func:`.series.is_agent` model: a baseline's "rationale" describes its fit, not what an agent says it
+    did).
 
     Returns ``(blocks, calculations, domains)`` frames of the tables ``rationale_audit`` (one row per block),
     ``rationale_calculations`` (one row per explicit calculation) and ``citation_domains`` (one row per model
     and cited host, with its share of the model's citations). ``available_at`` of a block is the nowcast's; of
     a domain row the latest block citing it. Raises :class:`AnalysisError` for missing columns or malformed
     citations."""
-    need = ("model_id", "indicator_id", "reference_period", "issued_at", "value", "valid", "rationale", "citations",
-            "available_at")
+    need = (
+        "model_id",
+        "indicator_id",
+        "reference_period",
+        "issued_at",
+        "value",
+        "valid",
+        "rationale",
+        "citations",
+        "available_at",
+    )
     pit.require_columns(nowcasts, need, "nowcasts", AnalysisError)
     src = nowcasts.filter(pl.col("rationale").is_not_null() & (pl.col("rationale").str.strip_chars() != ""))
-    keep = set(model_ids) if model_ids is not None else {m for m in src["model_id"].unique().to_list() if is_agent(m)}
+    keep = (
+        set(model_ids)
+        if model_ids is not None
+        else {m for m in src["model_id"].unique().to_list() if is_agent(m)}
+    )
     src = src.filter(pl.col("model_id").is_in(sorted(keep)))
     blocks, calcs = [], []
     dom: dict[tuple[str, str], list] = {}
@@ -228,18 +280,39 @@ def audit_rationales(
         cs = extract_calculations(text, tolerance=tolerance)
         urls = citation_urls(r["citations"])
         key = {k: r[k] for k in ("model_id", "indicator_id", "reference_period", "issued_at")}
-        blocks.append({
-            "partition_key": r["model_id"], **key, "valid": r["valid"], "value": r["value"], "n_chars": len(text),
-            "names_agency": bool(AGENCY_RE.search(text)), "judges_own_figure": bool(JUDGEMENT_RE.search(text)),
-            "states_vintage": bool(VINTAGE_RE.search(text)), "performs_arithmetic": bool(cs),
-            "n_calculations": len(cs), "n_calculations_matched": sum(c.matched for c in cs),
-            "n_citations": len(urls), "available_at": r["available_at"],
-        })
+        blocks.append(
+            {
+                "partition_key": r["model_id"],
+                **key,
+                "valid": r["valid"],
+                "value": r["value"],
+                "n_chars": len(text),
+                "names_agency": bool(AGENCY_RE.search(text)),
+                "judges_own_figure": bool(JUDGEMENT_RE.search(text)),
+                "states_vintage": bool(VINTAGE_RE.search(text)),
+                "performs_arithmetic": bool(cs),
+                "n_calculations": len(cs),
+                "n_calculations_matched": sum(c.matched for c in cs),
+                "n_citations": len(urls),
+                "available_at": r["available_at"],
+            }
+        )
         for i, c in enumerate(cs):
-            calcs.append({"partition_key": r["model_id"], **key, "calc_index": i, "expression": c.expression,
-                          "n_operands": c.n_operands, "stated": c.stated, "stated_is_percent": c.stated_is_percent,
-                          "computed": c.computed, "rel_error": c.rel_error, "matched": c.matched,
-                          "available_at": r["available_at"]})
+            calcs.append(
+                {
+                    "partition_key": r["model_id"],
+                    **key,
+                    "calc_index": i,
+                    "expression": c.expression,
+                    "n_operands": c.n_operands,
+                    "stated": c.stated,
+                    "stated_is_percent": c.stated_is_percent,
+                    "computed": c.computed,
+                    "rel_error": c.rel_error,
+                    "matched": c.matched,
+                    "available_at": r["available_at"],
+                }
+            )
         for h in filter(None, (host(u) for u in urls)):
             d = dom.setdefault((r["model_id"], h), [0, 0, None, None])
             d[0] += 1
@@ -248,8 +321,21 @@ def audit_rationales(
                 d[3] = key
             d[2] = r["available_at"] if d[2] is None else max(d[2], r["available_at"])
             totals[r["model_id"]] += 1
-    domains = [{"partition_key": m, "model_id": m, "domain": h, "category": host_category(h), "n_citations": v[0],
-                "n_blocks": v[1], "share": v[0] / totals[m], "available_at": v[2]} for (m, h), v in sorted(dom.items())]
-    return (table_frame("rationale_audit", blocks), table_frame("rationale_calculations", calcs),
-            table_frame("citation_domains", domains))
-
+    domains = [
+        {
+            "partition_key": m,
+            "model_id": m,
+            "domain": h,
+            "category": host_category(h),
+            "n_citations": v[0],
+            "n_blocks": v[1],
+            "share": v[0] / totals[m],
+            "available_at": v[2],
+        }
+        for (m, h), v in sorted(dom.items())
+    ]
+    return (
+        table_frame("rationale_audit", blocks),
+        table_frame("rationale_calculations", calcs),
+        table_frame("citation_domains", domains),
+    )

@@ -23,10 +23,15 @@ from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
-
 from scipy.interpolate import make_smoothing_spline
 
-from leaf_live.macro.analyses.series import SERIES_KEYS, AnalysisError, hourly_series, table_frame, with_release
+from leaf_live.macro.analyses.series import (
+    SERIES_KEYS,
+    AnalysisError,
+    hourly_series,
+    table_frame,
+    with_release,
+)
 from leaf_live.macro.catalog import get_indicator
 
 RESOLUTION_BY_UNIT = {"percent": 0.1, "index": 0.1, "thousand persons": 1.0, "thousand units, SAAR": 1.0}
@@ -44,7 +49,9 @@ def printed_resolution(indicator_id: str) -> float:
     try:
         return RESOLUTION_BY_UNIT[unit]
     except KeyError:
-        raise AnalysisError(f"indicator_id={indicator_id!r}: no printed resolution for unit {unit!r}") from None
+        raise AnalysisError(
+            f"indicator_id={indicator_id!r}: no printed resolution for unit {unit!r}"
+        ) from None
 
 
 def reached(values: np.ndarray, actual: float, tolerance: float) -> np.ndarray:
@@ -63,12 +70,12 @@ def gcv_spline(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
     stopped at its upper end (the fit is then the smoothest scipy allows).
 
     scipy searches lambda only in (0, n) and does not return it. The penalty scales exactly with the unit of
-    x (x' = x/k gives lambda' = lambda / k^3 for the same fit), so when the optimum sits at the bound the fit is
-    repeated with x in units 10, 100, 1000 times larger, which widens the search to (0, n k^3) without changing
-    the criterion. Lambda is read back from the fit: the residual sum of squares of a penalised fit grows
-    monotonically with lambda, so bisection on log(lambda) with the public ``make_smoothing_spline(lam=...)``
-    finds the lambda whose fit has the GCV fit's residual sum of squares (relative 1e-10).
-    ``x`` strictly increasing, at least 5 points. Raises :class:`AnalysisError`."""
+    x (x' = x/k gives lambda' = lambda / k^3 for the same fit), so when the optimum sits at the bound the fit
+    is repeated with x in units 10, 100, 1000 times larger, which widens the search to (0, n k^3) without
+    changing the criterion. Lambda is read back from the fit: the residual sum of squares of a penalised fit
+    grows monotonically with lambda, so bisection on log(lambda) with the public
+    ``make_smoothing_spline(lam=...)`` finds the lambda whose fit has the GCV fit's residual sum of squares
+    (relative 1e-10). ``x`` strictly increasing, at least 5 points. Raises :class:`AnalysisError`."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.size < 5:
@@ -84,8 +91,11 @@ def gcv_spline(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
         if lam_k is not None and lam_k < n * (1 - 1e-4):
             break
     at_bound = lam_k is None or lam_k >= n * (1 - 1e-4)
-    return (lambda t, _s=spl, _k=k: _s(np.asarray(t, dtype=float) / _k)), (
-        None if lam_k is None else lam_k * k**3), at_bound
+    return (
+        (lambda t, _s=spl, _k=k: _s(np.asarray(t, dtype=float) / _k)),
+        (None if lam_k is None else lam_k * k**3),
+        at_bound,
+    )
 
 
 def _read_lambda(x: np.ndarray, y: np.ndarray, w: np.ndarray, spl, upper: float) -> float | None:
@@ -120,16 +130,16 @@ def post_release_recovery(
     """App. E for every (model, indicator, reference period) series with at least one valid nowcast issued at
     or after its first release.
 
-    ``nowcasts``: a ``nowcasts`` frame (valid rows used); ``releases``: a ``releases`` frame. Times are hours from the release
-    (``release_at``), positive after it.
+    ``nowcasts``: a ``nowcasts`` frame (valid rows used); ``releases``: a ``releases`` frame. Times are hours
+    from the release (``release_at``), positive after it.
 
     Returns ``(summary, paths)``:
 
     * ``summary`` (table ``post_release_recovery``), one row per series: the pre-release cluster of the last
-      ``pre_hours`` (median, IQR, its gap to the release), the post-release nowcasts (count, hours to the first
-      one that reached the release, hours from which every later one did, share that did, median, IQR, median
-      absolute distance to the release), the GCV spline's lambda and its distance to the release 24 hours
-      after it;
+      ``pre_hours`` (median, IQR, its gap to the release), the post-release nowcasts (count, hours to the
+      first one that reached the release, hours from which every later one did, share that did, median, IQR,
+      median absolute distance to the release), the GCV spline's lambda and its distance to the release 24
+      hours after it;
     * ``paths`` (table ``post_release_paths``), one row per hour from ``spline_hours_before`` before the
       release to the last post-release nowcast: the hour's nowcast and the spline through it.
 
@@ -169,32 +179,63 @@ def post_release_recovery(
         lam, at_bound, gap24 = None, None, None
         spline_vals = np.full(h.shape, np.nan)
         if span.sum() >= 5:  # x in days, the axis of Fig. 7
-            spl, lam, at_bound = gcv_spline(h[span] / 24.0, v[span], g["n_runs"].to_numpy()[span].astype(float))
+            spl, lam, at_bound = gcv_spline(
+                h[span] / 24.0, v[span], g["n_runs"].to_numpy()[span].astype(float)
+            )
             spline_vals[span] = spl(h[span] / 24.0)
             if hp[-1] >= 24.0:
                 gap24 = abs(float(spl(1.0)) - actual)
         avail = max(g["available_at"].max(), g["release_available_at"][0])
-        rows.append({
-            "partition_key": model_id, "model_id": model_id, "indicator_id": indicator_id, "reference_period": ref,
-            "run_id": run, "release_at": release_at, "actual": actual, "tolerance": tol,
-            "n_pre": int((~post).sum()), "n_pre_window": int(pre_win.sum()), "pre_median": pre_med,
-            "pre_iqr": float(np.subtract(*np.quantile(pre_v, [0.75, 0.25]))) if pre_v.size else None,
-            "pre_gap": abs(pre_med - actual) if pre_med is not None else None,
-            "n_post": int(post.sum()), "first_post_hours": float(hp[0]), "last_post_hours": float(hp[-1]),
-            "hours_to_first_hit": first_hit, "hours_to_settle": settle, "share_post_reached": float(hit.mean()),
-            "post_median": float(np.median(vp)), "post_iqr": float(np.subtract(*np.quantile(vp, [0.75, 0.25]))),
-            "post_median_abs_dev": float(np.median(np.abs(vp - actual))),
-            "spline_points": int(span.sum()), "spline_lambda": lam,
-            "spline_lambda_at_bound": at_bound, "spline_gap_24h": gap24, "available_at": avail,
-        })
-        paths.append(pl.DataFrame({
-            "partition_key": model_id, "model_id": model_id, "indicator_id": indicator_id, "reference_period": ref,
-            "run_id": run,
-            "issued_at": g["issued_at"].filter(pl.Series(span)), "hours_from_release": h[span],
-            "value": v[span], "n_runs": g["n_runs"].filter(pl.Series(span)), "spline": spline_vals[span],
-            "after_release": post[span], "available_at": avail,
-        }, schema_overrides={"reference_period": pl.Date}))
+        rows.append(
+            {
+                "partition_key": model_id,
+                "model_id": model_id,
+                "indicator_id": indicator_id,
+                "reference_period": ref,
+                "run_id": run,
+                "release_at": release_at,
+                "actual": actual,
+                "tolerance": tol,
+                "n_pre": int((~post).sum()),
+                "n_pre_window": int(pre_win.sum()),
+                "pre_median": pre_med,
+                "pre_iqr": float(np.subtract(*np.quantile(pre_v, [0.75, 0.25]))) if pre_v.size else None,
+                "pre_gap": abs(pre_med - actual) if pre_med is not None else None,
+                "n_post": int(post.sum()),
+                "first_post_hours": float(hp[0]),
+                "last_post_hours": float(hp[-1]),
+                "hours_to_first_hit": first_hit,
+                "hours_to_settle": settle,
+                "share_post_reached": float(hit.mean()),
+                "post_median": float(np.median(vp)),
+                "post_iqr": float(np.subtract(*np.quantile(vp, [0.75, 0.25]))),
+                "post_median_abs_dev": float(np.median(np.abs(vp - actual))),
+                "spline_points": int(span.sum()),
+                "spline_lambda": lam,
+                "spline_lambda_at_bound": at_bound,
+                "spline_gap_24h": gap24,
+                "available_at": avail,
+            }
+        )
+        paths.append(
+            pl.DataFrame(
+                {
+                    "partition_key": model_id,
+                    "model_id": model_id,
+                    "indicator_id": indicator_id,
+                    "reference_period": ref,
+                    "run_id": run,
+                    "issued_at": g["issued_at"].filter(pl.Series(span)),
+                    "hours_from_release": h[span],
+                    "value": v[span],
+                    "n_runs": g["n_runs"].filter(pl.Series(span)),
+                    "spline": spline_vals[span],
+                    "after_release": post[span],
+                    "available_at": avail,
+                },
+                schema_overrides={"reference_period": pl.Date},
+            )
+        )
     empty = table_frame("post_release_paths", [])
     path = pl.concat(paths).select(empty.columns).cast(empty.schema) if paths else empty
     return table_frame("post_release_recovery", rows), path
-

@@ -26,7 +26,6 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import polars as pl
 
-
 from leaf_live.core import pit
 from leaf_live.macro.analyses.series import (
     AnalysisError,
@@ -36,6 +35,7 @@ from leaf_live.macro.analyses.series import (
     table_frame,
     with_release,
 )
+
 
 def inventory_change(production: float, imports: float, exports: float, consumption: float) -> float:
     """Eq. 15: Delta I = Q + M - X - C (same unit and period for every flow, e.g. Mbbl per week)."""
@@ -51,7 +51,9 @@ def surprises(realized: Mapping[str, float], consensus: Mapping[str, float]) -> 
     """Realized minus consensus for every series in both mappings (App. R: gasoline stocks -1.589 against
     -1.400 Mbbl -> -0.189). Raises :class:`AnalysisError` when the keys differ."""
     if set(realized) != set(consensus):
-        raise AnalysisError(f"surprises: realized series {sorted(realized)} != consensus series {sorted(consensus)}")
+        raise AnalysisError(
+            f"surprises: realized series {sorted(realized)} != consensus series {sorted(consensus)}"
+        )
     return {k: realized[k] - consensus[k] for k in realized}
 
 
@@ -79,12 +81,17 @@ class RevisionEvent:
     post_hours: float = 24.0
 
 
-# App. R: March 2026 CPI, April 8, 2026, 10:30-14:00 America/New_York; gasoline share 2.89%, realized 18.9% YoY
+# App. R: March 2026 CPI, April 8, 2026, 10:30-14:00 America/New_York; gasoline share 2.89%, realized 18.9%
+# YoY
 APP_R_EVENT = RevisionEvent(
-    "app_r_cpi_2026_04_08", "cpi", date(2026, 3, 1),
+    "app_r_cpi_2026_04_08",
+    "cpi",
+    date(2026, 3, 1),
     datetime(2026, 4, 8, 10, 30, tzinfo=pit.ET).astimezone(pit.UTC),
     datetime(2026, 4, 8, 14, 0, tzinfo=pit.ET).astimezone(pit.UTC),
-    "gasoline", 0.0289, 18.9,
+    "gasoline",
+    0.0289,
+    18.9,
 )
 
 
@@ -113,14 +120,20 @@ def revision_attribution(
             if t.tzinfo is None:
                 raise AnalysisError(f"event {ev.label!r}: {name}={t!r} has no time zone")
         if ev.end < ev.start:
-            raise AnalysisError(f"event {ev.label!r}: end {ev.end.isoformat()} is before start {ev.start.isoformat()}")
+            raise AnalysisError(
+                f"event {ev.label!r}: end {ev.end.isoformat()} is before start {ev.start.isoformat()}"
+            )
         implied_component_revision(0.0, ev.component_share)  # validates the share
-        g_all = hs.filter((pl.col("indicator_id") == ev.indicator_id) & (pl.col("reference_period") == ev.reference_period))
+        g_all = hs.filter(
+            (pl.col("indicator_id") == ev.indicator_id) & (pl.col("reference_period") == ev.reference_period)
+        )
         if g_all.height == 0:
             continue
         release_at = g_all["release_at"][0]
         if ev.end >= release_at:
-            raise AnalysisError(f"event {ev.label!r}: window ends at or after the release {release_at.isoformat()}")
+            raise AnalysisError(
+                f"event {ev.label!r}: window ends at or after the release {release_at.isoformat()}"
+            )
         pre_lo = ev.start - timedelta(hours=ev.pre_hours)
         post_hi = min(ev.end + timedelta(hours=ev.post_hours), release_at)
         for (m, run), g in g_all.group_by(["model_id", "run_id"], maintain_order=True):
@@ -132,17 +145,32 @@ def revision_attribution(
             inside = g.filter((pl.col("issued_at") >= ev.start) & (pl.col("issued_at") < ev.end))
             rev = float(np.median(post["value"].to_numpy()) - np.median(pre["value"].to_numpy()))
             comp = implied_component_revision(rev, ev.component_share)
-            rows.append({
-                "partition_key": m, "model_id": m, "run_id": run, "event_label": ev.label, "indicator_id": ev.indicator_id,
-                "reference_period": ev.reference_period, "event_start": ev.start, "event_end": ev.end,
-                "release_at": release_at, "n_pre": pre.height, "n_inside": inside.height, "n_post": post.height,
-                "pre_median": float(np.median(pre["value"].to_numpy())),
-                "post_median": float(np.median(post["value"].to_numpy())), "revision": rev,
-                "last_pre": pre["value"][-1], "first_post": post["value"][0],
-                "step": post["value"][0] - pre["value"][-1], "component": ev.component,
-                "component_share": ev.component_share, "implied_component_revision": comp,
-                "component_realized": ev.component_realized,
-                "component_ratio": None if not ev.component_realized else comp / ev.component_realized,
-                "available_at": post["available_at"].max(),
-            })
+            rows.append(
+                {
+                    "partition_key": m,
+                    "model_id": m,
+                    "run_id": run,
+                    "event_label": ev.label,
+                    "indicator_id": ev.indicator_id,
+                    "reference_period": ev.reference_period,
+                    "event_start": ev.start,
+                    "event_end": ev.end,
+                    "release_at": release_at,
+                    "n_pre": pre.height,
+                    "n_inside": inside.height,
+                    "n_post": post.height,
+                    "pre_median": float(np.median(pre["value"].to_numpy())),
+                    "post_median": float(np.median(post["value"].to_numpy())),
+                    "revision": rev,
+                    "last_pre": pre["value"][-1],
+                    "first_post": post["value"][0],
+                    "step": post["value"][0] - pre["value"][-1],
+                    "component": ev.component,
+                    "component_share": ev.component_share,
+                    "implied_component_revision": comp,
+                    "component_realized": ev.component_realized,
+                    "component_ratio": None if not ev.component_realized else comp / ev.component_realized,
+                    "available_at": post["available_at"].max(),
+                }
+            )
     return table_frame("revision_attributions", rows)

@@ -14,17 +14,27 @@ from leaf_live.core import pit
 from leaf_live.core.storage import polars_schema
 
 SERIES_KEYS = ("model_id", "indicator_id", "reference_period", "run_id")
-# Producers whose partition_key is one run (one recorded file = one target month's job). Two runs of a model can
-# nowcast the same target at the same hour (GPT-5's February and March core runs both answer 2026Q1 GDP from
-# 2026-03-25); the paper treats each (agent, indicator, target month) as its own series, and averaging them would
-# manufacture revisions neither run made. Every other producer issues one stream per model: run_id 'hourly'.
+# Producers whose partition_key is one run (one recorded file = one target month's job). Two runs of a model
+# can nowcast the same target at the same hour (GPT-5's February and March core runs both answer 2026Q1 GDP
+# from 2026-03-25); the paper treats each (agent, indicator, target month) as its own series, and averaging
+# them would manufacture revisions neither run made. Every other producer issues one stream per model: run_id
+# 'hourly'.
 RUN_PRODUCERS = ("recorded_nowcasts",)
 SINGLE_STREAM = "hourly"
 # model_id prefixes of the public comparators (App. F compares agents against these) and of baselines
 COMPARATOR_PREFIXES = ("consensus/", "fed/", "market/")
 BASELINE_PREFIXES = ("baseline/",)
-NOWCAST_COLUMNS = ("producer", "partition_key", "model_id", "indicator_id", "reference_period", "issued_at", "value",
-                   "valid", "available_at")
+NOWCAST_COLUMNS = (
+    "producer",
+    "partition_key",
+    "model_id",
+    "indicator_id",
+    "reference_period",
+    "issued_at",
+    "value",
+    "valid",
+    "available_at",
+)
 RELEASE_COLUMNS = ("indicator_id", "reference_period", "release_at", "actual", "consensus", "available_at")
 
 
@@ -44,8 +54,12 @@ def is_agent(model_id: str) -> bool:
 
 def run_id() -> pl.Expr:
     """The run a nowcast row belongs to: ``partition_key`` for :data:`RUN_PRODUCERS`, else ``'hourly'``."""
-    return (pl.when(pl.col("producer").is_in(list(RUN_PRODUCERS))).then(pl.col("partition_key"))
-            .otherwise(pl.lit(SINGLE_STREAM)).alias("run_id"))
+    return (
+        pl.when(pl.col("producer").is_in(list(RUN_PRODUCERS)))
+        .then(pl.col("partition_key"))
+        .otherwise(pl.lit(SINGLE_STREAM))
+        .alias("run_id")
+    )
 
 
 def hourly_series(nowcasts: pl.DataFrame) -> pl.DataFrame:
@@ -53,8 +67,8 @@ def hourly_series(nowcasts: pl.DataFrame) -> pl.DataFrame:
 
     ``nowcasts`` is a frame of the ``nowcasts`` table (at least :data:`NOWCAST_COLUMNS`); ``run_id`` see
     :func:`run_id`. Rows of one run at the same instant (none in the stored data) are averaged, ``n_runs``
-    counting them. Returns columns ``model_id, indicator_id, reference_period, run_id, issued_at, value, n_runs,
-    available_at`` sorted by series and time. Raises :class:`AnalysisError` for missing columns.
+    counting them. Returns columns ``model_id, indicator_id, reference_period, run_id, issued_at, value,
+    n_runs, available_at`` sorted by series and time. Raises :class:`AnalysisError` for missing columns.
     """
     pit.require_columns(nowcasts, NOWCAST_COLUMNS, "nowcasts", AnalysisError)
     return (
@@ -91,7 +105,9 @@ def sigma_as_of(scales: pl.DataFrame, indicator_id: str, at: datetime) -> tuple[
     pit.require_columns(scales, ("indicator_id", "sigma", "available_at"), "surprise_scales", AnalysisError)
     row = pit.as_of(scales.filter(pl.col("indicator_id") == indicator_id), at, ["indicator_id"])
     if row.height == 0 or row["sigma"][0] is None or not row["sigma"][0] > 0:
-        raise AnalysisError(f"surprise_scales: no positive sigma for indicator_id={indicator_id!r} known by {at.isoformat()}")
+        raise AnalysisError(
+            f"surprise_scales: no positive sigma for indicator_id={indicator_id!r} known by {at.isoformat()}"
+        )
     return float(row["sigma"][0]), row["available_at"][0]
 
 
@@ -105,6 +121,8 @@ def table_frame(table: str, rows: list[dict]) -> pl.DataFrame:
     Raises :class:`AnalysisError` when the rows' keys are not exactly the table's columns."""
     schema = polars_schema(table)
     if rows and set(rows[0]) != set(schema):
-        raise AnalysisError(f"table {table}: rows have columns {sorted(set(rows[0]) ^ set(schema))} "
-                            "that differ from the table's")
+        raise AnalysisError(
+            f"table {table}: rows have columns {sorted(set(rows[0]) ^ set(schema))} "
+            "that differ from the table's"
+        )
     return pl.DataFrame(rows, schema=schema)

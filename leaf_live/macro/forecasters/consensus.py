@@ -64,16 +64,20 @@ def consensus_nowcasts(
         source_variable=pl.lit("consensus"),
         raw_response_id=pl.col("indicator_id") + pl.lit("@") + rel.dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
-    f = f.with_columns((pl.lit(partition_key) if partition_key else pl.col("model_id")).alias("partition_key"))
+    f = f.with_columns(
+        (pl.lit(partition_key) if partition_key else pl.col("model_id")).alias("partition_key")
+    )
     return build_nowcasts(f)
 
 
 class ConsensusForecaster:
     """The consensus of one calendar source as a forecaster (the forecaster contract,
-    :mod:`leaf_live.core.forecaster`): ``forecast(windows)`` = :func:`consensus_nowcasts` of the first releases
-    of the windows' (indicator, reference period), in ``releases`` order, for this source only."""
+    :mod:`leaf_live.core.forecaster`): ``forecast(windows)`` = :func:`consensus_nowcasts` of the first
+    releases of the windows' (indicator, reference period), in ``releases`` order, for this source only."""
 
-    def __init__(self, releases: pl.DataFrame, source: str = DEFAULT_SOURCE, *, issue_lead: timedelta = ISSUE_LEAD):
+    def __init__(
+        self, releases: pl.DataFrame, source: str = DEFAULT_SOURCE, *, issue_lead: timedelta = ISSUE_LEAD
+    ):
         self.source = source
         self.model_id = f"consensus/{source}"
         self._releases = releases
@@ -81,8 +85,12 @@ class ConsensusForecaster:
 
     def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
         require_columns(tasks, ("indicator_id", "reference_period"), "tasks")
-        rel = self._releases.join(tasks.select("indicator_id", "reference_period"),
-                                  on=["indicator_id", "reference_period"], how="semi", maintain_order="left")
+        rel = self._releases.join(
+            tasks.select("indicator_id", "reference_period"),
+            on=["indicator_id", "reference_period"],
+            how="semi",
+            maintain_order="left",
+        )
         out = consensus_nowcasts(rel, issue_lead=self._issue_lead)
         return out.filter(pl.col("model_id") == self.model_id)
 

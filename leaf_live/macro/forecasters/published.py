@@ -2,8 +2,8 @@
 (``fed/gdpnow``, ``fed/nyfed-staff``, ...; LiveMacroEval §3.5, App. H) and each recorded run
 (``openai/gpt-5-search-api@single``; the LiveMacroEval CSV runs). Their rows come from a source client
 (:mod:`leaf_live.macro.sources.fed_nowcasts`, :mod:`leaf_live.macro.sources.recorded_nowcasts`); the
-forecaster contract (:mod:`leaf_live.core.forecaster`) makes them rows of the one ``nowcasts`` table like every
-other model.
+forecaster contract (:mod:`leaf_live.core.forecaster`) makes them rows of the one ``nowcasts`` table like
+every other model.
 """
 
 from __future__ import annotations

@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
-from typing import Literal, Sequence
+from datetime import UTC, date, datetime
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -101,7 +102,9 @@ def _check_design(X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         raise BetaFitError("X has no events (n = 0)")
     if not np.isfinite(X).all():
         bad = np.argwhere(~np.isfinite(X))[0]
-        raise BetaFitError(f"X holds a non-finite surprise at event row {bad[0]}, column {bad[1]}: {X[tuple(bad)]}")
+        raise BetaFitError(
+            f"X holds a non-finite surprise at event row {bad[0]}, column {bad[1]}: {X[tuple(bad)]}"
+        )
     if not np.isfinite(r).all():
         bad = int(np.flatnonzero(~np.isfinite(r))[0])
         raise BetaFitError(f"r holds a non-finite return at event row {bad}: {r[bad]}")
@@ -112,7 +115,9 @@ def _solve(A: np.ndarray, b: np.ndarray, what: str) -> np.ndarray:
     try:
         return np.linalg.solve(A, b)
     except np.linalg.LinAlgError as exc:
-        raise BetaFitError(f"{what}: normal equations are singular ({exc}); use lambda > 0 or more events") from exc
+        raise BetaFitError(
+            f"{what}: normal equations are singular ({exc}); use lambda > 0 or more events"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -181,8 +186,15 @@ def huber_ridge_irls(
             converged = True
             break
     return HuberRidgeFit(
-        beta=beta, lam=float(lam), delta=float(delta), scale=float(scale), weights=w,
-        residuals=r - X @ beta, iterations=it, converged=converged, c=c,
+        beta=beta,
+        lam=float(lam),
+        delta=float(delta),
+        scale=float(scale),
+        weights=w,
+        residuals=r - X @ beta,
+        iterations=it,
+        converged=converged,
+        c=c,
     )
 
 
@@ -237,7 +249,9 @@ class CVResult:
     best_lambda: float
 
 
-def heldout_loss(u: np.ndarray, loss: CvLoss, c: float = HUBER_C, mad_constant: float = MAD_CONSTANT) -> float:
+def heldout_loss(
+    u: np.ndarray, loss: CvLoss, c: float = HUBER_C, mad_constant: float = MAD_CONSTANT
+) -> float:
     """Mean held-out loss of residuals ``u``: Huber (threshold from the held-out MAD) or MSE."""
     if loss == "mse":
         return float(np.mean(u * u))
@@ -278,8 +292,13 @@ def cross_validate_lambda(
             fit = huber_ridge_irls(Xtr, rtr, lam, c=c, mad_constant=mad_constant, tol=tol, max_iter=max_iter)
             fold_scores[j, f] = heldout_loss(rte - Xte @ fit.beta, loss, c, mad_constant)
     scores = fold_scores.mean(axis=1)
-    return CVResult(grid=grid, scores=scores, fold_scores=fold_scores, loss=loss,
-                    best_lambda=float(grid[int(np.argmin(scores))]))
+    return CVResult(
+        grid=grid,
+        scores=scores,
+        fold_scores=fold_scores,
+        loss=loss,
+        best_lambda=float(grid[int(np.argmin(scores))]),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +308,8 @@ def cross_validate_lambda(
 
 @dataclass(frozen=True)
 class EventDesign:
-    """Timestamp-group events in time order: ``X`` (n, 16) surprises, ``r`` (n,) returns, ``release_at`` (n,) UTC."""
+    """Timestamp-group events in time order: ``X`` (n, 16) surprises, ``r`` (n,) returns, ``release_at`` (n,)
+    UTC."""
 
     X: np.ndarray
     r: np.ndarray
@@ -371,15 +391,18 @@ class MarketBetaFit:
 
 def _fit_id(X: np.ndarray, r: np.ndarray, t: np.ndarray, ids: Sequence[str], settings: dict) -> str:
     h = hashlib.sha256()
-    for a in (np.ascontiguousarray(X, dtype="<f8"), np.ascontiguousarray(r, dtype="<f8"),
-              np.ascontiguousarray(t.astype("datetime64[us]").astype("<i8"))):
+    for a in (
+        np.ascontiguousarray(X, dtype="<f8"),
+        np.ascontiguousarray(r, dtype="<f8"),
+        np.ascontiguousarray(t.astype("datetime64[us]").astype("<i8")),
+    ):
         h.update(a.tobytes())
     h.update(json.dumps({"ids": list(ids), **settings}, sort_keys=True, default=str).encode())
     return "hr-" + h.hexdigest()[:16]
 
 
 def _utc(t: np.datetime64) -> datetime:
-    return datetime.fromisoformat(str(np.datetime64(t, "us"))).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(str(np.datetime64(t, "us"))).replace(tzinfo=UTC)
 
 
 def fit_market_betas(
@@ -412,8 +435,17 @@ def fit_market_betas(
     X, r = _check_design(X, r)
     cv = None
     if lam is None:
-        cv = cross_validate_lambda(X, r, grid=grid, n_folds=n_folds, loss=cv_loss, c=c,
-                                   mad_constant=mad_constant, tol=tol, max_iter=max_iter)
+        cv = cross_validate_lambda(
+            X,
+            r,
+            grid=grid,
+            n_folds=n_folds,
+            loss=cv_loss,
+            c=c,
+            mad_constant=mad_constant,
+            tol=tol,
+            max_iter=max_iter,
+        )
         lam_used, lam_source = cv.best_lambda, "cv"
     else:
         lam_used, lam_source = float(lam), "fixed"
@@ -422,17 +454,37 @@ def fit_market_betas(
         raise BetaFitError(f"IRLS did not converge in max_iter={max_iter} steps at lambda={lam_used}")
     V, df_eff = hc1_covariance(X, fit)
     settings = {
-        "estimator": "huber_ridge_irls", "c": c, "mad_constant": mad_constant, "tol": tol, "max_iter": max_iter,
+        "estimator": "huber_ridge_irls",
+        "c": c,
+        "mad_constant": mad_constant,
+        "tol": tol,
+        "max_iter": max_iter,
         "hc1_df": "round(df_eff)",
-        "lam": lam_used, "lam_source": lam_source, "exclude_covid": exclude_covid,
+        "lam": lam_used,
+        "lam_source": lam_source,
+        "exclude_covid": exclude_covid,
         "grid": [float(g) for g in np.asarray(grid, dtype=float)] if lam is None else None,
-        "n_folds": n_folds if lam is None else None, "cv_loss": cv_loss if lam is None else None,
+        "n_folds": n_folds if lam is None else None,
+        "cv_loss": cv_loss if lam is None else None,
     }
     return MarketBetaFit(
         fit_id=_fit_id(X, r, t, design.indicator_ids, settings),
-        indicator_ids=design.indicator_ids, beta=fit.beta, se=np.sqrt(np.diag(V)), cov=V,
-        lam=lam_used, lam_source=lam_source, delta=fit.delta, scale=fit.scale,
-        iterations=fit.iterations, converged=fit.converged, df_eff=df_eff, n_events=X.shape[0],
-        window_start=_utc(t.min()), window_end=_utc(t.max()), covid_excluded=exclude_covid,
-        n_covid_dropped=dropped, settings=settings, cv=cv,
+        indicator_ids=design.indicator_ids,
+        beta=fit.beta,
+        se=np.sqrt(np.diag(V)),
+        cov=V,
+        lam=lam_used,
+        lam_source=lam_source,
+        delta=fit.delta,
+        scale=fit.scale,
+        iterations=fit.iterations,
+        converged=fit.converged,
+        df_eff=df_eff,
+        n_events=X.shape[0],
+        window_start=_utc(t.min()),
+        window_end=_utc(t.max()),
+        covid_excluded=exclude_covid,
+        n_covid_dropped=dropped,
+        settings=settings,
+        cv=cv,
     )

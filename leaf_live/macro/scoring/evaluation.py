@@ -18,9 +18,10 @@ Rules (the same for every model, the consensus included):
   selection; the caller passes rows with ``after_release = false``); a forecast is a step function of time,
   the latest nowcast carried forward, at every horizon;
 * scoring events: releases sharing a timestamp form one event (App. K.1) and, for scoring, releases whose
-  announcement windows overlap are one event too (:func:`leaf_live.macro.scoring.surprises.overlapping_event_groups`:
-  the catch-up releases stamped a minute apart). The beta fit keeps the replication design, one event per
-  timestamp (Table 9). ``EvaluationMode.merge_overlapping=False`` scores on the replication events;
+  announcement windows overlap are one event too
+  (:func:`leaf_live.macro.scoring.surprises.overlapping_event_groups`: the catch-up releases stamped a minute
+  apart). The beta fit keeps the replication design, one event per timestamp (Table 9).
+  ``EvaluationMode.merge_overlapping=False`` scores on the replication events;
 * own coverage: every model is scored on its own events (``livemacro.own_subset``): the events where it has
   its own nowcast for at least one released field of the scope. Inside such an event, a release it does not
   nowcast takes the consensus (``S_hat = 0``): the event's return answers every release in it, so the model's
@@ -30,7 +31,8 @@ Rules (the same for every model, the consensus included):
   common event set (``livemacro.common_event_set``: the intersection of their own events, at least
   ``min_events`` of them; the consensus covers every event) and ranked there (``common_*`` columns);
 * intervals say what they carry: beta only (Eq. 12), the sampling of events (event bootstrap) and both
-  (combined); event-resampling intervals and paired comparisons need ``min_events`` events, else none is given;
+  (combined); event-resampling intervals and paired comparisons need ``min_events`` events, else none is
+  given;
 * a nowcast targets the first release of its (indicator, reference period); a later release of the same
   period (the panel's pre-2014 GDP second/third estimates) takes ``S_hat = 0`` and is not the model's own;
 * releases without a consensus carry no surprise (no event when a timestamp has none); events whose
@@ -40,24 +42,24 @@ Rules (the same for every model, the consensus included):
   release raises :class:`~leaf_live.macro.scoring.livemacro.ScoringError`; each fit standardizes with the
   sigma_i it was estimated with (``MarketBetaFit.sigma``; the stored surprises are rescaled to it).
 
-Horizons ``median_<k>d`` compare the within-day median standing forecast with the final consensus: the calendar
-sources hold only the terminal consensus, not its cumulative-median path (K.3 uses the consensus standing
-at the end of that day), so the consensus side of those horizons is the terminal one.
+Horizons ``median_<k>d`` compare the within-day median standing forecast with the final consensus: the
+calendar sources hold only the terminal consensus, not its cumulative-median path (K.3 uses the consensus
+standing at the end of that day), so the consensus side of those horizons is the terminal one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import combinations
-from typing import Mapping
 
 import numpy as np
 import polars as pl
 
 from leaf_live.core import storage
-from leaf_live.core.pit import ET, as_of_join, check_month, first_per_period, is_first_per_period
-from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
+from leaf_live.core.pit import ET, check_month, first_per_period, is_first_per_period
+from leaf_live.macro.catalog import THEMES
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring import relative_error as RE
 from leaf_live.macro.scoring import surprises as SU
@@ -93,9 +95,10 @@ class EvaluationMode:
     release present. ``fits``: ``market_beta_fits`` names, the first one the headline (decompositions, paired
     tests, aggregator shares use it). ``horizons``: ``terminal`` and/or ``median_<k>d`` (K.3). ``targets``:
     ``return`` (LiveMacro Score, Y = r_g) and/or ``shock`` (consensus-relative score, Y = Q_g, S.1).
-    ``merge_overlapping``: score releases whose announcement windows overlap as one event (default). ``compare``:
-    the models of the common-events board (empty = chosen greedily, see ``livemacro.common_event_set``).
-    Raises :class:`ScoringError` for a malformed month, an empty fit list or an unknown horizon/target.
+    ``merge_overlapping``: score releases whose announcement windows overlap as one event (default).
+    ``compare``: the models of the common-events board (empty = chosen greedily, see
+    ``livemacro.common_event_set``). Raises :class:`ScoringError` for a malformed month, an empty fit list or
+    an unknown horizon/target.
     """
 
     name: str
@@ -114,14 +117,18 @@ class EvaluationMode:
             if v is not None:
                 check_month(v, f"mode {self.name}: {f}", L.ScoringError)
         if self.last_month is not None and self.last_month < self.first_month:
-            raise L.ScoringError(f"mode {self.name}: last_month {self.last_month} < first_month {self.first_month}")
+            raise L.ScoringError(
+                f"mode {self.name}: last_month {self.last_month} < first_month {self.first_month}"
+            )
         if not self.fits:
             raise L.ScoringError(f"mode {self.name}: fits is empty; name at least one market_beta_fits fit")
         for h in self.horizons:
             L._horizon_days(h)  # raises with the offending value
         bad = [t for t in self.targets if t not in TARGETS]
         if bad or not self.targets:
-            raise L.ScoringError(f"mode {self.name}: targets must be a non-empty subset of {TARGETS}, got {self.targets}")
+            raise L.ScoringError(
+                f"mode {self.name}: targets must be a non-empty subset of {TARGETS}, got {self.targets}"
+            )
 
     def in_span(self, column: str = "partition_key") -> pl.Expr:
         """Rows of a release-month-partitioned table inside the span."""
@@ -149,7 +156,9 @@ class ModeResult:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def event_coverage(releases: pl.DataFrame, events: pl.DataFrame, scoring_events: pl.DataFrame | None = None) -> dict[str, int]:
+def event_coverage(
+    releases: pl.DataFrame, events: pl.DataFrame, scoring_events: pl.DataFrame | None = None
+) -> dict[str, int]:
     """Counts that say what the span could and could not score.
 
     ``releases``: the span's ``releases`` rows; ``events``: its ``surprise_events`` rows; ``scoring_events``:
@@ -162,9 +171,13 @@ def event_coverage(releases: pl.DataFrame, events: pl.DataFrame, scoring_events:
     """
     n_ts = releases["release_at"].n_unique()
     if scoring_events is None:
-        scoring_events = events.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g"))
+        scoring_events = events.select(
+            pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g")
+        )
     n_ev = scoring_events.height
-    no_window = int(scoring_events.filter(pl.col("event_r_g").is_null() | pl.col("event_r_g").is_nan()).height)
+    no_window = int(
+        scoring_events.filter(pl.col("event_r_g").is_null() | pl.col("event_r_g").is_nan()).height
+    )
     return {
         "n_release_timestamps": n_ts,
         "n_releases": releases.height,
@@ -177,9 +190,11 @@ def event_coverage(releases: pl.DataFrame, events: pl.DataFrame, scoring_events:
     }
 
 
-def scoring_events(events: pl.DataFrame, returns: pl.DataFrame | None, *, merge: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(event_map, event_returns)`` for the span's ``surprise_events`` rows: ``event_map`` (``release_at`` ->
-    ``event_at``) and one return per scoring event (``release_at`` = event time, ``r_g``). With ``merge``,
+def scoring_events(
+    events: pl.DataFrame, returns: pl.DataFrame | None, *, merge: bool
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(event_map, event_returns)`` for the span's ``surprise_events`` rows: ``event_map`` (``release_at``
+    -> ``event_at``) and one return per scoring event (``release_at`` = event time, ``r_g``). With ``merge``,
     releases whose announcement windows overlap are one event (``returns`` = the ``announcement_returns`` rows
     of the span, needed for the union windows); else each timestamp is its event (the replication design).
     Raises :class:`ScoringError` when merging without ``returns`` or an event has no returns row."""
@@ -194,7 +209,9 @@ def scoring_events(events: pl.DataFrame, returns: pl.DataFrame | None, *, merge:
     missing = em.filter(pl.col("event_at").is_null())
     if missing.height:
         raise L.ScoringError(f"no announcement_returns row for the event at {missing['release_at'][0]}")
-    ret = em.select(pl.col("event_at").alias("release_at"), pl.col("event_r_g").alias("r_g")).unique("release_at")
+    ret = em.select(pl.col("event_at").alias("release_at"), pl.col("event_r_g").alias("r_g")).unique(
+        "release_at"
+    )
     return em.select("release_at", "event_at"), ret.sort("release_at")
 
 
@@ -208,20 +225,53 @@ def _first_release_only(per_release: pl.DataFrame) -> pl.DataFrame:
 
 
 def _coverage_frame(cov: Mapping[str, int], *, partition_key: str, available_at: datetime) -> pl.DataFrame:
-    rows = [{"partition_key": partition_key, "model_id": POOLED, "comparator_model_id": None, "fit_id": None,
-             "fit_name": None, "horizon": "terminal", "scope": "overall", "target": None,
-             "decomposition": "event_coverage", "indicator_id": None, "metric": k, "value": float(v),
-             "available_at": available_at} for k, v in cov.items()]
-    return storage.conform("score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions")))
+    rows = [
+        {
+            "partition_key": partition_key,
+            "model_id": POOLED,
+            "comparator_model_id": None,
+            "fit_id": None,
+            "fit_name": None,
+            "horizon": "terminal",
+            "scope": "overall",
+            "target": None,
+            "decomposition": "event_coverage",
+            "indicator_id": None,
+            "metric": k,
+            "value": float(v),
+            "available_at": available_at,
+        }
+        for k, v in cov.items()
+    ]
+    return storage.conform(
+        "score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions"))
+    )
 
 
-def _relerr_frame(value: float, n: int, *, model_id: str, partition_key: str, available_at: datetime) -> pl.DataFrame:
-    rows = [{"partition_key": partition_key, "model_id": model_id, "comparator_model_id": None, "fit_id": None,
-             "fit_name": None, "horizon": "terminal", "scope": "overall", "target": None,
-             "decomposition": "relative_error", "indicator_id": None, "metric": m, "value": float(v),
-             "available_at": available_at}
-            for m, v in (("mean_abs_rel_error", value), ("n_field_events", n))]
-    return storage.conform("score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions")))
+def _relerr_frame(
+    value: float, n: int, *, model_id: str, partition_key: str, available_at: datetime
+) -> pl.DataFrame:
+    rows = [
+        {
+            "partition_key": partition_key,
+            "model_id": model_id,
+            "comparator_model_id": None,
+            "fit_id": None,
+            "fit_name": None,
+            "horizon": "terminal",
+            "scope": "overall",
+            "target": None,
+            "decomposition": "relative_error",
+            "indicator_id": None,
+            "metric": m,
+            "value": float(v),
+            "available_at": available_at,
+        }
+        for m, v in (("mean_abs_rel_error", value), ("n_field_events", n))
+    ]
+    return storage.conform(
+        "score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions"))
+    )
 
 
 def _concat(frames: list[pl.DataFrame], table: str) -> pl.DataFrame:
@@ -229,7 +279,8 @@ def _concat(frames: list[pl.DataFrame], table: str) -> pl.DataFrame:
 
 
 def _fit_sigma(fit: MarketBetaFit, default: pl.DataFrame) -> pl.DataFrame:
-    """The sigma_i a fit standardizes with: its own (``MarketBetaFit.sigma``) or the frozen ``surprise_scales``."""
+    """The sigma_i a fit standardizes with: its own (``MarketBetaFit.sigma``) or the frozen
+    ``surprise_scales``."""
     if fit.sigma is None:
         return default.select("indicator_id", "sigma")
     return pl.DataFrame({"indicator_id": list(fit.indicator_ids), "sigma": fit.sigma.astype(float)})
@@ -255,43 +306,56 @@ def evaluate_mode(
     Inputs are rows of the tables: ``releases`` and ``events`` (``surprise_events``) of any months (filtered
     here to the span), ``sigma`` (``surprise_scales``: the scale the stored events were standardized by),
     ``nowcasts`` (valid rows with ``after_release = false`` of any number of models), ``fits`` (fit name ->
-    frozen fit, every name in ``mode.fits``), ``returns`` (``announcement_returns``; needed when the mode merges
-    overlapping announcement windows). ``n_draws``/``seed``: beta draws (Eq. 12), event resamples and the paired
-    event bootstrap (S.2); the same draws serve every model. ``sampling_k``: the K.3 sampling interval over the
-    forecast standing 0..k-1 hours before each release (terminal horizon; 0 = off). ``min_events``: fewest
-    events an event-resampling interval, a common event set or a paired interval is given for.
-    ``available_at`` defaults to the latest ``available_at`` of the span's events.
+    frozen fit, every name in ``mode.fits``), ``returns`` (``announcement_returns``; needed when the mode
+    merges overlapping announcement windows). ``n_draws``/``seed``: beta draws (Eq. 12), event resamples and
+    the paired event bootstrap (S.2); the same draws serve every model. ``sampling_k``: the K.3 sampling
+    interval over the forecast standing 0..k-1 hours before each release (terminal horizon; 0 = off).
+    ``min_events``: fewest events an event-resampling interval, a common event set or a paired interval is
+    given for. ``available_at`` defaults to the latest ``available_at`` of the span's events.
 
     Per model x horizon x fit: the ``livemacro_scores`` rows of every scope (overall + 4 themes) and target on
     the model's own events, with the common-events board's columns. At the terminal horizon and the headline
     fit: exact Shapley allocations per scope and target on the own events (App. M), sizing discipline (S.4),
-    aggregator shares (K.4; plus ``pooled`` over the non-consensus models), mean absolute relative error (Table
-    16), paired event bootstraps of every model pair on the events both nowcast themselves (S.2, overall
-    scope). Relative-error curves (App. J) of every model. Models without a single own nowcast in the span are
-    skipped (``ModeResult.skipped``). Raises :class:`ScoringError` for a missing fit, a fit that is not frozen
-    before the span, or a span with no event.
+    aggregator shares (K.4; plus ``pooled`` over the non-consensus models), mean absolute relative error
+    (Table 16), paired event bootstraps of every model pair on the events both nowcast themselves (S.2,
+    overall scope). Relative-error curves (App. J) of every model. Models without a single own nowcast in the
+    span are skipped (``ModeResult.skipped``). Raises :class:`ScoringError` for a missing fit, a fit that is
+    not frozen before the span, or a span with no event.
     """
     missing = [f for f in mode.fits if f not in fits]
     if missing:
-        raise L.ScoringError(f"mode {mode.name}: fit(s) {missing} are not in market_beta_fits; materialize market_betas with them")
+        raise L.ScoringError(
+            f"mode {mode.name}: fit(s) {missing} are not in market_beta_fits; materialize market_betas with"
+            " them"
+        )
     rel = releases.filter(mode.in_span())
     ev = events.filter(mode.in_span()).sort("release_at")
     if ev.height == 0:
         raise L.ScoringError(
-            f"mode {mode.name}: no surprise event in release months {mode.first_month}..{mode.last_month or 'latest'}"
+            f"mode {mode.name}: no surprise event in release months"
+            f" {mode.first_month}..{mode.last_month or 'latest'}"
         )
     first_t = ev["release_at"].min()
     for name in mode.fits:
         f = fits[name]
         if f.window_end >= first_t:
             raise L.ScoringError(
-                f"mode {mode.name}: fit {name!r} ({f.fit_id}) uses events up to {f.window_end:%Y-%m-%d %H:%M} UTC, not "
-                f"before the span's first event {first_t:%Y-%m-%d %H:%M} UTC; betas must be frozen before the scored releases"
+                f"mode {mode.name}: fit {name!r} ({f.fit_id}) uses events up to {f.window_end:%Y-%m-%d %H:%M}"
+                f" UTC, not before the span's first event {first_t:%Y-%m-%d %H:%M} UTC; betas must be frozen"
+                " before the scored releases"
             )
     at = available_at or ev["available_at"].max()
-    ret_span = returns.filter(mode.in_span()) if (returns is not None and "partition_key" in returns.columns) else returns
+    ret_span = (
+        returns.filter(mode.in_span())
+        if (returns is not None and "partition_key" in returns.columns)
+        else returns
+    )
     event_map, event_returns = scoring_events(ev, ret_span, merge=mode.merge_overlapping)
-    cov = event_coverage(rel, ev, event_returns.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g")))
+    cov = event_coverage(
+        rel,
+        ev,
+        event_returns.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g")),
+    )
     scorable = rel.filter(pl.col("consensus").is_not_null())
     headline_name = mode.fits[0]
     headline = fits[headline_name]
@@ -305,7 +369,9 @@ def evaluate_mode(
         return L.live_design(pr, event_returns, missing="consensus", event_map=event_map)
 
     def per_release(nc: pl.DataFrame, horizon: str, sig: pl.DataFrame) -> pl.DataFrame:
-        return _first_release_only(L.implied_surprises(scorable, sig, nc, events=ev, horizon=horizon, event_sigma=sigma))
+        return _first_release_only(
+            L.implied_surprises(scorable, sig, nc, events=ev, horizon=horizon, event_sigma=sigma)
+        )
 
     # pass 1: every model's designs, per horizon and per distinct sigma among the fits
     by_sigma = {sigma_key[name]: sigmas[name] for name in mode.fits}
@@ -316,13 +382,17 @@ def evaluate_mode(
         built = {}
         for sk, sig in by_sigma.items():
             for horizon in mode.horizons:
-                # the consensus side of every horizon is the final consensus (module notes): the consensus model
-                # is its terminal self at every horizon, the zero line every board is read against
+                # the consensus side of every horizon is the final consensus (module notes): the consensus
+                # model is its terminal self at every horizon, the zero line every board is read against
                 pr = per_release(nc, "terminal" if is_consensus(model) else horizon, sig)
                 samp = []
                 if horizon == "terminal" and sampling_k >= 2:
-                    samp = [design(_first_release_only(p)) for p in
-                            L.sampling_surprises(scorable, sig, nc, events=ev, k=sampling_k, event_sigma=sigma)]
+                    samp = [
+                        design(_first_release_only(p))
+                        for p in L.sampling_surprises(
+                            scorable, sig, nc, events=ev, k=sampling_k, event_sigma=sigma
+                        )
+                    ]
                 built[(model, horizon, sk)] = (pr, design(pr), samp)
         if not any(L.own_rows(d).any() for _, d, _ in built.values()):
             skipped[model] = "no valid pre-release nowcast for a scored release in the span"
@@ -336,9 +406,18 @@ def evaluate_mode(
         for horizon in mode.horizons:
             for name in mode.fits:
                 _, d, samp = designs[(model, horizon, sigma_key[name])]
-                for r in score_model(d, fits[name], model_id=model, horizon=horizon, targets=mode.targets,
-                                     n_draws=n_draws, seed=seed, sampling_designs=samp, min_events=min_events,
-                                     fit_name=name):
+                for r in score_model(
+                    d,
+                    fits[name],
+                    model_id=model,
+                    horizon=horizon,
+                    targets=mode.targets,
+                    n_draws=n_draws,
+                    seed=seed,
+                    sampling_designs=samp,
+                    min_events=min_events,
+                    fit_name=name,
+                ):
                     rows[(model, horizon, name, r.scope, r.target)] = r
     for horizon in mode.horizons:
         for name in mode.fits:
@@ -347,17 +426,32 @@ def evaluate_mode(
                 own_t = {m: d.release_at[L.own_rows(d, scope)] for m, d in dm.items()}
                 own_t = {m: t for m, t in own_t.items() if t.size}
                 chosen, common = L.common_event_set(
-                    own_t, min_events=min_events, models=[m for m in mode.compare if m in own_t] or None,
-                    always=[m for m in own_t if is_consensus(m)])
+                    own_t,
+                    min_events=min_events,
+                    models=[m for m in mode.compare if m in own_t] or None,
+                    always=[m for m in own_t if is_consensus(m)],
+                )
                 if not chosen or common.size == 0:
                     continue
                 for target in mode.targets:
-                    res = common_scores({m: dm[m] for m in chosen}, fits[name], common, scope=scope, target=target,
-                                        n_draws=n_draws, seed=seed, min_events=min_events)
+                    res = common_scores(
+                        {m: dm[m] for m in chosen},
+                        fits[name],
+                        common,
+                        scope=scope,
+                        target=target,
+                        n_draws=n_draws,
+                        seed=seed,
+                        min_events=min_events,
+                    )
                     for m, c in res.items():
                         k = (m, horizon, name, scope, target)
                         rows[k] = replace(rows[k], common=c)
-    scores = [livemacro_scores_frame(list(rows.values()), partition_key=mode.name, available_at=at)] if rows else []
+    scores = (
+        [livemacro_scores_frame(list(rows.values()), partition_key=mode.name, available_at=at)]
+        if rows
+        else []
+    )
 
     decomps, relerrs, pooled = [], [], []
     h0 = "terminal" if "terminal" in mode.horizons else mode.horizons[0]
@@ -371,25 +465,51 @@ def evaluate_mode(
             for target in mode.targets:
                 ps = L.point_score(od, headline.beta, scope=scope, target=target)
                 if ps.n_events and ps.ss_cons > 0:
-                    decomps.append(shapley_frame(od, headline, scope=scope, target=target, fit_name=headline_name, **kw))
+                    decomps.append(
+                        shapley_frame(od, headline, scope=scope, target=target, fit_name=headline_name, **kw)
+                    )
         fe = pr_t.filter(pl.col("s_hat").is_not_null())
         if fe.height >= 2:
             decomps.append(sizing_frame(L.sizing_discipline(fe), **kw))
         if fe.height:
-            decomps.append(aggregator_frame(RE.aggregator_shares(fe, scales, headline.beta), fit_id=headline.fit_id,
-                                            fit_name=headline_name, **kw))
-            decomps.append(_relerr_frame(RE.mean_abs_relative_error(fe, scales), fe.height, model_id=model,
-                                         partition_key=mode.name, available_at=at))
+            decomps.append(
+                aggregator_frame(
+                    RE.aggregator_shares(fe, scales, headline.beta),
+                    fit_id=headline.fit_id,
+                    fit_name=headline_name,
+                    **kw,
+                )
+            )
+            decomps.append(
+                _relerr_frame(
+                    RE.mean_abs_relative_error(fe, scales),
+                    fe.height,
+                    model_id=model,
+                    partition_key=mode.name,
+                    available_at=at,
+                )
+            )
             if not is_consensus(model):
                 pooled.append(fe)
         pts = RE.relative_error_points(first_rel, nc, scales)
         if pts.height:
-            relerrs.append(relative_errors_frame(RE.relative_error_by_month(pts), partition_key=mode.name,
-                                                 available_at=at, model_id=model))
+            relerrs.append(
+                relative_errors_frame(
+                    RE.relative_error_by_month(pts), partition_key=mode.name, available_at=at, model_id=model
+                )
+            )
     if pooled:
-        decomps.append(aggregator_frame(RE.aggregator_shares(pl.concat(pooled), scales, headline.beta), model_id=POOLED,
-                                        horizon="terminal", partition_key=mode.name, available_at=at,
-                                        fit_id=headline.fit_id, fit_name=headline_name))
+        decomps.append(
+            aggregator_frame(
+                RE.aggregator_shares(pl.concat(pooled), scales, headline.beta),
+                model_id=POOLED,
+                horizon="terminal",
+                partition_key=mode.name,
+                available_at=at,
+                fit_id=headline.fit_id,
+                fit_name=headline_name,
+            )
+        )
     for a, b in combinations(models, 2):
         da = L.own_subset(designs[(a, *tkey)][1])
         db = L.own_subset(designs[(b, *tkey)][1])
@@ -397,13 +517,33 @@ def evaluate_mode(
             continue
         for target in mode.targets:
             try:
-                pb_ = L.paired_event_bootstrap(da, db, headline.beta, scope="overall", target=target, n_draws=n_draws,
-                                               seed=seed, min_events=min_events)
+                pb_ = L.paired_event_bootstrap(
+                    da,
+                    db,
+                    headline.beta,
+                    scope="overall",
+                    target=target,
+                    n_draws=n_draws,
+                    seed=seed,
+                    min_events=min_events,
+                )
             except L.ScoringError:
                 continue
-            decomps.append(paired_frame(pb_, model_id=a, comparator_model_id=b, fit_id=headline.fit_id,
-                                        fit_name=headline_name, horizon="terminal", scope="overall", target=target,
-                                        partition_key=mode.name, available_at=at, min_events=min_events))
+            decomps.append(
+                paired_frame(
+                    pb_,
+                    model_id=a,
+                    comparator_model_id=b,
+                    fit_id=headline.fit_id,
+                    fit_name=headline_name,
+                    horizon="terminal",
+                    scope="overall",
+                    target=target,
+                    partition_key=mode.name,
+                    available_at=at,
+                    min_events=min_events,
+                )
+            )
     decomps.append(_coverage_frame(cov, partition_key=mode.name, available_at=at))
     return ModeResult(
         mode=mode,
@@ -422,13 +562,24 @@ def themes_partition_releases(scores: pl.DataFrame) -> pl.DataFrame:
     belongs to one theme and each own release lies in an own event of its theme) and no theme may hold more
     events or own events than the overall scope. Empty = the identities hold."""
     keys = ["partition_key", "model_id", "fit_id", "horizon", "target"]
-    th = scores.filter(pl.col("scope").is_in(list(THEMES))).group_by(keys).agg(
-        pl.col("n_releases_own").sum().alias("theme_releases"), pl.col("n_events").max().alias("max_theme_events"),
-        pl.col("n_events_own").max().alias("max_theme_own"))
-    ov = scores.filter(pl.col("scope") == "overall").select(*keys, "n_releases_own", "n_events", "n_events_own")
+    th = (
+        scores.filter(pl.col("scope").is_in(list(THEMES)))
+        .group_by(keys)
+        .agg(
+            pl.col("n_releases_own").sum().alias("theme_releases"),
+            pl.col("n_events").max().alias("max_theme_events"),
+            pl.col("n_events_own").max().alias("max_theme_own"),
+        )
+    )
+    ov = scores.filter(pl.col("scope") == "overall").select(
+        *keys, "n_releases_own", "n_events", "n_events_own"
+    )
     j = ov.join(th, on=keys, how="left")
-    return j.filter((pl.col("theme_releases") != pl.col("n_releases_own")) | (pl.col("max_theme_events") > pl.col("n_events"))
-                    | (pl.col("max_theme_own") > pl.col("n_events_own")))
+    return j.filter(
+        (pl.col("theme_releases") != pl.col("n_releases_own"))
+        | (pl.col("max_theme_events") > pl.col("n_events"))
+        | (pl.col("max_theme_own") > pl.col("n_events_own"))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,21 +611,28 @@ def month_segments(bet_at: pl.Series) -> list[tuple[str, datetime]]:
 def consensus_known_at(release_at: pl.Expr) -> pl.Expr:
     """When a stored consensus value counts as known for betting: 00:00 America/New_York on the release day.
 
-    The calendars keep only the final consensus (stamped one minute before the release in ``nowcasts``), not when
-    it was posted or last revised. Investing.com posts its forecasts days ahead, so the final value standing on
-    the calendar at the start of the release day is taken as known then: a conservative lower bound on how long
-    it was public (an earlier time would assume no revision in between)."""
-    return (release_at.dt.convert_time_zone(ET.key).dt.date().cast(pl.Datetime("us")).dt.replace_time_zone(ET.key)
-            .dt.convert_time_zone("UTC"))
+    The calendars keep only the final consensus (stamped one minute before the release in ``nowcasts``), not
+    when it was posted or last revised. Investing.com posts its forecasts days ahead, so the final value
+    standing on the calendar at the start of the release day is taken as known then: a conservative lower
+    bound on how long it was public (an earlier time would assume no revision in between)."""
+    return (
+        release_at.dt.convert_time_zone(ET.key)
+        .dt.date()
+        .cast(pl.Datetime("us"))
+        .dt.replace_time_zone(ET.key)
+        .dt.convert_time_zone("UTC")
+    )
 
 
 MIN_COMMON_HOURS = 24  # fewest common hours a common-hours board is drawn on
 
 
-def common_hours(bets: Mapping[str, pl.DataFrame], *, min_hours: int = MIN_COMMON_HOURS) -> tuple[list[str], pl.Series]:
+def common_hours(
+    bets: Mapping[str, pl.DataFrame], *, min_hours: int = MIN_COMMON_HOURS
+) -> tuple[list[str], pl.Series]:
     """The models a common-hours board compares and their common bet hours. ``bets``: model -> its bet stream
-    (:func:`livebetting.hourly_bets`). Greedy, like ``livemacro.common_event_set``: models in order of most bets
-    (ties by model_id) join while the hours on which all of them bet stay at least ``min_hours``. Returns
+    (:func:`livebetting.hourly_bets`). Greedy, like ``livemacro.common_event_set``: models in order of most
+    bets (ties by model_id) join while the hours on which all of them bet stay at least ``min_hours``. Returns
     ``(models, bet_at)``; ``([], empty)`` when no model bets on ``min_hours`` hours."""
     placed = {m: set(b.filter(pl.col("status") == "bet")["bet_at"].to_list()) for m, b in bets.items()}
     common, chosen = None, []
@@ -498,13 +656,14 @@ def score_markets(
     ``prices``: ``prediction_market_prices`` rows; ``releases``: ``releases`` rows (the market resolves on the
     first release of its indicator and reference period: release time and actual); ``nowcasts``: valid rows
     with ``after_release = false`` (``answered_at``, when present, is when each answer existed; default
-    ``issued_at``); ``windows``: ``nowcast_windows`` rows, whose ``opens_at`` starts the bets (None: every price
-    hour before the release, the old rule, kept for callers without windows).
+    ``issued_at``); ``windows``: ``nowcast_windows`` rows, whose ``opens_at`` starts the bets (None: every
+    price hour before the release, the old rule, kept for callers without windows).
 
     Rules: a bet at price hour tau needs tau in [opens_at, release) and an answer known by tau
-    (``answered_at <= tau``: a recorded run's answer counts from its next scheduled run, an LLM answer from its
-    call's completion); the consensus (``consensus/*``) bets on its bucket from :func:`consensus_known_at`.
-    Every model with a valid nowcast for the market bets (``hours = 'window'`` rows); the models of
+    (``answered_at <= tau``: a recorded run's answer counts from its next scheduled run, an LLM answer from
+    its call's completion); the consensus (``consensus/*``) bets on its bucket from
+    :func:`consensus_known_at`. Every model with a valid nowcast for the market bets (``hours = 'window'``
+    rows); the models of
     :func:`common_hours` are also scored on the hours they all bet (``hours = 'common'`` rows, ``common_hour``
     in the bet stream). Payroll nowcasts are scaled by :data:`MARKET_VALUE_SCALE`. Markets whose release or
     window is not stored are skipped with the reason. ``available_at`` = the release time.
@@ -516,7 +675,9 @@ def score_markets(
     nc_all = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
     for (market_id,), g in sorted(prices.group_by("market_id"), key=lambda kv: kv[0]):
         ind, ref = g["indicator_id"][0], g["reference_period"][0]
-        rel = releases.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref)).sort("release_at")
+        rel = releases.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref)).sort(
+            "release_at"
+        )
         if rel.height == 0:
             skipped[market_id] = f"no release of {ind} for {ref} stored yet"
             continue
@@ -543,26 +704,46 @@ def score_markets(
         streams = {}
         for model in sorted(nc_m["model_id"].unique().to_list()):
             nc = nc_m.filter(pl.col("model_id") == model).select(
-                "issued_at", "value", known.fill_null(pl.col("issued_at")).alias("known_at"))
+                "issued_at", "value", known.fill_null(pl.col("issued_at")).alias("known_at")
+            )
             if is_consensus(model):
                 # the stored consensus row is the final value; it counts as known from the release day's start
-                nc = nc.with_columns(pl.min_horizontal(pl.col("issued_at"), cons_at).alias("issued_at"),
-                                     pl.min_horizontal(pl.col("known_at"), cons_at).alias("known_at"))
-            streams[model] = LB.hourly_bets(grid, nc, release_at=release_at, actual=actual, opens_at=opens_at,
-                                            value_scale=MARKET_VALUE_SCALE.get(ind, 1.0), segments=segments)
+                nc = nc.with_columns(
+                    pl.min_horizontal(pl.col("issued_at"), cons_at).alias("issued_at"),
+                    pl.min_horizontal(pl.col("known_at"), cons_at).alias("known_at"),
+                )
+            streams[model] = LB.hourly_bets(
+                grid,
+                nc,
+                release_at=release_at,
+                actual=actual,
+                opens_at=opens_at,
+                value_scale=MARKET_VALUE_SCALE.get(ind, 1.0),
+                segments=segments,
+            )
         chosen, common = common_hours(streams, min_hours=min_common_hours)
         markets.append(market_id)
         for model, b in streams.items():
             b = b.with_columns(pl.col("bet_at").is_in(common.implode()).alias("common_hour"))
-            meta = {"model_id": model, "market_id": market_id, "indicator_id": ind, "reference_period": ref,
-                    "release_at": release_at, "partition_key": market_id, "available_at": release_at,
-                    "window_opens_at": opens_at}
+            meta = {
+                "model_id": model,
+                "market_id": market_id,
+                "indicator_id": ind,
+                "reference_period": ref,
+                "release_at": release_at,
+                "partition_key": market_id,
+                "available_at": release_at,
+                "window_opens_at": opens_at,
+            }
             s, stream = livebetting_frames(b, LB.betting_summary(b), hours="window", **meta)
             scores.append(s)
             bets.append(stream)
             if model in chosen:
                 bc = b.filter(pl.col("common_hour"))
-                s_c, _ = livebetting_frames(bc, LB.betting_summary(bc), hours="common", n_models_common=len(chosen),
-                                            **meta)
+                s_c, _ = livebetting_frames(
+                    bc, LB.betting_summary(bc), hours="common", n_models_common=len(chosen), **meta
+                )
                 scores.append(s_c)
-    return BettingResult(_concat(scores, "livebetting_scores"), _concat(bets, "livebetting_bets"), markets, skipped)
+    return BettingResult(
+        _concat(scores, "livebetting_scores"), _concat(bets, "livebetting_bets"), markets, skipped
+    )

@@ -1,8 +1,8 @@
 """Text leaderboards from the scoring tables (LiveMacroEval §4.2-4.4, App. J, K.3, L, N, S.1-S.2).
 
-Pure functions over frames read from ``livemacro_scores``, ``score_decompositions``, ``livebetting_scores`` and
-``market_beta_fits`` (joined to the first ``market_betas`` row of each fit): :func:`leaderboard_rows` selects
-and orders one board, :func:`render_leaderboards` prints the historical backtest and the live window.
+Pure functions over frames read from ``livemacro_scores``, ``score_decompositions``, ``livebetting_scores``
+and ``market_beta_fits`` (joined to the first ``market_betas`` row of each fit): :func:`leaderboard_rows`
+selects and orders one board, :func:`render_leaderboards` prints the historical backtest and the live window.
 
 What a board shows (README "Reading the leaderboards"): models are ranked only on their common event set (the
 events every compared model nowcasts itself, size printed); beside the rank, each model's own-coverage score
@@ -12,7 +12,7 @@ with fewer shared events than the minimum prints "too few shared events" instead
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -21,17 +21,38 @@ from leaf_live.macro.catalog import THEMES
 SCOPE_ORDER = ("overall", *THEMES)
 MODE_TITLES = {"backtest": "Historical backtest", "live": "Live window"}
 LEADERBOARD_COLUMNS = (
-    "model_id", "scope", "common_rank", "common_score", "common_ci90_lo", "common_ci90_hi", "common_lmd",
-    "n_events_common", "n_models_common", "n_events", "n_events_own", "score", "combined_ci90_lo", "combined_ci90_hi",
-    "boot_ci90_lo", "boot_ci90_hi", "lmd", "min_events",
+    "model_id",
+    "scope",
+    "common_rank",
+    "common_score",
+    "common_ci90_lo",
+    "common_ci90_hi",
+    "common_lmd",
+    "n_events_common",
+    "n_models_common",
+    "n_events",
+    "n_events_own",
+    "score",
+    "combined_ci90_lo",
+    "combined_ci90_hi",
+    "boot_ci90_lo",
+    "boot_ci90_hi",
+    "lmd",
+    "min_events",
 )
-TARGET_LABELS = {"return": "LiveMacro Score (target r_g, Eq. 8)", "shock": "Consensus-relative score (target Q_g, S.1)"}
+TARGET_LABELS = {
+    "return": "LiveMacro Score (target r_g, Eq. 8)",
+    "shock": "Consensus-relative score (target Q_g, S.1)",
+}
 
 
 def headline_fit(scores: pl.DataFrame, decompositions: pl.DataFrame, partition_key: str) -> str | None:
     """The fit a partition's decompositions use (the mode's headline fit); else its first fit_id."""
-    d = decompositions.filter((pl.col("partition_key") == partition_key) & pl.col("fit_id").is_not_null()
-                              & (pl.col("decomposition") == "shapley"))
+    d = decompositions.filter(
+        (pl.col("partition_key") == partition_key)
+        & pl.col("fit_id").is_not_null()
+        & (pl.col("decomposition") == "shapley")
+    )
     if d.height:
         return d["fit_id"][0]
     s = scores.filter(pl.col("partition_key") == partition_key).sort("fit_id")
@@ -47,20 +68,30 @@ def leaderboard_rows(
     horizon: str = "terminal",
     scopes: Sequence[str] = SCOPE_ORDER,
 ) -> pl.DataFrame:
-    """One board: ``livemacro_scores`` rows of a partition, fit, target and horizon with at least one own event,
-    columns :data:`LEADERBOARD_COLUMNS`, ordered by scope (overall, then the themes), then the compared models by
-    ``common_rank`` (best first), then the models not compared by own-coverage score (best first, NULL last),
-    ties by model_id. A model without an own event in a scope has no row there (it was not scored)."""
+    """One board: ``livemacro_scores`` rows of a partition, fit, target and horizon with at least one own
+    event, columns :data:`LEADERBOARD_COLUMNS`, ordered by scope (overall, then the themes), then the compared
+    models by ``common_rank`` (best first), then the models not compared by own-coverage score (best first,
+    NULL last), ties by model_id. A model without an own event in a scope has no row there (it was not
+    scored)."""
     order = {s: k for k, s in enumerate(scopes)}
     f = scores.filter(
-        (pl.col("partition_key") == partition_key) & (pl.col("fit_id") == fit_id) & (pl.col("target") == target)
-        & (pl.col("horizon") == horizon) & pl.col("scope").is_in(list(scopes)) & (pl.col("n_events_own") > 0)
+        (pl.col("partition_key") == partition_key)
+        & (pl.col("fit_id") == fit_id)
+        & (pl.col("target") == target)
+        & (pl.col("horizon") == horizon)
+        & pl.col("scope").is_in(list(scopes))
+        & (pl.col("n_events_own") > 0)
     )
     return (
-        f.with_columns(pl.col("scope").replace_strict(order, return_dtype=pl.Int32).alias("_o"),
-                       pl.col("common_rank").is_null().alias("_nc"))
-        .sort(["_o", "_nc", "common_rank", "score", "model_id"], descending=[False, False, False, True, False],
-              nulls_last=True)
+        f.with_columns(
+            pl.col("scope").replace_strict(order, return_dtype=pl.Int32).alias("_o"),
+            pl.col("common_rank").is_null().alias("_nc"),
+        )
+        .sort(
+            ["_o", "_nc", "common_rank", "score", "model_id"],
+            descending=[False, False, False, True, False],
+            nulls_last=True,
+        )
         .select(LEADERBOARD_COLUMNS)
     )
 
@@ -77,7 +108,9 @@ def _table(header: Sequence[str], rows: list[Sequence[str]], align: str) -> str:
     widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(header)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)).rstrip()
+        return "  ".join(
+            c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)
+        ).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
@@ -88,8 +121,18 @@ def _too_few(n: int, m: int | None) -> str:
 
 def _score_table(rows: pl.DataFrame, rel_err: dict[str, float] | None = None) -> str:
     """One scope's board: the common-event ranking and each model's own-coverage score beside it."""
-    header = ["rank", "model", "common score", "90% CI beta+events", "LMD", "own events", "own score",
-              "90% CI beta+events", "90% CI beta only", "own LMD"]
+    header = [
+        "rank",
+        "model",
+        "common score",
+        "90% CI beta+events",
+        "LMD",
+        "own events",
+        "own score",
+        "90% CI beta+events",
+        "90% CI beta only",
+        "own LMD",
+    ]
     align = "rllrrrrrrr"
     if rel_err is not None:
         header.append("rel. err.")
@@ -99,16 +142,35 @@ def _score_table(rows: pl.DataFrame, rel_err: dict[str, float] | None = None) ->
         compared = r["common_rank"] is not None
         m = r["min_events"]
         if compared:
-            cci = (_ci(r["common_ci90_lo"], r["common_ci90_hi"]) if r["common_ci90_lo"] is not None
-                   else _too_few(r["n_events_common"], m))
-            common = [str(r["common_rank"]), r["model_id"], _num(r["common_score"]), cci, _num(r["common_lmd"], ".3f")]
+            cci = (
+                _ci(r["common_ci90_lo"], r["common_ci90_hi"])
+                if r["common_ci90_lo"] is not None
+                else _too_few(r["n_events_common"], m)
+            )
+            common = [
+                str(r["common_rank"]),
+                r["model_id"],
+                _num(r["common_score"]),
+                cci,
+                _num(r["common_lmd"], ".3f"),
+            ]
         else:
             common = ["-", r["model_id"], "not compared", "", ""]
-        own_ci = (_ci(r["combined_ci90_lo"], r["combined_ci90_hi"]) if r["combined_ci90_lo"] is not None
-                  else _too_few(r["n_events_own"], m) if r["score"] is not None else "n/a")
-        cells = [*common, f"{r['n_events_own']}/{r['n_events']}", _num(r["score"]), own_ci,
-                 _ci(r["boot_ci90_lo"], r["boot_ci90_hi"]) if r["boot_ci90_lo"] is not None else "n/a",
-                 _num(r["lmd"], ".3f")]
+        own_ci = (
+            _ci(r["combined_ci90_lo"], r["combined_ci90_hi"])
+            if r["combined_ci90_lo"] is not None
+            else _too_few(r["n_events_own"], m)
+            if r["score"] is not None
+            else "n/a"
+        )
+        cells = [
+            *common,
+            f"{r['n_events_own']}/{r['n_events']}",
+            _num(r["score"]),
+            own_ci,
+            _ci(r["boot_ci90_lo"], r["boot_ci90_hi"]) if r["boot_ci90_lo"] is not None else "n/a",
+            _num(r["lmd"], ".3f"),
+        ]
         if rel_err is not None:
             v = rel_err.get(r["model_id"]) if r["scope"] == "overall" else None
             cells.append("" if v is None else f"{v:.3f}")
@@ -127,10 +189,15 @@ def _board(rows: pl.DataFrame, rel_err: dict[str, float] | None) -> list[str]:
         comp = s.filter(pl.col("common_rank").is_not_null())
         if comp.height:
             n = comp["n_events_common"][0]
-            head = (f"  {scope}: ranked on the common event set, {n} events where each of the {comp.height} compared "
-                    f"models has its own nowcast ({', '.join(comp['model_id'].to_list())})")
+            head = (
+                f"  {scope}: ranked on the common event set, {n} events where each of the {comp.height}"
+                f" compared models has its own nowcast ({', '.join(comp['model_id'].to_list())})"
+            )
         else:
-            head = f"  {scope}: no common event set of at least {s['min_events'][0]} events; own-coverage scores only"
+            head = (
+                f"  {scope}: no common event set of at least {s['min_events'][0]} events; own-coverage scores"
+                " only"
+            )
         out.append(head)
         out.append(_score_table(s, rel_err if scope == "overall" else None))
     return out
@@ -143,30 +210,47 @@ def _fit_line(fits: pl.DataFrame, fit_id: str) -> str:
     r = f.row(0, named=True)
     names = ", ".join(sorted(set(f["fit_name"].to_list())))
     sigma = r.get("sigma_rule")
-    return (f"beta fit '{names}' {fit_id}: lambda = {r['lambda']:.4g} ({r['lambda_source']}), {r['n_events']:,} events "
-            f"{r['window_start']:%Y-%m-%d} .. {r['window_end']:%Y-%m-%d}"
-            + (f", {r['n_covid_dropped']} COVID-window events dropped" if r["covid_excluded"] else "")
-            + (f"; sigma_i from {'the fit window (point in time)' if sigma == 'fit_window' else 'surprise_scales 2010-01..2025-10'}"
-               if sigma else ""))
+    return (
+        f"beta fit '{names}' {fit_id}: lambda = {r['lambda']:.4g} ({r['lambda_source']}), {r['n_events']:,}"
+        f" events {r['window_start']:%Y-%m-%d} .. {r['window_end']:%Y-%m-%d}"
+        + (f", {r['n_covid_dropped']} COVID-window events dropped" if r["covid_excluded"] else "")
+        + (
+            "; sigma_i from"
+            + (
+                " the fit window (point in time)"
+                if sigma == "fit_window"
+                else " surprise_scales 2010-01..2025-10"
+            )
+            if sigma
+            else ""
+        )
+    )
 
 
 def _coverage_line(decompositions: pl.DataFrame, partition_key: str) -> str:
-    c = decompositions.filter((pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "event_coverage"))
+    c = decompositions.filter(
+        (pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "event_coverage")
+    )
     v = {m: int(x) for m, x in zip(c["metric"], c["value"])}
     if not v:
         return "event coverage: not recorded"
     merged = v.get("n_timestamps_merged", 0)
-    return (f"{v['n_release_timestamps']:,} release timestamps ({v['n_releases']:,} releases); "
-            f"{v['n_releases_no_consensus']} releases without a consensus carry no surprise "
-            f"({v['n_timestamps_no_consensus']} timestamps form no event); "
-            f"{merged} joined an overlapping announcement window's event; {v['n_events']:,} scoring events, "
-            f"{v['n_events_no_usable_window']} without a usable announcement window (no r_g: not scored); "
-            f"{v['n_events_scored']:,} events scored")
+    return (
+        f"{v['n_release_timestamps']:,} release timestamps ({v['n_releases']:,} releases); "
+        f"{v['n_releases_no_consensus']} releases without a consensus carry no surprise "
+        f"({v['n_timestamps_no_consensus']} timestamps form no event); "
+        f"{merged} joined an overlapping announcement window's event; {v['n_events']:,} scoring events, "
+        f"{v['n_events_no_usable_window']} without a usable announcement window (no r_g: not scored); "
+        f"{v['n_events_scored']:,} events scored"
+    )
 
 
 def _rel_err(decompositions: pl.DataFrame, partition_key: str) -> dict[str, float]:
-    d = decompositions.filter((pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "relative_error")
-                              & (pl.col("metric") == "mean_abs_rel_error"))
+    d = decompositions.filter(
+        (pl.col("partition_key") == partition_key)
+        & (pl.col("decomposition") == "relative_error")
+        & (pl.col("metric") == "mean_abs_rel_error")
+    )
     return dict(zip(d["model_id"], d["value"]))
 
 
@@ -178,8 +262,12 @@ def _span(scores: pl.DataFrame, partition_key: str) -> str:
 
 def _robustness(scores: pl.DataFrame, fits: pl.DataFrame, partition_key: str, head: str) -> str:
     """Table 10 layout: own-coverage LiveMacro Score per model under each fit of the partition."""
-    s = scores.filter((pl.col("partition_key") == partition_key) & (pl.col("scope") == "overall")
-                      & (pl.col("target") == "return") & (pl.col("horizon") == "terminal"))
+    s = scores.filter(
+        (pl.col("partition_key") == partition_key)
+        & (pl.col("scope") == "overall")
+        & (pl.col("target") == "return")
+        & (pl.col("horizon") == "terminal")
+    )
     others = sorted(set(s["fit_id"].to_list()) - {head})
     if not others:
         return ""
@@ -191,18 +279,34 @@ def _robustness(scores: pl.DataFrame, fits: pl.DataFrame, partition_key: str, he
         base = by.get((m, head))
         vals = [by.get((m, o)) for o in others]
         b = base["score"] if base else None
-        d = vals[0]["score"] - b if (vals and vals[0] and vals[0]["score"] is not None and b is not None) else None
-        rows.append([m, str(base["n_events_own"]) if base else "", _num(b),
-                     *(_num(v["score"] if v else None) for v in vals), _num(d)])
-    return ("Robustness (K.3, Table 10): own-coverage LiveMacro Score under each fit\n"
-            + _table(header, rows, "lr" + "r" * (len(header) - 2)))
+        d = (
+            vals[0]["score"] - b
+            if (vals and vals[0] and vals[0]["score"] is not None and b is not None)
+            else None
+        )
+        rows.append(
+            [
+                m,
+                str(base["n_events_own"]) if base else "",
+                _num(b),
+                *(_num(v["score"] if v else None) for v in vals),
+                _num(d),
+            ]
+        )
+    return "Robustness (K.3, Table 10): own-coverage LiveMacro Score under each fit\n" + _table(
+        header, rows, "lr" + "r" * (len(header) - 2)
+    )
 
 
 def _horizons(scores: pl.DataFrame, partition_key: str, head: str) -> str:
-    """K.3 horizons: each model's own-coverage LiveMacro Score at every horizon (the forecast standing then) and the
-    K.3 sampling interval at the terminal horizon."""
-    s = scores.filter((pl.col("partition_key") == partition_key) & (pl.col("scope") == "overall")
-                      & (pl.col("target") == "return") & (pl.col("fit_id") == head))
+    """K.3 horizons: each model's own-coverage LiveMacro Score at every horizon (the forecast standing then)
+    and the K.3 sampling interval at the terminal horizon."""
+    s = scores.filter(
+        (pl.col("partition_key") == partition_key)
+        & (pl.col("scope") == "overall")
+        & (pl.col("target") == "return")
+        & (pl.col("fit_id") == head)
+    )
     hs = [h for h in ("terminal", "median_1d", "median_3d", "median_7d") if h in set(s["horizon"].to_list())]
     if len(hs) < 2:
         return ""
@@ -212,44 +316,85 @@ def _horizons(scores: pl.DataFrame, partition_key: str, head: str) -> str:
         cells = [m]
         for h in hs:
             r = by.get((m, h))
-            cells.append("" if r is None or r["score"] is None else f"{_num(r['score'])} ({r['n_events_own']})")
+            cells.append(
+                "" if r is None or r["score"] is None else f"{_num(r['score'])} ({r['n_events_own']})"
+            )
         t = by.get((m, "terminal"))
-        cells.append(f"{_num(t['sampling_mean'])} {_ci(t['sampling_ci95_lo'], t['sampling_ci95_hi'])}"
-                     if t and t["sampling_mean"] is not None else "")
+        cells.append(
+            f"{_num(t['sampling_mean'])} {_ci(t['sampling_ci95_lo'], t['sampling_ci95_hi'])}"
+            if t and t["sampling_mean"] is not None
+            else ""
+        )
         rows.append(cells)
     header = ["model", *hs, "K.3 sampling mean [95% t-CI]"]
-    return ("Horizons (K.3): own-coverage LiveMacro Score (own events) of the forecast standing at each horizon; the "
-            "sampling interval uses the forecast standing 0..k-1 hours before each release\n"
-            + _table(header, rows, "l" + "r" * (len(header) - 1)))
+    return (
+        "Horizons (K.3): own-coverage LiveMacro Score (own events) of the forecast standing at each horizon;"
+        " the sampling interval uses the forecast standing 0..k-1 hours before each release\n"
+        + _table(header, rows, "l" + "r" * (len(header) - 1))
+    )
 
 
 def _paired(decompositions: pl.DataFrame, partition_key: str) -> str:
-    d = decompositions.filter((pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "paired_bootstrap"))
+    d = decompositions.filter(
+        (pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "paired_bootstrap")
+    )
     if d.height == 0:
         return ""
     rows = []
-    keys = d.select("model_id", "comparator_model_id", "target").unique().sort("target", "model_id", "comparator_model_id")
+    keys = (
+        d.select("model_id", "comparator_model_id", "target")
+        .unique()
+        .sort("target", "model_id", "comparator_model_id")
+    )
     for a, b, t in keys.iter_rows():
-        v = dict(d.filter((pl.col("model_id") == a) & (pl.col("comparator_model_id") == b) & (pl.col("target") == t))
-                 .select("metric", "value").iter_rows())
+        v = dict(
+            d.filter(
+                (pl.col("model_id") == a) & (pl.col("comparator_model_id") == b) & (pl.col("target") == t)
+            )
+            .select("metric", "value")
+            .iter_rows()
+        )
         n, m = int(v["n_events"]), int(v.get("min_events", 0))
         ci = _ci(v["ci95_lo"], v["ci95_hi"]) if "ci95_lo" in v else f"too few shared events ({n} < {m})"
         rows.append([f"{a} - {b}", t, str(n), _num(v["delta"]), ci])
-    return ("Paired event bootstrap (S.2): score difference on the events both models nowcast themselves, terminal, "
-            "overall\n" + _table(["comparison", "target", "shared events", "delta", "95% CI (event resampling)"],
-                                 rows, "llrrr"))
+    return (
+        "Paired event bootstrap (S.2): score difference on the events both models nowcast themselves,"
+        " terminal, overall\n"
+        + _table(
+            ["comparison", "target", "shared events", "delta", "95% CI (event resampling)"], rows, "llrrr"
+        )
+    )
 
 
 def _betting_table(betting: pl.DataFrame, hours: str) -> str:
     t = betting.filter((pl.col("segment") == "total") & (pl.col("hours") == hours)).sort(
-        "market_id", "final_return", "model_id", descending=[False, True, False], nulls_last=True)
+        "market_id", "final_return", "model_id", descending=[False, True, False], nulls_last=True
+    )
     rows = []
     for r in t.iter_rows(named=True):
         excl = f"{r['n_no_nowcast']}/{r['n_no_bucket']}/{r['n_missing_price']}/{r['n_zero_price']}"
-        rows.append([r["market_id"], r["model_id"], r["winning_bucket"], str(r["n_hours"]), str(r["n_bets"]),
-                     str(r["n_wins"]), "n/a" if r["final_return"] is None else f"{100 * r['final_return']:+.1f}%", excl])
-    header = ["market", "model", "winning bucket", "hours", "bets", "wins", "return",
-              "excluded hours (no answer yet/no bucket/missing/zero price)"]
+        rows.append(
+            [
+                r["market_id"],
+                r["model_id"],
+                r["winning_bucket"],
+                str(r["n_hours"]),
+                str(r["n_bets"]),
+                str(r["n_wins"]),
+                "n/a" if r["final_return"] is None else f"{100 * r['final_return']:+.1f}%",
+                excl,
+            ]
+        )
+    header = [
+        "market",
+        "model",
+        "winning bucket",
+        "hours",
+        "bets",
+        "wins",
+        "return",
+        "excluded hours (no answer yet/no bucket/missing/zero price)",
+    ]
     return _table(header, rows, "lllrrrrr")
 
 
@@ -269,9 +414,9 @@ def render_leaderboards(
     ``market_betas`` row per fit (``fit_name``, ``fit_id``, ``lambda``, ``lambda_source``, ``n_events``,
     ``window_start``, ``window_end``, ``covid_excluded``, ``n_covid_dropped``, ``sigma_rule``). Per partition:
     the headline fit, the event coverage, per target and scope the common-event ranking with each model's
-    own-coverage score beside it (labelled intervals), the paired comparisons; the live window adds the relative
-    error (Table 16), the horizons, the fit robustness table and the LiveBetting returns (in-window hours and
-    common hours).
+    own-coverage score beside it (labelled intervals), the paired comparisons; the live window adds the
+    relative error (Table 16), the horizons, the fit robustness table and the LiveBetting returns (in-window
+    hours and common hours).
     """
     out = []
     for pk in partitions:
@@ -286,12 +431,14 @@ def render_leaderboards(
         out.append(f"== {title} ({pk}): {_span(scores, pk)} ==")
         out.append(_fit_line(fits, head))
         out.append(_coverage_line(decompositions, pk))
-        out.append("Each model is scored on its own events (those where it has its own pre-release nowcast for a released "
-                   "field of the scope; a release of such an event it does not nowcast takes the consensus, S_hat = 0); "
-                   "'own events' = own/all events of the scope. Models are ranked only on their common event set. LMD = "
-                   "|Y|-weighted sign hit rate, 0.5 = coin flip (a zero predicted return counts half). Intervals: 'beta "
-                   "only' = parametric over V_beta (Eq. 12); 'beta+events' = beta draws on event resamples (combined), "
-                   f"given from {min_ev} events on.")
+        out.append(
+            "Each model is scored on its own events (those where it has its own pre-release nowcast for a"
+            " released field of the scope; a release of such an event it does not nowcast takes the"
+            " consensus, S_hat = 0); 'own events' = own/all events of the scope. Models are ranked only on"
+            " their common event set. LMD = |Y|-weighted sign hit rate, 0.5 = coin flip (a zero predicted"
+            " return counts half). Intervals: 'beta only' = parametric over V_beta (Eq. 12); 'beta+events' ="
+            f" beta draws on event resamples (combined), given from {min_ev} events on."
+        )
         rel = _rel_err(decompositions, pk) if pk == "live" else None
         order = ("shock", "return") if pk == "live" else ("return", "shock")
         for target in order:
@@ -310,15 +457,21 @@ def render_leaderboards(
         if rob:
             out.append("\n" + rob)
         if pk == "live":
-            out.append("\nLiveBetting (App. L, Eq. 13): $1 every price hour inside the prediction window (from its opening "
-                       "to the release) on the bucket of the latest answer that existed by then (recorded runs: from the "
-                       "next scheduled run; the consensus: from 00:00 ET on the release day)")
+            out.append(
+                "\nLiveBetting (App. L, Eq. 13): $1 every price hour inside the prediction window (from its"
+                " opening to the release) on the bucket of the latest answer that existed by then (recorded"
+                " runs: from the next scheduled run; the consensus: from 00:00 ET on the release day)"
+            )
             if betting.height:
                 out.append("In-window hours (each model's own bets):")
                 out.append(_betting_table(betting, "window"))
                 common = betting.filter((pl.col("segment") == "total") & (pl.col("hours") == "common"))
-                out.append("\nCommon hours (only the hours on which every compared model of the market bets):")
-                out.append(_betting_table(betting, "common") if common.height else "no market has common hours")
+                out.append(
+                    "\nCommon hours (only the hours on which every compared model of the market bets):"
+                )
+                out.append(
+                    _betting_table(betting, "common") if common.height else "no market has common hours"
+                )
             else:
                 out.append("no prediction-market prices stored")
         out.append("")

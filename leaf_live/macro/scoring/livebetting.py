@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -130,7 +130,9 @@ def parse_bucket_label(label: str) -> Bucket:
             lo, p1 = _num(g[0], g[1])
             hi, p2 = _num(g[2], g[3])
             if not lo < hi:
-                raise BucketLabelError(f"bucket label {label!r}: range lower bound {lo} is not below upper bound {hi}")
+                raise BucketLabelError(
+                    f"bucket label {label!r}: range lower bound {lo} is not below upper bound {hi}"
+                )
             return Bucket(label, kind, lo, hi, _finest(p1, p2))
         v, p = _num(g[0], g[1])
         if kind in ("le", "lt"):
@@ -166,7 +168,9 @@ class Market:
         tol = self.precision * 1e-6
         hits = [k for k, b in enumerate(self.buckets) if b.contains(v, tol)]
         if len(hits) > 1:
-            raise BucketLabelError(f"value {v} falls in overlapping buckets {[self.buckets[k].label for k in hits]}")
+            raise BucketLabelError(
+                f"value {v} falls in overlapping buckets {[self.buckets[k].label for k in hits]}"
+            )
         return hits[0] if hits else None
 
 
@@ -181,7 +185,9 @@ def parse_market(labels: Sequence[str], *, precision: float | None = None) -> Ma
     if len(set(labels)) != len(labels):
         raise BucketLabelError(f"duplicate bucket labels in {list(labels)}")
     buckets = tuple(parse_bucket_label(label) for label in labels)
-    prec = float(precision) if precision is not None else (_finest(*(b.label_precision for b in buckets)) or 1.0)
+    prec = (
+        float(precision) if precision is not None else (_finest(*(b.label_precision for b in buckets)) or 1.0)
+    )
     if not prec > 0:
         raise BucketLabelError(f"release precision must be > 0, got {precision!r}")
     market = Market(buckets, prec)
@@ -206,8 +212,10 @@ def price_grid_from_export(frame: pl.DataFrame) -> pl.DataFrame:
         raise BettingError(f"price export lacks 'Timestamp (UTC)'; columns {frame.columns}")
     labels = [c for c in frame.columns if c not in ("Date (UTC)", "Timestamp (UTC)")]
     return frame.select(
-        pl.from_epoch(pl.col("Timestamp (UTC)").cast(pl.Int64), time_unit="s").dt.replace_time_zone("UTC")
-        .cast(pl.Datetime("us", "UTC")).alias("bet_at"),
+        pl.from_epoch(pl.col("Timestamp (UTC)").cast(pl.Int64), time_unit="s")
+        .dt.replace_time_zone("UTC")
+        .cast(pl.Datetime("us", "UTC"))
+        .alias("bet_at"),
         *[pl.col(c).cast(pl.Float64, strict=False) for c in labels],
     ).sort("bet_at")
 
@@ -225,7 +233,9 @@ def price_grid_from_long(frame: pl.DataFrame) -> pl.DataFrame:
     if dup.height:
         raise BettingError(f"two prices for bucket {dup['bucket_label'][0]!r} at ts={dup['ts'][0]}")
     wide = frame.pivot(on="bucket_label", index="ts", values="price", aggregate_function=None)
-    return wide.select(pl.col("ts").alias("bet_at"), *[pl.col(c).cast(pl.Float64) for c in labels]).sort("bet_at")
+    return wide.select(pl.col("ts").alias("bet_at"), *[pl.col(c).cast(pl.Float64) for c in labels]).sort(
+        "bet_at"
+    )
 
 
 def hourly_bets(
@@ -243,19 +253,20 @@ def hourly_bets(
 
     ``prices``: ``bet_at`` (tz-aware, one row per hour) plus one price column per bucket label (NULL =
     missing). ``nowcasts``: this model's rows for the market's indicator/reference period (``issued_at``,
-    ``value`` in the reporting unit, optional ``valid``, optional ``known_at``: when the answer existed, default
-    ``issued_at``). ``actual``: the released value (reporting unit); ``value_scale`` converts reporting units to
-    market units (1000 for payrolls in thousands vs ``100k`` labels). ``segments``: (label, start) pairs; an
-    hour belongs to the last segment started at or before it (default one segment ``"window"``). Only hours in
-    ``[opens_at, release_at)`` are kept (the prediction window; ``opens_at`` None = every hour before the
-    release). A nowcast issued at or after the release never backs a bet; one backs the bet at ``bet_at`` only
-    when ``known_at <= bet_at``; answers tied at one (``known_at``, ``issued_at``) are averaged.
+    ``value`` in the reporting unit, optional ``valid``, optional ``known_at``: when the answer existed,
+    default ``issued_at``). ``actual``: the released value (reporting unit); ``value_scale`` converts
+    reporting units to market units (1000 for payrolls in thousands vs ``100k`` labels). ``segments``: (label,
+    start) pairs; an hour belongs to the last segment started at or before it (default one segment
+    ``"window"``). Only hours in ``[opens_at, release_at)`` are kept (the prediction window; ``opens_at`` None
+    = every hour before the release). A nowcast issued at or after the release never backs a bet; one backs
+    the bet at ``bet_at`` only when ``known_at <= bet_at``; answers tied at one (``known_at``, ``issued_at``)
+    are averaged.
 
     Returns one row per hour: ``bet_at``, ``segment``, ``nowcast``, ``nowcast_issued_at``,
-    ``nowcast_known_at``, ``bucket``, ``price``, ``status`` (one of :data:`STATUSES`), ``won``, ``payout`` (1/p
-    if won else 0), ``profit`` (payout - 1 for bets, 0 otherwise), ``cum_bets``, ``cum_profit``, ``cum_return``
-    (cumulative Eq. 13). Raises :class:`BettingError` for a price above 1, a naive timestamp, ``known_at``
-    before ``issued_at``, or an actual outside every bucket.
+    ``nowcast_known_at``, ``bucket``, ``price``, ``status`` (one of :data:`STATUSES`), ``won``, ``payout``
+    (1/p if won else 0), ``profit`` (payout - 1 for bets, 0 otherwise), ``cum_bets``, ``cum_profit``,
+    ``cum_return`` (cumulative Eq. 13). Raises :class:`BettingError` for a price above 1, a naive timestamp,
+    ``known_at`` before ``issued_at``, or an actual outside every bucket.
     """
     for name, frame, col in (("prices", prices, "bet_at"), ("nowcasts", nowcasts, "issued_at")):
         require_tz_aware(frame, col, name, BettingError)
@@ -263,7 +274,9 @@ def hourly_bets(
         require_tz_aware(nowcasts, "known_at", "nowcasts", BettingError)
         early = nowcasts.filter(pl.col("known_at") < pl.col("issued_at"))
         if early.height:
-            raise BettingError(f"nowcast issued at {early['issued_at'][0]} has known_at {early['known_at'][0]} before it")
+            raise BettingError(
+                f"nowcast issued at {early['issued_at'][0]} has known_at {early['known_at'][0]} before it"
+            )
     if opens_at is not None and (not isinstance(opens_at, datetime) or opens_at.tzinfo is None):
         raise BettingError(f"opens_at must be a tz-aware datetime, got {opens_at!r}")
     labels = [c for c in prices.columns if c != "bet_at"]
@@ -278,24 +291,34 @@ def hourly_bets(
     rel = pl.Series([release_at]).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))[0]
     in_window = pl.col("bet_at") < rel
     if opens_at is not None:
-        in_window = in_window & (pl.col("bet_at") >= pl.lit(opens_at).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
-    grid = prices.with_columns(pl.col("bet_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))).filter(
-        in_window
-    ).sort("bet_at")
+        in_window = in_window & (
+            pl.col("bet_at") >= pl.lit(opens_at).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))
+        )
+    grid = (
+        prices.with_columns(pl.col("bet_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
+        .filter(in_window)
+        .sort("bet_at")
+    )
     nc = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
     utc = pl.Datetime("us", "UTC")
     known = pl.col("known_at") if "known_at" in nc.columns else pl.col("issued_at")
     nc = (
-        nc.select(pl.col("issued_at").dt.convert_time_zone("UTC").cast(utc),
-                  known.dt.convert_time_zone("UTC").cast(utc).alias("known_at"), pl.col("value").cast(pl.Float64))
+        nc.select(
+            pl.col("issued_at").dt.convert_time_zone("UTC").cast(utc),
+            known.dt.convert_time_zone("UTC").cast(utc).alias("known_at"),
+            pl.col("value").cast(pl.Float64),
+        )
         .filter(pl.col("value").is_not_null() & pl.col("value").is_finite() & (pl.col("issued_at") < rel))
-        # answers tied at one instant are one forecast, their mean (as the LiveMacro selection): two recorded runs
-        # of one model (e.g. the February and the March job both nowcasting Q1 GDP) give one bet per hour
-        .group_by("known_at", "issued_at").agg(pl.col("value").mean())
+        # answers tied at one instant are one forecast, their mean (as the LiveMacro selection): two recorded
+        # runs of one model (e.g. the February and the March job both nowcasting Q1 GDP) give one bet per hour
+        .group_by("known_at", "issued_at")
+        .agg(pl.col("value").mean())
         .sort("known_at", "issued_at")
     )
     # the latest answer known at each hour
-    joined = as_of_join(grid, nc.rename({"issued_at": "nowcast_issued_at"}), left_time="bet_at", time_col="known_at")
+    joined = as_of_join(
+        grid, nc.rename({"issued_at": "nowcast_issued_at"}), left_time="bet_at", time_col="known_at"
+    )
     P = joined.select(labels).to_numpy().astype(float)
     x = joined["value"].to_numpy().astype(float)  # NaN where no nowcast yet
     H = joined.height
@@ -314,7 +337,9 @@ def hourly_bets(
     over = has_b & np.isfinite(price) & (price > 1)
     if over.any():
         h = int(np.flatnonzero(over)[0])
-        raise BettingError(f"price {price[h]} > 1 for bucket {labels[bidx[h]]!r} at bet_at={joined['bet_at'][h]}")
+        raise BettingError(
+            f"price {price[h]} > 1 for bucket {labels[bidx[h]]!r} at bet_at={joined['bet_at'][h]}"
+        )
     is_bet = status == "bet"
     won = is_bet & (bidx == win)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -331,22 +356,24 @@ def hourly_bets(
         for label, start in starts:
             st = pl.Series([start]).dt.convert_time_zone("UTC")[0]
             seg[[i for i, ti in enumerate(t) if ti >= st]] = label
-    return pl.DataFrame({
-        "bet_at": joined["bet_at"],
-        "segment": seg.tolist(),
-        "nowcast": pl.Series(x).fill_nan(None),
-        "nowcast_issued_at": joined["nowcast_issued_at"],
-        "nowcast_known_at": joined["known_at_asof"],
-        "bucket": [labels[k] if k >= 0 else None for k in bidx],
-        "price": pl.Series(price).fill_nan(None),
-        "status": status.tolist(),
-        "won": pl.Series(np.where(is_bet, won, None).tolist(), dtype=pl.Boolean),
-        "payout": payout,
-        "profit": profit,
-        "cum_bets": cum_bets.astype(np.int32),
-        "cum_profit": cum_profit,
-        "cum_return": pl.Series(cum_return).fill_nan(None),
-    }).with_columns(pl.lit(labels[win]).alias("winning_bucket"))
+    return pl.DataFrame(
+        {
+            "bet_at": joined["bet_at"],
+            "segment": seg.tolist(),
+            "nowcast": pl.Series(x).fill_nan(None),
+            "nowcast_issued_at": joined["nowcast_issued_at"],
+            "nowcast_known_at": joined["known_at_asof"],
+            "bucket": [labels[k] if k >= 0 else None for k in bidx],
+            "price": pl.Series(price).fill_nan(None),
+            "status": status.tolist(),
+            "won": pl.Series(np.where(is_bet, won, None).tolist(), dtype=pl.Boolean),
+            "payout": payout,
+            "profit": profit,
+            "cum_bets": cum_bets.astype(np.int32),
+            "cum_profit": cum_profit,
+            "cum_return": pl.Series(cum_return).fill_nan(None),
+        }
+    ).with_columns(pl.lit(labels[win]).alias("winning_bucket"))
 
 
 def livebetting_return(bets: pl.DataFrame) -> float:
@@ -377,13 +404,27 @@ def betting_summary(bets: pl.DataFrame) -> pl.DataFrame:
         nw = int(b["won"].fill_null(False).sum())
         prof = float(b["profit"].sum())
         row = {
-            "segment": seg, "n_hours": b.height, "n_bets": nb, "n_wins": nw,
-            "win_rate": nw / nb if nb else None, "profit": prof,
-            "segment_return": prof / nb if nb else None, "final_return": final,
-            "return_if_segment_zero": ((total_profit - prof) / total_bets if total_bets else None) if seg != "total" else None,
+            "segment": seg,
+            "n_hours": b.height,
+            "n_bets": nb,
+            "n_wins": nw,
+            "win_rate": nw / nb if nb else None,
+            "profit": prof,
+            "segment_return": prof / nb if nb else None,
+            "final_return": final,
+            "return_if_segment_zero": (
+                ((total_profit - prof) / total_bets if total_bets else None) if seg != "total" else None
+            ),
         }
         for s in STATUSES[1:]:
             row[f"n_{s}"] = int((b["status"] == s).sum())
         rows.append(row)
-    return pl.DataFrame(rows, schema_overrides={"win_rate": pl.Float64, "segment_return": pl.Float64,
-                                               "final_return": pl.Float64, "return_if_segment_zero": pl.Float64})
+    return pl.DataFrame(
+        rows,
+        schema_overrides={
+            "win_rate": pl.Float64,
+            "segment_return": pl.Float64,
+            "final_return": pl.Float64,
+            "return_if_segment_zero": pl.Float64,
+        },
+    )

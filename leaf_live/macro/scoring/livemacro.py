@@ -32,8 +32,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -69,9 +70,10 @@ def _sigma_frame(sigma: Mapping[str, float] | pl.DataFrame) -> pl.DataFrame:
         out = pl.DataFrame({"indicator_id": list(sigma), "sigma": [float(v) for v in sigma.values()]})
     bad = out.filter(pl.col("sigma").is_null() | ~(pl.col("sigma") > 0) | pl.col("sigma").is_infinite())
     if bad.height:
-        raise ScoringError(f"sigma must be finite and > 0; indicator_id={bad['indicator_id'][0]} has {bad['sigma'][0]}")
+        raise ScoringError(
+            f"sigma must be finite and > 0; indicator_id={bad['indicator_id'][0]} has {bad['sigma'][0]}"
+        )
     return out
-
 
 
 def _utc_col(frame: pl.DataFrame, name: str, col: str) -> pl.DataFrame:
@@ -87,13 +89,18 @@ def realized_surprises(events: pl.DataFrame, indicator_ids: Sequence[str] = INDI
     cols = [f"s_{i}" for i in indicator_ids]
     require_columns(events, ["release_at", *cols], "events", ScoringError)
     ev = _utc_col(events, "events", "release_at")
-    return ev.select("release_at", *cols).unpivot(index="release_at", variable_name="indicator_id", value_name="s") \
+    return (
+        ev.select("release_at", *cols)
+        .unpivot(index="release_at", variable_name="indicator_id", value_name="s")
         .with_columns(pl.col("indicator_id").str.strip_prefix("s_"), pl.col("s").cast(pl.Float64))
+    )
 
 
 def _one_model(nowcasts: pl.DataFrame, name: str) -> None:
     if "model_id" in nowcasts.columns and nowcasts["model_id"].n_unique() > 1:
-        raise ScoringError(f"{name} mixes models {sorted(nowcasts['model_id'].unique().to_list())}; pass one model's rows")
+        raise ScoringError(
+            f"{name} mixes models {sorted(nowcasts['model_id'].unique().to_list())}; pass one model's rows"
+        )
 
 
 def _horizon_days(horizon: str) -> int | None:
@@ -112,7 +119,8 @@ def _valid_before_release(releases: pl.DataFrame, nowcasts: pl.DataFrame) -> pl.
     nc = nc.filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
     j = releases.select("indicator_id", "reference_period", "release_at").join(
         nc.select("indicator_id", "reference_period", "issued_at", "value"),
-        on=["indicator_id", "reference_period"], how="inner",
+        on=["indicator_id", "reference_period"],
+        how="inner",
     )
     # strictly before the release: a nowcast issued at or after T is never scored (DESIGN principle 1)
     j = j.filter(pl.col("issued_at") < pl.col("release_at"))
@@ -127,20 +135,34 @@ _KEYS = ["indicator_id", "reference_period", "release_at"]
 def standing_forecast(pre: pl.DataFrame, at: pl.DataFrame, *, time_col: str = "_at") -> pl.DataFrame:
     """The forecast standing at each row of ``at``: the latest row of ``pre`` (output of the selection above:
     one row per release key and ``issued_at``) issued strictly before ``at[time_col]``, carried forward
-    (:func:`leaf_live.core.pit.as_of_join`, strict). Returns ``at`` with ``value`` and ``issued_at`` (NULL where
-    nothing was issued yet) and ``_n_tied``."""
-    out = as_of_join(at, pre.select(*_KEYS, "issued_at", "value", "_n_tied"), left_time=time_col, by=_KEYS,
-                     time_col="issued_at", strict=True)
+    (:func:`leaf_live.core.pit.as_of_join`, strict). Returns ``at`` with ``value`` and ``issued_at`` (NULL
+    where nothing was issued yet) and ``_n_tied``."""
+    out = as_of_join(
+        at,
+        pre.select(*_KEYS, "issued_at", "value", "_n_tied"),
+        left_time=time_col,
+        by=_KEYS,
+        time_col="issued_at",
+        strict=True,
+    )
     return out.rename({"issued_at_asof": "issued_at"})
 
 
 def day_hour_ends(release_at: pl.Expr, days_before: int) -> pl.Expr:
     """List of the ends of every hour (UTC instants) of the America/New_York calendar day ``days_before`` days
     before the release day: 01:00, 02:00, ..., 24:00 local (23 or 25 hours on daylight-saving days)."""
-    start = ((release_at.dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=days_before))
-             .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC"))
-    end = ((release_at.dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=days_before - 1))
-           .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC"))
+    start = (
+        (release_at.dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=days_before))
+        .cast(pl.Datetime("us"))
+        .dt.replace_time_zone(ET.key)
+        .dt.convert_time_zone("UTC")
+    )
+    end = (
+        (release_at.dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=days_before - 1))
+        .cast(pl.Datetime("us"))
+        .dt.replace_time_zone(ET.key)
+        .dt.convert_time_zone("UTC")
+    )
     return pl.datetime_ranges(start + pl.duration(hours=1), end, "1h", time_unit="us", time_zone="UTC")
 
 
@@ -181,22 +203,36 @@ def implied_surprises(
     the model has no forecast at that horizon). Raises :class:`ScoringError` for missing columns, missing
     sigma, NULL actual/consensus, duplicate releases or a release with no stored event.
     """
-    require_columns(releases, ["indicator_id", "reference_period", "release_at", "actual", "consensus"], "releases", ScoringError)
-    require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError)
+    require_columns(
+        releases,
+        ["indicator_id", "reference_period", "release_at", "actual", "consensus"],
+        "releases",
+        ScoringError,
+    )
+    require_columns(
+        nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError
+    )
     _one_model(nowcasts, "nowcasts")
     k = _horizon_days(horizon)
     sig = _sigma_frame(sigma)
     releases = _utc_col(releases, "releases", "release_at")
     nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
-    rel = releases.select("indicator_id", "reference_period", "release_at",
-                          pl.col("actual").cast(pl.Float64), pl.col("consensus").cast(pl.Float64))
+    rel = releases.select(
+        "indicator_id",
+        "reference_period",
+        "release_at",
+        pl.col("actual").cast(pl.Float64),
+        pl.col("consensus").cast(pl.Float64),
+    )
     for c in ("actual", "consensus"):
         bad = rel.filter(pl.col(c).is_null())
         if bad.height:
             raise ScoringError(f"release {bad['indicator_id'][0]} at {bad['release_at'][0]} has NULL {c}")
     dup = rel.filter(pl.struct("indicator_id", "release_at").is_duplicated())
     if dup.height:
-        raise ScoringError(f"duplicate release indicator_id={dup['indicator_id'][0]} release_at={dup['release_at'][0]}")
+        raise ScoringError(
+            f"duplicate release indicator_id={dup['indicator_id'][0]} release_at={dup['release_at'][0]}"
+        )
     rel = rel.join(sig, on="indicator_id", how="left")
     nos = rel.filter(pl.col("sigma").is_null())
     if nos.height:
@@ -206,24 +242,35 @@ def implied_surprises(
     if k is None:
         at = rel.select(*keys, pl.col("release_at").alias("_at"))
         st = standing_forecast(pre, at).select(
-            *keys, pl.col("value").alias("nowcast"), pl.col("issued_at").alias("nowcast_issued_at"),
-            pl.col("_n_tied").alias("n_nowcasts"))
+            *keys,
+            pl.col("value").alias("nowcast"),
+            pl.col("issued_at").alias("nowcast_issued_at"),
+            pl.col("_n_tied").alias("n_nowcasts"),
+        )
         rel = rel.join(st, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
     else:
         grid = rel.select(*keys, day_hour_ends(pl.col("release_at"), k).alias("_at")).explode("_at")
         st = standing_forecast(pre, grid).filter(pl.col("value").is_not_null())
         agg = st.group_by(keys).agg(
-            pl.col("value").median().alias("nowcast"), pl.col("issued_at").max().alias("nowcast_issued_at"),
+            pl.col("value").median().alias("nowcast"),
+            pl.col("issued_at").max().alias("nowcast_issued_at"),
             pl.len().cast(pl.Int32).alias("n_nowcasts"),
         )
         rel = rel.join(agg, on=keys, how="left")
         cons = rel.select(pl.col("consensus").alias("consensus_used"))
         if consensus_path is not None:
-            require_columns(consensus_path, ["indicator_id", "reference_period", "issued_at", "value"], "consensus_path", ScoringError)
+            require_columns(
+                consensus_path,
+                ["indicator_id", "reference_period", "issued_at", "value"],
+                "consensus_path",
+                ScoringError,
+            )
             consensus_path = _utc_col(consensus_path, "consensus_path", "issued_at")
             end = (
                 (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k - 1))
-                .cast(pl.Datetime("us")).dt.replace_time_zone(ET.key).dt.convert_time_zone("UTC")
+                .cast(pl.Datetime("us"))
+                .dt.replace_time_zone(ET.key)
+                .dt.convert_time_zone("UTC")
             )
             cp = _valid_before_release(rel.select(*keys), consensus_path)
             latest = standing_forecast(cp, rel.select(*keys, end.alias("_at")))
@@ -235,8 +282,10 @@ def implied_surprises(
     rel = rel.join(realized, on=["release_at", "indicator_id"], how="left")
     nos = rel.filter(pl.col("s").is_null())
     if nos.height:
-        raise ScoringError(f"no stored surprise event for {nos['indicator_id'][0]} released at {nos['release_at'][0]}; "
-                           "materialize surprise_events for that release month")
+        raise ScoringError(
+            f"no stored surprise event for {nos['indicator_id'][0]} released at {nos['release_at'][0]}; "
+            "materialize surprise_events for that release month"
+        )
     if event_sigma is not None:
         ev_sig = _sigma_frame(event_sigma).rename({"sigma": "_ev_sigma"})
         rel = rel.join(ev_sig, on="indicator_id", how="left")
@@ -244,11 +293,17 @@ def implied_surprises(
         if nos.height:
             raise ScoringError(f"event_sigma has no sigma for indicator_id={nos['indicator_id'][0]}")
         # the stored S = (A - C)/event_sigma; restandardize by the fit's sigma
-        rel = rel.with_columns((pl.col("s") * pl.col("_ev_sigma") / pl.col("sigma")).alias("s")).drop("_ev_sigma")
-    return rel.with_columns(
-        ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
-        pl.col("n_nowcasts").fill_null(0),
-    ).select(*[c for c in rel.columns if c != "s"], "s", "s_hat").sort("release_at", "indicator_id")
+        rel = rel.with_columns((pl.col("s") * pl.col("_ev_sigma") / pl.col("sigma")).alias("s")).drop(
+            "_ev_sigma"
+        )
+    return (
+        rel.with_columns(
+            ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
+            pl.col("n_nowcasts").fill_null(0),
+        )
+        .select(*[c for c in rel.columns if c != "s"], "s", "s_hat")
+        .sort("release_at", "indicator_id")
+    )
 
 
 def sampling_surprises(
@@ -271,25 +326,32 @@ def sampling_surprises(
     """
     if k < 2:
         raise ScoringError(f"sampling CI needs k >= 2 nowcasts per release, got k={k}")
-    require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError)
+    require_columns(
+        nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", ScoringError
+    )
     _one_model(nowcasts, "nowcasts")
     nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
     keys = _KEYS
-    base = implied_surprises(releases, sigma, nowcasts.head(0), events=events, horizon="terminal",
-                             event_sigma=event_sigma)
+    base = implied_surprises(
+        releases, sigma, nowcasts.head(0), events=events, horizon="terminal", event_sigma=event_sigma
+    )
     pre = _valid_before_release(base.select(*keys), nowcasts)
     out = []
     for j in range(k):
         at = base.select(*keys, (pl.col("release_at") - pl.duration(hours=j)).alias("_at"))
         pick = standing_forecast(pre, at).select(
-            *keys, pl.col("value").alias("nowcast"), pl.col("issued_at").alias("nowcast_issued_at"),
+            *keys,
+            pl.col("value").alias("nowcast"),
+            pl.col("issued_at").alias("nowcast_issued_at"),
             pl.col("_n_tied").fill_null(0).alias("n_nowcasts"),
         )
         rep = base.drop("nowcast", "nowcast_issued_at", "n_nowcasts", "s_hat").join(pick, on=keys, how="left")
-        out.append(rep.with_columns(
-            ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
-            pl.col("n_nowcasts").fill_null(0),
-        ).select(base.columns))
+        out.append(
+            rep.with_columns(
+                ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
+                pl.col("n_nowcasts").fill_null(0),
+            ).select(base.columns)
+        )
     return out
 
 
@@ -300,7 +362,8 @@ def sampling_surprises(
 
 @dataclass(frozen=True)
 class LiveDesign:
-    """Live timestamp-group events: ``r`` (n,), ``S``/``S_hat``/``released``/``own`` (n, p), ``release_at`` (n,).
+    """Live timestamp-group events: ``r`` (n,), ``S``/``S_hat``/``released``/``own`` (n, p), ``release_at``
+    (n,).
 
     ``own[g, i]``: the model has its own pre-release nowcast for field i in event g (else its ``S_hat`` is the
     consensus's 0); None = every released field is the model's own."""
@@ -323,19 +386,28 @@ class LiveDesign:
         """(n, p) bool: fields released in the event with the model's own nowcast."""
         return self.released if self.own is None else self.own & self.released
 
-    def subset(self, rows: np.ndarray) -> "LiveDesign":
+    def subset(self, rows: np.ndarray) -> LiveDesign:
         """The design restricted to event rows ``rows`` (bool mask or indices)."""
-        return LiveDesign(self.release_at[rows], self.r[rows], self.S[rows], self.S_hat[rows],
-                          self.released[rows], self.indicator_ids, dict(self.counts),
-                          None if self.own is None else self.own[rows])
+        return LiveDesign(
+            self.release_at[rows],
+            self.r[rows],
+            self.S[rows],
+            self.S_hat[rows],
+            self.released[rows],
+            self.indicator_ids,
+            dict(self.counts),
+            None if self.own is None else self.own[rows],
+        )
 
-    def at_times(self, times: np.ndarray) -> "LiveDesign":
+    def at_times(self, times: np.ndarray) -> LiveDesign:
         """The design restricted to the events at ``times`` (datetime64[us] UTC), in time order; raises
         :class:`ScoringError` for a time that is not an event of the design."""
         t = np.unique(np.asarray(times, dtype="datetime64[us]"))
         keep = np.isin(self.release_at, t)
         if int(keep.sum()) != t.size:
-            raise ScoringError(f"event times {np.setdiff1d(t, self.release_at)[:3]} are not events of this design")
+            raise ScoringError(
+                f"event times {np.setdiff1d(t, self.release_at)[:3]} are not events of this design"
+            )
         return self.subset(keep)
 
 
@@ -345,8 +417,8 @@ def own_rows(design: LiveDesign, scope: str = "overall") -> np.ndarray:
 
 
 def own_subset(design: LiveDesign, scope: str = "overall") -> LiveDesign:
-    """The model's own events of ``scope`` (:func:`own_rows`): its own-coverage score is computed on these. Inside
-    an own event, a released field the model does not nowcast keeps ``S_hat = 0`` (the consensus)."""
+    """The model's own events of ``scope`` (:func:`own_rows`): its own-coverage score is computed on these.
+    Inside an own event, a released field the model does not nowcast keeps ``S_hat = 0`` (the consensus)."""
     return design.subset(own_rows(design, scope))
 
 
@@ -363,8 +435,8 @@ def common_event_set(
     ``own_times``: model -> its own event times (datetime64[us]). ``models`` fixes the compared set (the
     intersection of those models' own events, whatever its size); otherwise the set is built greedily: models
     in order of most own events (ties by model_id) join when the intersection with them keeps at least
-    ``min_events`` events. ``always``: models compared whenever they cover the common set (the consensus covers
-    every event). Returns ``(models, times)``, ``([], empty)`` when no model reaches ``min_events``.
+    ``min_events`` events. ``always``: models compared whenever they cover the common set (the consensus
+    covers every event). Returns ``(models, times)``, ``([], empty)`` when no model reaches ``min_events``.
     Raises :class:`ScoringError` for a named model without own events.
     """
     if models:
@@ -404,9 +476,9 @@ def live_design(
     ``s_hat``). ``returns``: ``release_at`` (the event time), ``r_g`` (NULL/NaN = unusable window: the event
     is dropped and counted). ``event_map`` (``release_at``, ``event_at``; from
     :func:`leaf_live.macro.scoring.surprises.overlapping_event_groups`) puts releases whose announcement
-    windows overlap into one event at ``event_at`` (``returns`` is then keyed by ``event_at``); two releases of
-    one indicator in such an event add their surprises (r_g = sum beta_i S_i is linear in each), and the field
-    is the model's own when either release is. Without it, events are the release timestamps (App. K.1).
+    windows overlap into one event at ``event_at`` (``returns`` is then keyed by ``event_at``); two releases
+    of one indicator in such an event add their surprises (r_g = sum beta_i S_i is linear in each), and the
+    field is the model's own when either release is. Without it, events are the release timestamps (App. K.1).
 
     A release whose model nowcast is missing (NULL ``s_hat``) is handled by ``missing``: ``"drop_event"``
     drops its whole event (counted), ``"consensus"`` sets ``s_hat = 0`` (counted; ``own`` marks the fields
@@ -423,7 +495,9 @@ def live_design(
     pos = {i: k for k, i in enumerate(ids)}
     unknown = per_release.filter(~pl.col("indicator_id").is_in(ids))
     if unknown.height:
-        raise ScoringError(f"per_release has indicator_id={unknown['indicator_id'][0]!r} outside the scored set")
+        raise ScoringError(
+            f"per_release has indicator_id={unknown['indicator_id'][0]!r} outside the scored set"
+        )
     counts = {"releases_without_nowcast": 0, "events_dropped_no_nowcast": 0, "events_dropped_no_return": 0}
     pr = per_release.select("release_at", "indicator_id", "s", pl.col("s_hat").fill_nan(None))
     if event_map is not None:
@@ -449,7 +523,9 @@ def live_design(
     pr = pr.with_columns(pl.col("s_hat").is_not_null().alias("_own"))
     if no_nc.height:
         if missing == "error":
-            raise ScoringError(f"no nowcast for {no_nc['indicator_id'][0]} released at {no_nc['release_at'][0]}")
+            raise ScoringError(
+                f"no nowcast for {no_nc['indicator_id'][0]} released at {no_nc['release_at'][0]}"
+            )
         if missing == "drop_event":
             bad_t = no_nc["release_at"].unique()
             counts["events_dropped_no_nowcast"] = bad_t.len()
@@ -478,11 +554,14 @@ def live_design(
         g, k = row[t], pos[i]
         S[g, k], S_hat[g, k], rel[g, k], own[g, k] = s, sh, True, o
     t_np = events["release_at"].dt.convert_time_zone("UTC").dt.replace_time_zone(None).cast(pl.Datetime("us"))
-    return LiveDesign(t_np.to_numpy(), events["r_g"].to_numpy().astype(float), S, S_hat, rel, tuple(ids), counts, own)
+    return LiveDesign(
+        t_np.to_numpy(), events["r_g"].to_numpy().astype(float), S, S_hat, rel, tuple(ids), counts, own
+    )
 
 
 def scope_indices(scope: str, indicator_ids: Sequence[str] = INDICATOR_IDS) -> np.ndarray:
-    """Column indices of a scope: ``"overall"`` (all) or a theme of §3.3 (``leaf_live.macro.catalog.THEMES``)."""
+    """Column indices of a scope: ``"overall"`` (all) or a theme of §3.3
+    (``leaf_live.macro.catalog.THEMES``)."""
     if scope == "overall":
         return np.arange(len(indicator_ids))
     if scope not in THEMES:
@@ -541,8 +620,8 @@ def score_from_kappa_phi(kappa: float, phi: float) -> float:
 
 def sign_hits(y: np.ndarray, y_hat: np.ndarray) -> np.ndarray:
     """Per-event credit of the directional score: 1 where sgn(y_hat) = sgn(y) != 0, 0 where the signs differ,
-    0.5 where ``y_hat`` is exactly 0 (no directional view: the coin flip's expected credit). Shape of ``y_hat``
-    (``y`` broadcasts)."""
+    0.5 where ``y_hat`` is exactly 0 (no directional view: the coin flip's expected credit). Shape of
+    ``y_hat`` (``y`` broadcasts)."""
     sh = np.sign(y_hat)
     return np.where(sh == 0, 0.5, (sh == np.sign(y)).astype(float))
 
@@ -563,7 +642,9 @@ def directional_score(r: np.ndarray, r_hat: np.ndarray) -> float:
     return float((w * sign_hits(r, np.asarray(r_hat, dtype=float))).sum()) / tot if tot > 0 else float("nan")
 
 
-def targets(design: LiveDesign, beta: np.ndarray, target: Target, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def targets(
+    design: LiveDesign, beta: np.ndarray, target: Target, idx: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``(Y, Q_hat)`` for the scope columns ``idx``: Y = r (``"return"``) or Q = S beta (``"shock"``, S.1)."""
     b = np.asarray(beta, dtype=float)[idx]
     q_hat = design.S_hat[:, idx] @ b
@@ -586,7 +667,9 @@ class PointScore:
     n_releases: int
 
 
-def point_score(design: LiveDesign, beta: np.ndarray, *, scope: str = "overall", target: Target = "return") -> PointScore:
+def point_score(
+    design: LiveDesign, beta: np.ndarray, *, scope: str = "overall", target: Target = "return"
+) -> PointScore:
     """Score, SS terms, kappa/phi and LMD of one model on one scope (Eq. 8/17, 18, 14; §4.4).
 
     ``beta`` (p,) frozen market betas in log return per standardized surprise. The LMD is computed
@@ -598,8 +681,14 @@ def point_score(design: LiveDesign, beta: np.ndarray, *, scope: str = "overall",
     ss_m = float((y - q) @ (y - q))
     kap, ph = kappa_phi(y, q) if ss_c > 0 else (float("nan"), float("nan"))
     return PointScore(
-        score=skill_score(y, q), ss_model=ss_m, ss_cons=ss_c, kappa=kap, phi=ph,
-        lmd=directional_score(y, q), n_events=d.n_events, n_releases=int(d.released[:, idx].sum()),
+        score=skill_score(y, q),
+        ss_model=ss_m,
+        ss_cons=ss_c,
+        kappa=kap,
+        phi=ph,
+        lmd=directional_score(y, q),
+        n_events=d.n_events,
+        n_releases=int(d.released[:, idx].sum()),
     )
 
 
@@ -608,7 +697,9 @@ def point_score(design: LiveDesign, beta: np.ndarray, *, scope: str = "overall",
 # ---------------------------------------------------------------------------------------------
 
 
-def standard_normal_draws(n_draws: int = DEFAULT_BOOT_DRAWS, p: int = len(INDICATOR_IDS), seed: int = DEFAULT_SEED) -> np.ndarray:
+def standard_normal_draws(
+    n_draws: int = DEFAULT_BOOT_DRAWS, p: int = len(INDICATOR_IDS), seed: int = DEFAULT_SEED
+) -> np.ndarray:
     """The (B, p) matrix of z draws shared by every model and scope (theme intervals slice its columns)."""
     return np.random.default_rng(seed).standard_normal((n_draws, p))
 
@@ -636,7 +727,9 @@ def _quad(Bm: np.ndarray, G: np.ndarray) -> np.ndarray:
     return np.einsum("bi,ij,bj->b", Bm, G, Bm, optimize=True)
 
 
-def _lmd_draws(Sh: np.ndarray, Bm: np.ndarray, r: np.ndarray | None, S: np.ndarray, chunk: int = 1000) -> np.ndarray:
+def _lmd_draws(
+    Sh: np.ndarray, Bm: np.ndarray, r: np.ndarray | None, S: np.ndarray, chunk: int = 1000
+) -> np.ndarray:
     """LMD of every beta draw (rows of ``Bm``, (B, q)): weighted sign hits of Q_hat = ``Sh`` beta^(b) against
     y = ``r`` (target return, fixed) or y = ``S`` beta^(b) (target shock), weights |y|, a zero prediction
     counting half (:func:`sign_hits`); NaN when every weight is 0. Draws in chunks laid out (draw, event), and
@@ -646,15 +739,15 @@ def _lmd_draws(Sh: np.ndarray, Bm: np.ndarray, r: np.ndarray | None, S: np.ndarr
         w = np.abs(r)
         w_pos, w_neg, total = w * (r > 0), w * (r < 0), w.sum()
     for a in range(0, Bm.shape[0], chunk):
-        Q = Bm[a:a + chunk] @ Sh.T  # (b, n)
+        Q = Bm[a : a + chunk] @ Sh.T  # (b, n)
         with np.errstate(invalid="ignore", divide="ignore"):
             if r is not None:
-                out[a:a + chunk] = ((Q > 0) @ w_pos + (Q < 0) @ w_neg + 0.5 * ((Q == 0) @ w)) / total
+                out[a : a + chunk] = ((Q > 0) @ w_pos + (Q < 0) @ w_neg + 0.5 * ((Q == 0) @ w)) / total
             else:
-                Y = Bm[a:a + chunk] @ S.T
+                Y = Bm[a : a + chunk] @ S.T
                 wy = np.abs(Y)
                 hits = np.where(Q == 0, 0.5, np.sign(Q) == np.sign(Y))
-                out[a:a + chunk] = (wy * hits).sum(axis=1) / wy.sum(axis=1)
+                out[a : a + chunk] = (wy * hits).sum(axis=1) / wy.sum(axis=1)
     return out
 
 
@@ -673,7 +766,9 @@ def beta_draws(beta: np.ndarray, cov: np.ndarray, idx: np.ndarray, z: np.ndarray
     try:
         L = np.linalg.cholesky(V[np.ix_(pos, pos)])
     except np.linalg.LinAlgError as exc:
-        raise ScoringError(f"V_beta restricted to columns {idx[pos].tolist()} is not positive definite") from exc
+        raise ScoringError(
+            f"V_beta restricted to columns {idx[pos].tolist()} is not positive definite"
+        ) from exc
     out[:, pos] += z[:, idx[pos]] @ L.T
     return out
 
@@ -716,10 +811,14 @@ def bootstrap_scores(
         scores = np.where(den > 0, (ss_c - ss_m) / den, np.nan)
     lmd = _lmd_draws(Sh, Bm, r if target == "return" else None, S)
     return BootstrapResult(
-        scores=scores, lmd=np.asarray(lmd, dtype=float),
-        ci90=_pct(scores, 5, 95), ci95=_pct(scores, 2.5, 97.5),
-        p_le_zero=float(np.mean(scores <= 0)), p_ge_zero=float(np.mean(scores >= 0)),
-        lmd_ci90=_pct(lmd, 5, 95), n_draws=int(Bm.shape[0]),
+        scores=scores,
+        lmd=np.asarray(lmd, dtype=float),
+        ci90=_pct(scores, 5, 95),
+        ci95=_pct(scores, 2.5, 97.5),
+        p_le_zero=float(np.mean(scores <= 0)),
+        p_ge_zero=float(np.mean(scores >= 0)),
+        lmd_ci90=_pct(lmd, 5, 95),
+        n_draws=int(Bm.shape[0]),
     )
 
 
@@ -769,11 +868,11 @@ def event_bootstrap_scores(
 
     Event bootstrap: the scope's events are resampled with replacement (:func:`event_resamples`, ``seed``) and
     the score recomputed at beta_hat on each resample, so the interval carries the sampling of events (which
-    releases happened to fall in the window). Combined: draw b uses the parametric beta draw b of Eq. 12 (``z``
-    row b, as :func:`bootstrap_scores`) on event resample b, so it carries both. Percentile intervals; draws
-    whose resample has a zero target (SS_cons = SS_model = 0) are NaN and ignored. Vectorized in chunks of
-    ``chunk`` draws: each draw's sums are a count-weighted sum over events. Raises :class:`ScoringError` when
-    the scope has no event.
+    releases happened to fall in the window). Combined: draw b uses the parametric beta draw b of Eq. 12
+    (``z`` row b, as :func:`bootstrap_scores`) on event resample b, so it carries both. Percentile intervals;
+    draws whose resample has a zero target (SS_cons = SS_model = 0) are NaN and ignored. Vectorized in chunks
+    of ``chunk`` draws: each draw's sums are a count-weighted sum over events. Raises :class:`ScoringError`
+    when the scope has no event.
     """
     d, idx = scoped_design(design, beta, scope)
     n = d.n_events
@@ -790,13 +889,17 @@ def event_bootstrap_scores(
     comb = np.empty(K.shape[0])
     # y^2 laid out as the (draw, event) products below, so that a zero prediction gives m == c exactly (the
     # consensus scores exactly 0 in every draw, not +-1e-17 from a differently summed product)
-    rr = np.ascontiguousarray(np.broadcast_to(r * r, (min(chunk, K.shape[0]), n))) if target == "return" else None
+    rr = (
+        np.ascontiguousarray(np.broadcast_to(r * r, (min(chunk, K.shape[0]), n)))
+        if target == "return"
+        else None
+    )
     for a in range(0, K.shape[0], chunk):
-        Bm = beta_draws(beta, cov, idx, z[a:a + chunk])  # (b, q)
-        Kc = K[a:a + chunk]
+        Bm = beta_draws(beta, cov, idx, z[a : a + chunk])  # (b, q)
+        Kc = K[a : a + chunk]
         Qh = Bm @ Sh.T  # (b, n): laid out as Kc
         if target == "return":
-            c = np.einsum("bn,bn->b", Kc, rr[:Kc.shape[0]])
+            c = np.einsum("bn,bn->b", Kc, rr[: Kc.shape[0]])
             D = r[None, :] - Qh
         else:
             Y = Bm @ S.T
@@ -804,10 +907,16 @@ def event_bootstrap_scores(
             D = Y - Qh
         m = np.einsum("bn,bn->b", Kc, D * D)
         with np.errstate(invalid="ignore", divide="ignore"):
-            comb[a:a + chunk] = np.where(c + m > 0, (c - m) / (c + m), np.nan)
+            comb[a : a + chunk] = np.where(c + m > 0, (c - m) / (c + m), np.nan)
     return EventBootstrapResult(
-        event_scores=ev, combined_scores=comb, event_ci90=_pct(ev, 5, 95), event_ci95=_pct(ev, 2.5, 97.5),
-        combined_ci90=_pct(comb, 5, 95), combined_ci95=_pct(comb, 2.5, 97.5), n_events=n, n_draws=int(K.shape[0]),
+        event_scores=ev,
+        combined_scores=comb,
+        event_ci90=_pct(ev, 5, 95),
+        event_ci95=_pct(ev, 2.5, 97.5),
+        combined_ci90=_pct(comb, 5, 95),
+        combined_ci95=_pct(comb, 2.5, 97.5),
+        n_events=n,
+        n_draws=int(K.shape[0]),
     )
 
 
@@ -952,5 +1061,6 @@ def sizing_discipline(per_release: pl.DataFrame) -> SizingDiscipline:
     s, sh = d["s"].to_numpy(), d["s_hat"].to_numpy()
     a, e = np.abs(sh), np.abs(sh - s)
     corr = float(np.corrcoef(a, e)[0, 1]) if a.std() > 0 and e.std() > 0 else float("nan")
-    return SizingDiscipline(float(a.mean()), corr, float(np.mean(np.sign(sh) == np.sign(s))),
-                            float(np.abs(s).mean()), d.height)
+    return SizingDiscipline(
+        float(a.mean()), corr, float(np.mean(np.sign(sh) == np.sign(s))), float(np.abs(s).mean()), d.height
+    )

@@ -15,7 +15,7 @@ effective number of indicators under weights w is ``1 / sum w^2``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -28,17 +28,20 @@ class RelativeErrorError(ValueError):
     """Inputs to the relative-error metrics are unusable; the message names the field and value."""
 
 
-
 def release_scales(releases: pl.DataFrame) -> pl.DataFrame:
     """s_i = mean |actual| per indicator over the given releases (App. J). Columns: indicator_id, s_i.
 
     Raises :class:`RelativeErrorError` when an indicator's mean absolute release is 0 (undefined scale).
     """
     require_columns(releases, ["indicator_id", "actual"], "releases", RelativeErrorError)
-    out = releases.group_by("indicator_id").agg(pl.col("actual").abs().mean().alias("s_i")).sort("indicator_id")
+    out = (
+        releases.group_by("indicator_id").agg(pl.col("actual").abs().mean().alias("s_i")).sort("indicator_id")
+    )
     bad = out.filter(~(pl.col("s_i") > 0))
     if bad.height:
-        raise RelativeErrorError(f"mean |actual| of indicator_id={bad['indicator_id'][0]} is {bad['s_i'][0]}; s_i undefined")
+        raise RelativeErrorError(
+            f"mean |actual| of indicator_id={bad['indicator_id'][0]} is {bad['s_i'][0]}; s_i undefined"
+        )
     return out
 
 
@@ -52,8 +55,12 @@ def relative_error_points(
     ``value``, optional ``valid``). ``scales``: ``indicator_id``, ``s_i`` (default :func:`release_scales`
     of ``releases``). Adds ``days_to_release``, ``rel_error`` and ``sq_rel_error``.
     """
-    require_columns(releases, ["indicator_id", "reference_period", "release_at", "actual"], "releases", RelativeErrorError)
-    require_columns(nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", RelativeErrorError)
+    require_columns(
+        releases, ["indicator_id", "reference_period", "release_at", "actual"], "releases", RelativeErrorError
+    )
+    require_columns(
+        nowcasts, ["indicator_id", "reference_period", "issued_at", "value"], "nowcasts", RelativeErrorError
+    )
     releases = as_utc_column(releases, "release_at", "releases", RelativeErrorError)
     nowcasts = as_utc_column(nowcasts, "issued_at", "nowcasts", RelativeErrorError)
     sc = release_scales(releases) if scales is None else scales.select("indicator_id", "s_i")
@@ -62,8 +69,11 @@ def relative_error_points(
     keep = [c for c in ("model_id",) if c in nc.columns]
     out = (
         nc.select(*keep, "indicator_id", "reference_period", "issued_at", "value")
-        .join(releases.select("indicator_id", "reference_period", "release_at", "actual"),
-              on=["indicator_id", "reference_period"], how="inner")
+        .join(
+            releases.select("indicator_id", "reference_period", "release_at", "actual"),
+            on=["indicator_id", "reference_period"],
+            how="inner",
+        )
         .filter(pl.col("issued_at") < pl.col("release_at"))
         .join(sc, on="indicator_id", how="left")
     )
@@ -72,24 +82,36 @@ def relative_error_points(
         raise RelativeErrorError(f"no scale s_i for indicator_id={nos['indicator_id'][0]}")
     day_us = 86_400_000_000
     return out.with_columns(
-        ((pl.col("release_at") - pl.col("issued_at")).dt.total_microseconds() // day_us).cast(pl.Int32).alias("days_to_release"),
+        ((pl.col("release_at") - pl.col("issued_at")).dt.total_microseconds() // day_us)
+        .cast(pl.Int32)
+        .alias("days_to_release"),
         ((pl.col("value") - pl.col("actual")) / pl.col("s_i")).alias("rel_error"),
     ).with_columns((pl.col("rel_error") ** 2).alias("sq_rel_error"))
 
 
 def relative_error_by_month(points: pl.DataFrame) -> pl.DataFrame:
-    """Mean squared relative error per (model, indicator, reference period, days_to_release) (App. J step 1)."""
-    keys = [c for c in ("model_id",) if c in points.columns] + ["indicator_id", "reference_period", "release_at", "days_to_release"]
+    """Mean squared relative error per (model, indicator, reference period, days_to_release) (App. J step
+    1)."""
+    keys = [c for c in ("model_id",) if c in points.columns] + [
+        "indicator_id",
+        "reference_period",
+        "release_at",
+        "days_to_release",
+    ]
     return (
         points.group_by(keys)
-        .agg(pl.col("sq_rel_error").mean().alias("mean_sq_rel_error"), pl.len().cast(pl.Int32).alias("n_nowcasts"),
-             pl.col("s_i").first())
+        .agg(
+            pl.col("sq_rel_error").mean().alias("mean_sq_rel_error"),
+            pl.len().cast(pl.Int32).alias("n_nowcasts"),
+            pl.col("s_i").first(),
+        )
         .sort(keys)
     )
 
 
 def relative_error_curve(by_month: pl.DataFrame) -> pl.DataFrame:
-    """Average of the monthly curves across target months per (model, indicator, days_to_release) (App. J step 2)."""
+    """Average of the monthly curves across target months per (model, indicator, days_to_release) (App. J step
+    2)."""
     keys = [c for c in ("model_id",) if c in by_month.columns] + ["indicator_id", "days_to_release"]
     return (
         by_month.group_by(keys)
@@ -101,11 +123,15 @@ def relative_error_curve(by_month: pl.DataFrame) -> pl.DataFrame:
 def mean_abs_relative_error(per_release: pl.DataFrame, scales: pl.DataFrame) -> float:
     """Mean over field-events of |nowcast - actual| / s_i (the "Rel. err." column of Table 16)."""
     require_columns(per_release, ["indicator_id", "nowcast", "actual"], "per_release", RelativeErrorError)
-    d = per_release.filter(pl.col("nowcast").is_not_null()).join(scales.select("indicator_id", "s_i"), on="indicator_id", how="left")
+    d = per_release.filter(pl.col("nowcast").is_not_null()).join(
+        scales.select("indicator_id", "s_i"), on="indicator_id", how="left"
+    )
     if d.height == 0:
         raise RelativeErrorError("no field-event with a nowcast")
     if d["s_i"].null_count():
-        raise RelativeErrorError(f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}")
+        raise RelativeErrorError(
+            f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}"
+        )
     return float(((d["nowcast"] - d["actual"]).abs() / d["s_i"]).mean())
 
 
@@ -139,14 +165,20 @@ def aggregator_shares(
     nowcast get 0 error shares).
     """
     require_columns(per_release, ["indicator_id", "nowcast", "actual"], "per_release", RelativeErrorError)
-    d = per_release.filter(pl.col("nowcast").is_not_null()).join(scales.select("indicator_id", "s_i"), on="indicator_id", how="left")
+    d = per_release.filter(pl.col("nowcast").is_not_null()).join(
+        scales.select("indicator_id", "s_i"), on="indicator_id", how="left"
+    )
     if d["s_i"].null_count():
-        raise RelativeErrorError(f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}")
+        raise RelativeErrorError(
+            f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}"
+        )
     g = d.group_by("indicator_id").agg(
         ((pl.col("nowcast") - pl.col("actual")) ** 2).sum().alias("raw"),
         (((pl.col("nowcast") - pl.col("actual")) / pl.col("s_i")) ** 2).sum().alias("rel"),
     )
-    base = pl.DataFrame({"indicator_id": list(indicator_ids), "economic_weight": 100.0 * economic_weights(beta)})
+    base = pl.DataFrame(
+        {"indicator_id": list(indicator_ids), "economic_weight": 100.0 * economic_weights(beta)}
+    )
     out = base.join(g, on="indicator_id", how="left").with_columns(pl.col("raw", "rel").fill_null(0.0))
     raw_tot, rel_tot = out["raw"].sum(), out["rel"].sum()
     return out.select(

@@ -79,12 +79,29 @@ def first_releases(calendar: pl.DataFrame, *, priority: Sequence[str] = SOURCE_P
     Raises :class:`SurpriseError` when a column is missing or one source gives one indicator two different
     reference periods at the same timestamp (the rule could not keep both).
     """
-    require_columns(calendar, ["source", "indicator_id", "release_at", "period_label", "period_source",
-                        "reference_period", "actual", "consensus", "consensus_source", "source_row"], "first_releases", SurpriseError)
+    require_columns(
+        calendar,
+        [
+            "source",
+            "indicator_id",
+            "release_at",
+            "period_label",
+            "period_source",
+            "reference_period",
+            "actual",
+            "consensus",
+            "consensus_source",
+            "source_row",
+        ],
+        "first_releases",
+        SurpriseError,
+    )
     rank = {s: k for k, s in enumerate(priority)}
     unknown = sorted(set(calendar["source"].unique().to_list()) - set(rank))
     if unknown:
-        raise SurpriseError(f"first_releases: source(s) {unknown} have no priority; priority={tuple(priority)}")
+        raise SurpriseError(
+            f"first_releases: source(s) {unknown} have no priority; priority={tuple(priority)}"
+        )
     cal = calendar.filter(pl.col("actual").is_not_null())
     if "marked_revision" in cal.columns:
         cal = cal.filter(~pl.col("marked_revision").fill_null(False))
@@ -107,14 +124,17 @@ def first_releases(calendar: pl.DataFrame, *, priority: Sequence[str] = SOURCE_P
         descending=[False, False, False, True, False, False],
     )
     kept = primary.unique(subset=["indicator_id", "period_label"], keep="first", maintain_order=True)
-    dup = kept.group_by(["indicator_id", "release_at"]).agg(pl.col("period_label")).filter(
-        pl.col("period_label").list.len() > 1
+    dup = (
+        kept.group_by(["indicator_id", "release_at"])
+        .agg(pl.col("period_label"))
+        .filter(pl.col("period_label").list.len() > 1)
     )
     if dup.height:
         ind, at, labels = dup.row(0)
         raise SurpriseError(
-            f"first_releases: {ind} has releases for periods {sorted(labels)} at the same timestamp {at}; "
-            "give each its own timestamp in the calendar (the LiveMacroEval files stamp the older one a minute early)"
+            f"first_releases: {ind} has releases for periods {sorted(labels)} at the same timestamp {at};"
+            " give each its own timestamp in the calendar (the LiveMacroEval files stamp the older one a"
+            " minute early)"
         )
     out = kept.select(
         et_month_expr().alias("partition_key"),
@@ -134,7 +154,8 @@ def first_releases(calendar: pl.DataFrame, *, priority: Sequence[str] = SOURCE_P
 
 
 def _fill_consensus(primary: pl.DataFrame, cal: pl.DataFrame) -> pl.DataFrame:
-    """Fill NULL consensus of the primary rows from lower-priority sources (rule 3 of :func:`first_releases`)."""
+    """Fill NULL consensus of the primary rows from lower-priority sources (rule 3 of
+    :func:`first_releases`)."""
     donors = cal.filter(pl.col("consensus").is_not_null())
     if donors.height == 0 or primary.filter(pl.col("consensus").is_null()).height == 0:
         return primary.with_columns(pl.col("consensus").is_not_null().alias("_has_c"))
@@ -182,7 +203,8 @@ def announcement_returns(prices: pl.DataFrame, release_times: pl.DataFrame) -> p
     """Announcement-window log returns for every distinct release timestamp (LiveMacroEval App. K Eq. 4).
 
     Args:
-        prices: ``WindowPricesClient.window_prices`` output: ``release_at`` (UTC), ``contract_code``, ``price_before``
+        prices: ``WindowPricesClient.window_prices`` output: ``release_at`` (UTC), ``contract_code``,
+        ``price_before``
             (ES close at T-5m), ``price_after`` (close at T+30m), ``source``, ``available_at``.
         release_times: any frame with a ``release_at`` column (e.g. the ``releases`` table); duplicates are
             collapsed.
@@ -193,7 +215,12 @@ def announcement_returns(prices: pl.DataFrame, release_times: pl.DataFrame) -> p
     ``window_status='no_prices'``, ``source='none'``. ``available_at`` = T + 30 min (the window's close).
     Raises :class:`SurpriseError` on a missing column, duplicate price timestamps or non-positive prices.
     """
-    require_columns(prices, ["release_at", "contract_code", "price_before", "price_after", "source"], "prices", SurpriseError)
+    require_columns(
+        prices,
+        ["release_at", "contract_code", "price_before", "price_after", "source"],
+        "prices",
+        SurpriseError,
+    )
     require_columns(release_times, ["release_at"], "release_times", SurpriseError)
     dup = prices.group_by("release_at").len().filter(pl.col("len") > 1)
     if dup.height:
@@ -203,7 +230,11 @@ def announcement_returns(prices: pl.DataFrame, release_times: pl.DataFrame) -> p
         raise SurpriseError(f"prices: non-positive price at release_at {bad['release_at'][0]}")
     times = release_times.select(pl.col("release_at").dt.convert_time_zone("UTC")).unique()
     px = prices.select(
-        pl.col("release_at").dt.convert_time_zone("UTC"), "contract_code", "price_before", "price_after", "source"
+        pl.col("release_at").dt.convert_time_zone("UTC"),
+        "contract_code",
+        "price_before",
+        "price_after",
+        "source",
     )
     j = times.join(px, on="release_at", how="left").sort("release_at")
     usable = j["price_before"].is_not_null() & j["price_after"].is_not_null()
@@ -244,7 +275,9 @@ def surprise_scales(releases: pl.DataFrame, start: date = HIST_START, end: date 
     ``available_at`` = the last counted release (the scale is knowable once its last input is).
     Raises :class:`SurpriseError` on a missing column or a zero scale.
     """
-    require_columns(releases, ["indicator_id", "release_at", "actual", "consensus"], "releases", SurpriseError)
+    require_columns(
+        releases, ["indicator_id", "release_at", "actual", "consensus"], "releases", SurpriseError
+    )
     day = pl.col("release_at").dt.convert_time_zone(ET.key).dt.date()
     sub = releases.filter(
         pl.col("actual").is_not_null() & pl.col("consensus").is_not_null() & (day >= start) & (day <= end)
@@ -265,7 +298,9 @@ def surprise_scales(releases: pl.DataFrame, start: date = HIST_START, end: date 
     if zero.height:
         raise SurpriseError(f"surprise_scales: {zero['indicator_id'][0]} has zero surprise dispersion")
     order = {i: k for k, i in enumerate(INDICATOR_IDS)}
-    agg = agg.with_columns(pl.col("indicator_id").replace_strict(order, default=len(order)).alias("_o")).sort("_o")
+    agg = agg.with_columns(pl.col("indicator_id").replace_strict(order, default=len(order)).alias("_o")).sort(
+        "_o"
+    )
     return storage.conform("surprise_scales", agg.drop("_o"))
 
 
@@ -274,7 +309,9 @@ def surprise_scales(releases: pl.DataFrame, start: date = HIST_START, end: date 
 # ------------------------------------------------------------------------------------------------
 
 
-def timestamp_group_events(releases: pl.DataFrame, returns: pl.DataFrame, scales: pl.DataFrame) -> pl.DataFrame:
+def timestamp_group_events(
+    releases: pl.DataFrame, returns: pl.DataFrame, scales: pl.DataFrame
+) -> pl.DataFrame:
     """Timestamp-group events (LiveMacroEval App. K.1).
 
     Every release with A and C contributes ``S = (A - C) / sigma_i``; releases sharing a ``release_at`` form
@@ -291,8 +328,12 @@ def timestamp_group_events(releases: pl.DataFrame, returns: pl.DataFrame, scales
     Returns the ``schemas.SURPRISE_EVENTS`` columns sorted by release_at. Raises :class:`SurpriseError`
     when an indicator with a surprise has no scale, or a column is missing.
     """
-    require_columns(releases, ["indicator_id", "release_at", "actual", "consensus"], "releases", SurpriseError)
-    require_columns(returns, ["release_at", "contract_code", "r_g", "window_status"], "returns", SurpriseError)
+    require_columns(
+        releases, ["indicator_id", "release_at", "actual", "consensus"], "releases", SurpriseError
+    )
+    require_columns(
+        returns, ["release_at", "contract_code", "r_g", "window_status"], "returns", SurpriseError
+    )
     require_columns(scales, ["indicator_id", "sigma", "available_at"], "scales", SurpriseError)
     rel = releases.filter(pl.col("actual").is_not_null() & pl.col("consensus").is_not_null())
     missing = sorted(set(rel["indicator_id"].unique().to_list()) - set(scales["indicator_id"].to_list()))
@@ -309,17 +350,24 @@ def timestamp_group_events(releases: pl.DataFrame, returns: pl.DataFrame, scales
     wide = rel.group_by("release_at").agg(
         pl.len().cast(pl.Int32).alias("n_fields"),
         pl.col("_sigma_at").max().alias("_sigma_at"),
-        *[pl.col("_S").filter(pl.col("indicator_id") == i).first().fill_null(0.0).alias(f"s_{i}") for i in INDICATOR_IDS],
+        *[
+            pl.col("_S").filter(pl.col("indicator_id") == i).first().fill_null(0.0).alias(f"s_{i}")
+            for i in INDICATOR_IDS
+        ],
     )
     dup = rel.group_by(["release_at", "indicator_id"]).len().filter(pl.col("len") > 1)
     if dup.height:
-        raise SurpriseError(f"timestamp_group_events: {dup['indicator_id'][0]} released twice at {dup['release_at'][0]}")
+        raise SurpriseError(
+            f"timestamp_group_events: {dup['indicator_id'][0]} released twice at {dup['release_at'][0]}"
+        )
     ret = returns.select(
         pl.col("release_at").dt.convert_time_zone("UTC"), "contract_code", "r_g", "window_status"
     )
     ev = wide.join(ret, on="release_at", how="left").with_columns(
         pl.when(pl.col("window_status") == "usable").then("r_g").alias("r_g"),
-        pl.when(pl.col("window_status") == "usable").then(pl.lit("usable")).otherwise(pl.lit("no_prices"))
+        pl.when(pl.col("window_status") == "usable")
+        .then(pl.lit("usable"))
+        .otherwise(pl.lit("no_prices"))
         .alias("window_status"),
     )
     close = pl.col("release_at") + WINDOW_AFTER
@@ -352,11 +400,11 @@ def overlapping_event_groups(
     Why: two releases stamped a minute apart (the 2026-01-09 catch-up releases, housing at 08:29 ET and
     payrolls at 08:30 ET) share one market move; scored as two events, the same return would be counted twice,
     each time against only part of the news. Rule: timestamps sorted; a timestamp joins the previous one's
-    group when it comes less than ``before + after`` (35 min) after it, i.e. its window opens before the previous
-    window closes (chains join). The group's time ``event_at`` is its first timestamp; its return is
+    group when it comes less than ``before + after`` (35 min) after it, i.e. its window opens before the
+    previous window closes (chains join). The group's time ``event_at`` is its first timestamp; its return is
     ``log P(T_last + 30 min) - log P(T_first - 5 min)`` (the union window, from the first timestamp's
-    ``price_before`` and the last one's ``price_after``), NULL when either is missing; a single timestamp keeps
-    its stored ``r_g``.
+    ``price_before`` and the last one's ``price_after``), NULL when either is missing; a single timestamp
+    keeps its stored ``r_g``.
 
     ``returns``: ``announcement_returns`` rows (every release timestamp, with or without a consensus, so a
     catch-up release without a consensus still widens the window of the event it overlaps). Returns one row
@@ -365,14 +413,17 @@ def overlapping_event_groups(
     duplicate timestamp.
     """
     require_columns(returns, ["release_at", "price_before", "price_after", "r_g"], "returns", SurpriseError)
-    ret = returns.select(pl.col("release_at").dt.convert_time_zone("UTC"), "price_before", "price_after", "r_g").sort("release_at")
+    ret = returns.select(
+        pl.col("release_at").dt.convert_time_zone("UTC"), "price_before", "price_after", "r_g"
+    ).sort("release_at")
     dup = ret.filter(pl.col("release_at").is_duplicated())
     if dup.height:
         raise SurpriseError(f"returns: two rows for release_at {dup['release_at'][0]}")
     gap = pl.col("release_at") - pl.col("release_at").shift(1)
     ret = ret.with_columns((gap.is_null() | (gap >= (before + after))).cum_sum().alias("_g"))
     g = ret.group_by("_g").agg(
-        pl.col("release_at").min().alias("event_at"), pl.len().cast(pl.Int32).alias("n_timestamps"),
+        pl.col("release_at").min().alias("event_at"),
+        pl.len().cast(pl.Int32).alias("n_timestamps"),
         pl.col("price_before").sort_by("release_at").first().alias("_pb"),
         pl.col("price_after").sort_by("release_at").last().alias("_pa"),
         pl.col("r_g").first().alias("_r1"),
@@ -380,18 +431,25 @@ def overlapping_event_groups(
     with np.errstate(invalid="ignore", divide="ignore"):
         merged = np.log(g["_pa"].to_numpy().astype(float)) - np.log(g["_pb"].to_numpy().astype(float))
     g = g.with_columns(pl.Series("_rm", merged, dtype=pl.Float64).fill_nan(None)).with_columns(
-        pl.when(pl.col("n_timestamps") == 1).then(pl.col("_r1")).otherwise(pl.col("_rm")).alias("event_r_g"))
+        pl.when(pl.col("n_timestamps") == 1).then(pl.col("_r1")).otherwise(pl.col("_rm")).alias("event_r_g")
+    )
     out = ret.join(g.select("_g", "event_at", "n_timestamps", "event_r_g"), on="_g").select(
-        "release_at", "event_at", "n_timestamps", "event_r_g",
-        pl.when(pl.col("event_r_g").is_not_null()).then(pl.lit("usable")).otherwise(pl.lit("no_prices"))
+        "release_at",
+        "event_at",
+        "n_timestamps",
+        "event_r_g",
+        pl.when(pl.col("event_r_g").is_not_null())
+        .then(pl.lit("usable"))
+        .otherwise(pl.lit("no_prices"))
         .alias("event_window_status"),
     )
     return out.sort("release_at")
 
 
 def restandardize_events(events: pl.DataFrame, stored: pl.DataFrame, target: pl.DataFrame) -> pl.DataFrame:
-    """``surprise_events`` rows re-standardized by other scales: ``s_i * sigma_stored_i / sigma_target_i`` (the
-    stored ``s_i = (A - C)/sigma_stored_i``, so the result is ``(A - C)/sigma_target_i``; structural zeros stay 0).
+    """``surprise_events`` rows re-standardized by other scales: ``s_i * sigma_stored_i / sigma_target_i``
+    (the stored ``s_i = (A - C)/sigma_stored_i``, so the result is ``(A - C)/sigma_target_i``; structural
+    zeros stay 0).
 
     ``stored`` / ``target``: ``indicator_id``, ``sigma`` frames (``surprise_scales`` rows). Used by the
     point-in-time backtest fit, whose sigma is estimated on its own fit window. Raises :class:`SurpriseError`
@@ -409,6 +467,8 @@ def restandardize_events(events: pl.DataFrame, stored: pl.DataFrame, target: pl.
         if i in a and i in b:
             cols.append((pl.col(c) * (a[i] / b[i])).alias(c))
         elif events.filter(pl.col(c) != 0).height:
-            raise SurpriseError(f"restandardize_events: no {'stored' if i not in a else 'target'} sigma for {i}, "
-                                "which has nonzero surprises")
+            raise SurpriseError(
+                f"restandardize_events: no {'stored' if i not in a else 'target'} sigma for {i}, "
+                "which has nonzero surprises"
+            )
     return events.with_columns(cols)

@@ -4,6 +4,7 @@ transport (reads files in the service's own format), and both return the same ty
 Modules: :mod:`~leaf_live.macro.sources.releases` (release calendars: actual, consensus, timestamps; the
 ForexFactory files), :mod:`~leaf_live.macro.sources.futures` (announcement-window E-mini S&P 500 prices),
 :mod:`~leaf_live.macro.sources.fred` (FRED / ALFRED series), :mod:`~leaf_live.macro.sources.fred_md`
-(FRED-MD/QD vintages), :mod:`~leaf_live.macro.sources.fed_nowcasts`, :mod:`~leaf_live.macro.sources.polymarket`,
+(FRED-MD/QD vintages), :mod:`~leaf_live.macro.sources.fed_nowcasts`,
+:mod:`~leaf_live.macro.sources.polymarket`,
 :mod:`~leaf_live.macro.sources.recorded_nowcasts`. Errors are :class:`leaf_live.core.sources.SourceError`.
 """

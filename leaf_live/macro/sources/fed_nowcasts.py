@@ -6,13 +6,21 @@ Each series is a step function of publication time: one ``nowcasts`` row per pub
 interface (:class:`FedNowcastsClient`): :class:`FedNowcastsSnapshot` (the files below) and
 :class:`FedNowcastsLive` (the banks' own files, :data:`DEFAULT_URLS`).
 
-| model_id            | target (indicator)                | snapshot file(s) (under ``LEAF_LIVE_SNAPSHOT``)                         |
+| model_id            | target (indicator)                | snapshot file(s) (under ``LEAF_LIVE_SNAPSHOT``)
+|
 |---------------------|-----------------------------------|--------------------------------------------------------------------------|
-| ``fed/gdpnow``      | real GDP QoQ SAAR %               | ``macro/fev_macro_rmmomin/panels/atlantafedgdpnow.csv`` (2014-05..2026-02), ``livemacroeval/.../fed/gdp-atlantafed-2026q1.csv`` |
-| ``fed/nyfed-staff`` | real GDP QoQ SAAR %               | ``livemacroeval/.../fed/gdp-newyorkfed-2026q1.csv`` (weekly, Fridays)     |
-| ``fed/stlouis-eni`` | real GDP QoQ SAAR %               | ``livemacroeval/.../fed/gdp-stlouisfed.csv`` (FRED STLENI, no vintage)    |
-| ``fed/cleveland-cpi``| CPI YoY %                        | ``livemacroeval/.../fed/cpi-Year-Over-YearPercentChange-2026-3.csv``, ``macro/cleveland_fed_nowcast/historical_nowcasts.csv`` (2013-08..2022-12) |
-| ``fed/chicago-churn``| unemployment rate %              | ``livemacroeval/.../fed/unemp-mar.csv`` (release times in ET)            |
+| ``fed/gdpnow``      | real GDP QoQ SAAR %               |
+``macro/fev_macro_rmmomin/panels/atlantafedgdpnow.csv`` (2014-05..2026-02),
+``livemacroeval/.../fed/gdp-atlantafed-2026q1.csv`` |
+| ``fed/nyfed-staff`` | real GDP QoQ SAAR %               |
+``livemacroeval/.../fed/gdp-newyorkfed-2026q1.csv`` (weekly, Fridays)     |
+| ``fed/stlouis-eni`` | real GDP QoQ SAAR %               | ``livemacroeval/.../fed/gdp-stlouisfed.csv`` (FRED
+STLENI, no vintage)    |
+| ``fed/cleveland-cpi``| CPI YoY %                        |
+``livemacroeval/.../fed/cpi-Year-Over-YearPercentChange-2026-3.csv``,
+``macro/cleveland_fed_nowcast/historical_nowcasts.csv`` (2013-08..2022-12) |
+| ``fed/chicago-churn``| unemployment rate %              | ``livemacroeval/.../fed/unemp-mar.csv`` (release
+times in ET)            |
 
 Publication times (the files give dates only, except Chicago). ``issued_at`` must never precede real
 availability, so dates are stamped at a conservative time of day in America/New_York
@@ -53,8 +61,13 @@ STLOUIS = "fed/stlouis-eni"
 CLEVELAND = "fed/cleveland-cpi"
 CHICAGO = "fed/chicago-churn"
 MODEL_IDS = (GDPNOW, NYFED, STLOUIS, CLEVELAND, CHICAGO)
-INDICATOR_OF = {GDPNOW: "real_gdp_advance", NYFED: "real_gdp_advance", STLOUIS: "real_gdp_advance",
-                CLEVELAND: "cpi", CHICAGO: "unemployment_rate"}
+INDICATOR_OF = {
+    GDPNOW: "real_gdp_advance",
+    NYFED: "real_gdp_advance",
+    STLOUIS: "real_gdp_advance",
+    CLEVELAND: "cpi",
+    CHICAGO: "unemployment_rate",
+}
 
 PUBLICATION_TIME_ET: dict[str, time] = {GDPNOW: time(17, 0), NYFED: time(12, 0), CLEVELAND: time(17, 0)}
 
@@ -63,22 +76,30 @@ SNAPSHOT_FILES: dict[str, tuple[str, ...]] = {
     GDPNOW: ("macro/fev_macro_rmmomin/panels/atlantafedgdpnow.csv", f"{FED_DIR}/gdp-atlantafed-2026q1.csv"),
     NYFED: (f"{FED_DIR}/gdp-newyorkfed-2026q1.csv",),
     STLOUIS: (f"{FED_DIR}/gdp-stlouisfed.csv",),
-    CLEVELAND: ("macro/cleveland_fed_nowcast/historical_nowcasts.csv",
-                f"{FED_DIR}/cpi-Year-Over-YearPercentChange-2026-3.csv"),
+    CLEVELAND: (
+        "macro/cleveland_fed_nowcast/historical_nowcasts.csv",
+        f"{FED_DIR}/cpi-Year-Over-YearPercentChange-2026-3.csv",
+    ),
     CHICAGO: (f"{FED_DIR}/unemp-mar.csv",),
 }
 
 # Live URLs as best known (public pages of each bank); the live client takes overrides (the settings
 # ``LEAF_LIVE_*_URL`` reach it through the ``fed_nowcasts`` resource).
 DEFAULT_URLS: dict[str, str] = {
-    GDPNOW: "https://www.atlantafed.org/-/media/Project/Atlanta/FRBA/Documents/cqer/researchcq/gdpnow/"
-    "GDPTrackingModelDataAndForecasts.xlsx",
+    GDPNOW: (
+        "https://www.atlantafed.org/-/media/Project/Atlanta/FRBA/Documents/cqer/researchcq/gdpnow/"
+        "GDPTrackingModelDataAndForecasts.xlsx"
+    ),
     CLEVELAND: "https://www.clevelandfed.org/-/media/files/webcharts/inflationnowcasting/nowcast_year.json",
-    NYFED: "https://www.newyorkfed.org/medialibrary/Research/Interactives/Data/NowCast/Downloads/"
-    "New_York_Fed_Staff_Nowcast_data.csv",
+    NYFED: (
+        "https://www.newyorkfed.org/medialibrary/Research/Interactives/Data/NowCast/Downloads/"
+        "New_York_Fed_Staff_Nowcast_data.csv"
+    ),
     STLOUIS: "https://fred.stlouisfed.org/graph/fredgraph.csv?id=STLENI",
-    CHICAGO: "https://www.chicagofed.org/-/media/publications/chicago-fed-labor-market-indicators/"
-    "chi-labor-market-indicators.xlsx",
+    CHICAGO: (
+        "https://www.chicagofed.org/-/media/publications/chicago-fed-labor-market-indicators/"
+        "chi-labor-market-indicators.xlsx"
+    ),
 }
 # The Cleveland Fed CDN refuses generic scripted user agents.
 _HEADERS = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) leaf-live/0.1", "Accept": "*/*"}
@@ -101,10 +122,13 @@ class _Row:
 
 def _rows(text: str, file: str, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
     reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    header = [h.strip() for h in (reader.fieldnames or [])]
+    header = [h.strip() for h in reader.fieldnames or []]
     reader.fieldnames = header
     require_header(header, required, file=file)
-    return [(i, {k: (v or "").strip() for k, v in r.items() if k is not None}) for i, r in enumerate(reader, start=1)]
+    return [
+        (i, {k: (v or "").strip() for k, v in r.items() if k is not None})
+        for i, r in enumerate(reader, start=1)
+    ]
 
 
 def _date(text: str, fmts: tuple[str, ...], *, file: str, row: int, field: str) -> date:
@@ -124,8 +148,13 @@ def _stamp(day: date, model_id: str, fetched_at: datetime | None = None) -> date
 
 def _quarter_start_from_end(d: date, *, file: str, row: int, field: str) -> date:
     if d.month not in (3, 6, 9, 12) or (d + timedelta(days=1)).day != 1:
-        raise SourceError("expected a quarter-end date (last day of Mar/Jun/Sep/Dec)", file=file, row=row,
-                          field=field, value=d.isoformat())
+        raise SourceError(
+            "expected a quarter-end date (last day of Mar/Jun/Sep/Dec)",
+            file=file,
+            row=row,
+            field=field,
+            value=d.isoformat(),
+        )
     return date(d.year, d.month - 2, 1)
 
 
@@ -167,9 +196,16 @@ def parse_gdpnow_csv(text: str, *, file: str, partition_key: str | None = None) 
     forecast date, ``issued_at`` = forecast date 17:00 ET. Raises :class:`SourceError` (file/row/field)."""
     rows = []
     for i, r in _rows(text, file, ("Forecast Date", "Quarter being forecasted", "GDP Nowcast")):
-        d = _date(r["Forecast Date"], ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"), file=file, row=i, field="Forecast Date")
-        q = _date(r["Quarter being forecasted"], ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"), file=file, row=i,
-                  field="Quarter being forecasted")
+        d = _date(
+            r["Forecast Date"], ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"), file=file, row=i, field="Forecast Date"
+        )
+        q = _date(
+            r["Quarter being forecasted"],
+            ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"),
+            file=file,
+            row=i,
+            field="Quarter being forecasted",
+        )
         v = parse_number(r["GDP Nowcast"], file=file, row=i, field="GDP Nowcast")
         if v is None:
             continue
@@ -178,17 +214,27 @@ def parse_gdpnow_csv(text: str, *, file: str, partition_key: str | None = None) 
     return _frame(rows, partition_key)
 
 
-def parse_nyfed_csv(text: str, *, file: str, fetched_at: datetime | None = None,
-                    partition_key: str | None = None) -> pl.DataFrame:
+def parse_nyfed_csv(
+    text: str, *, file: str, fetched_at: datetime | None = None, partition_key: str | None = None
+) -> pl.DataFrame:
     """NY Fed Staff Nowcast CSV: ``Forecast Date`` (D-Mon-YY) and one column per target quarter (``2026Q1``);
     empty cells skipped; ``issued_at`` = forecast date 12:00 ET (capped at ``fetched_at``)."""
     first = next(csv.reader(io.StringIO(text.lstrip("\ufeff"))), [])
     reader_rows = _rows(text, file, ("Forecast Date",))
-    quarters = {c.strip(): _quarter_label(c, file=file, field=c) for c in first if c.strip() and c.strip() != "Forecast Date"}
+    quarters = {
+        c.strip(): _quarter_label(c, file=file, field=c)
+        for c in first
+        if c.strip() and c.strip() != "Forecast Date"
+    }
     rows = []
     for i, r in reader_rows:
-        d = _date(r["Forecast Date"], ("%d-%b-%y", "%d-%b-%Y", "%Y-%m-%d", "%m/%d/%y"), file=file, row=i,
-                  field="Forecast Date")
+        d = _date(
+            r["Forecast Date"],
+            ("%d-%b-%y", "%d-%b-%Y", "%Y-%m-%d", "%m/%d/%y"),
+            file=file,
+            row=i,
+            field="Forecast Date",
+        )
         for col, ref in quarters.items():
             v = parse_number(r.get(col, ""), file=file, row=i, field=col)
             if v is not None:
@@ -196,20 +242,26 @@ def parse_nyfed_csv(text: str, *, file: str, fetched_at: datetime | None = None,
     return _frame(rows, partition_key)
 
 
-def parse_fred_stleni_csv(text: str, *, file: str, as_of: datetime, partition_key: str | None = None) -> pl.DataFrame:
+def parse_fred_stleni_csv(
+    text: str, *, file: str, as_of: datetime, partition_key: str | None = None
+) -> pl.DataFrame:
     """FRED graph CSV of the St. Louis Fed Economic News Index real GDP nowcast (``observation_date``,
     ``STLENI``; older FRED files name the first column ``DATE``). ``observation_date`` is the reference
     quarter's first day. FRED gives no publication date, so every value is stamped ``as_of`` (tz-aware: the
     download time, or a documented vintage). Raises :class:`SourceError`; :class:`ValueError` for a naive
     ``as_of``."""
     if as_of is None or as_of.tzinfo is None:
-        raise ValueError(f"as_of={as_of!r}: FRED STLENI rows carry no publication time; pass a tz-aware as_of")
+        raise ValueError(
+            f"as_of={as_of!r}: FRED STLENI rows carry no publication time; pass a tz-aware as_of"
+        )
     date_col = "observation_date" if "observation_date" in text.splitlines()[0] else "DATE"
     rows = []
     for i, r in _rows(text, file, (date_col, "STLENI")):
         d = _date(r[date_col], ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y"), file=file, row=i, field=date_col)
         if d.day != 1 or d.month not in (1, 4, 7, 10):
-            raise SourceError("expected the first day of a quarter", file=file, row=i, field=date_col, value=r[date_col])
+            raise SourceError(
+                "expected the first day of a quarter", file=file, row=i, field=date_col, value=r[date_col]
+            )
         v = parse_number(r["STLENI"], file=file, row=i, field="STLENI")
         if v is not None:
             rows.append(_Row(STLOUIS, d, as_of.astimezone(UTC), v, "STLENI", f"{file}#{i}"))
@@ -220,13 +272,19 @@ def _cleveland_year(target: date, mm: int, *, file: str, row: int, label: str) -
     # labels run from the target month into the following months (until the CPI release)
     ahead = (mm - target.month) % 12
     if ahead > 3:
-        raise SourceError(f"label month is not within 3 months after the target month {target:%Y-%m}",
-                          file=file, row=row, field="Label", value=label)
+        raise SourceError(
+            f"label month is not within 3 months after the target month {target:%Y-%m}",
+            file=file,
+            row=row,
+            field="Label",
+            value=label,
+        )
     return target.year + (1 if mm < target.month else 0)
 
 
-def parse_cleveland_chart_csv(text: str, *, file: str, target: date | None = None,
-                              partition_key: str | None = None) -> pl.DataFrame:
+def parse_cleveland_chart_csv(
+    text: str, *, file: str, target: date | None = None, partition_key: str | None = None
+) -> pl.DataFrame:
     """Cleveland Fed inflation-nowcast chart export for one target month (``Label`` MM/DD, ``CPI Inflation``,
     ``Core CPI Inflation``, ``PCE Inflation``, ``Core PCE Inflation``; YoY %). The target month comes from
     ``target`` or the file name (``...-2026-3.csv``). Only ``CPI Inflation`` is imported (catalog CPI = YoY);
@@ -234,7 +292,9 @@ def parse_cleveland_chart_csv(text: str, *, file: str, target: date | None = Non
     if target is None:
         m = re.search(r"(\d{4})-(\d{1,2})\.csv$", file)
         if not m:
-            raise SourceError("cannot tell the target month: pass target= or name the file ...-YYYY-M.csv", file=file)
+            raise SourceError(
+                "cannot tell the target month: pass target= or name the file ...-YYYY-M.csv", file=file
+            )
         target = date(int(m.group(1)), int(m.group(2)), 1)
     rows = []
     for i, r in _rows(text, file, ("Label", "CPI Inflation")):
@@ -246,10 +306,14 @@ def parse_cleveland_chart_csv(text: str, *, file: str, target: date | None = Non
         try:
             day = date(year, mm, dd)
         except ValueError:
-            raise SourceError("not a calendar date", file=file, row=i, field="Label", value=r["Label"]) from None
+            raise SourceError(
+                "not a calendar date", file=file, row=i, field="Label", value=r["Label"]
+            ) from None
         v = parse_number(r["CPI Inflation"], file=file, row=i, field="CPI Inflation")
         if v is not None:
-            rows.append(_Row(CLEVELAND, target, _stamp(day, CLEVELAND), v, "CPI Inflation (YoY)", f"{file}#{i}"))
+            rows.append(
+                _Row(CLEVELAND, target, _stamp(day, CLEVELAND), v, "CPI Inflation (YoY)", f"{file}#{i}")
+            )
     return _frame(rows, partition_key)
 
 
@@ -261,14 +325,23 @@ def parse_cleveland_history_csv(text: str, *, file: str, partition_key: str | No
         day = _date(r["date"], ("%Y-%m-%d",), file=file, row=i, field="date")
         tm = re.fullmatch(r"(\d{4})-(\d{1,2})", r["year-month"])
         if not tm or not 1 <= int(tm.group(2)) <= 12:
-            raise SourceError("expected a target month YYYY-M", file=file, row=i, field="year-month", value=r["year-month"])
+            raise SourceError(
+                "expected a target month YYYY-M", file=file, row=i, field="year-month", value=r["year-month"]
+            )
         target = date(int(tm.group(1)), int(tm.group(2)), 1)
         if day < target:
-            raise SourceError(f"nowcast day before its target month {target:%Y-%m}", file=file, row=i, field="date",
-                              value=r["date"])
+            raise SourceError(
+                f"nowcast day before its target month {target:%Y-%m}",
+                file=file,
+                row=i,
+                field="date",
+                value=r["date"],
+            )
         v = parse_number(r["CPI Inflation"], file=file, row=i, field="CPI Inflation")
         if v is not None:
-            rows.append(_Row(CLEVELAND, target, _stamp(day, CLEVELAND), v, "CPI Inflation (YoY)", f"{file}#{i}"))
+            rows.append(
+                _Row(CLEVELAND, target, _stamp(day, CLEVELAND), v, "CPI Inflation (YoY)", f"{file}#{i}")
+            )
     return _frame(rows, partition_key)
 
 
@@ -282,17 +355,34 @@ def parse_chicago_csv(text: str, *, file: str, partition_key: str | None = None)
         try:
             year, month = map(int, check_month(r["target_month"], "target_month").split("-"))
         except ValueError:
-            raise SourceError("expected YYYY-MM", file=file, row=i, field="target_month", value=r["target_month"]) from None
+            raise SourceError(
+                "expected YYYY-MM", file=file, row=i, field="target_month", value=r["target_month"]
+            ) from None
         try:
             local = datetime.strptime(r["release_datetime_et"], "%Y-%m-%d %H:%M")
         except ValueError:
-            raise SourceError("expected YYYY-MM-DD HH:MM (ET)", file=file, row=i, field="release_datetime_et",
-                              value=r["release_datetime_et"]) from None
+            raise SourceError(
+                "expected YYYY-MM-DD HH:MM (ET)",
+                file=file,
+                row=i,
+                field="release_datetime_et",
+                value=r["release_datetime_et"],
+            ) from None
         v = parse_number(r["unemployment_rate_nowcast"], file=file, row=i, field="unemployment_rate_nowcast")
         if v is not None:
-            at = localize(local, ET, file=file, row=i, field="release_datetime_et", value=r["release_datetime_et"])
-            rows.append(_Row(CHICAGO, date(year, month, 1), at, v, f"unemployment_rate_nowcast ({r['release_type']})",
-                             f"{file}#{i}"))
+            at = localize(
+                local, ET, file=file, row=i, field="release_datetime_et", value=r["release_datetime_et"]
+            )
+            rows.append(
+                _Row(
+                    CHICAGO,
+                    date(year, month, 1),
+                    at,
+                    v,
+                    f"unemployment_rate_nowcast ({r['release_type']})",
+                    f"{file}#{i}",
+                )
+            )
     return _frame(rows, partition_key)
 
 
@@ -322,28 +412,43 @@ def _workbook(content: bytes, file: str):
         raise SourceError(f"not an .xlsx workbook: {type(exc).__name__}: {exc}", file=file) from None
 
 
-def parse_gdpnow_workbook(content: bytes, *, file: str, fetched_at: datetime | None = None,
-                          sheet: str = "TrackingArchives", partition_key: str | None = None) -> pl.DataFrame:
+def parse_gdpnow_workbook(
+    content: bytes,
+    *,
+    file: str,
+    fetched_at: datetime | None = None,
+    sheet: str = "TrackingArchives",
+    partition_key: str | None = None,
+) -> pl.DataFrame:
     """GDPNow tracking workbook (``GDPTrackingModelDataAndForecasts.xlsx``): sheet ``sheet`` whose header row
     holds ``Forecast Date``, ``Quarter being forecasted`` and ``GDP Nowcast`` (one row per model run).
-    Rows are 1-based sheet rows in errors. ``issued_at`` = forecast date 17:00 ET, capped at ``fetched_at``."""
+    Rows are 1-based sheet rows in errors. ``issued_at`` = forecast date 17:00 ET, capped at ``fetched_at``.
+    """
     wb = _workbook(content, file)
     if sheet not in wb.sheetnames:
         raise SourceError(f"workbook has no sheet {sheet!r}; sheets: {wb.sheetnames}", file=file)
     grid = list(wb[sheet].iter_rows(values_only=True))
     need = ("Forecast Date", "Quarter being forecasted", "GDP Nowcast")
-    hdr_i = next((k for k, row in enumerate(grid[:20]) if all(n in [str(c).strip() if c else "" for c in row]
-                                                               for n in need)), None)
+    hdr_i = next(
+        (
+            k
+            for k, row in enumerate(grid[:20])
+            if all(n in [str(c).strip() if c else "" for c in row] for n in need)
+        ),
+        None,
+    )
     if hdr_i is None:
         raise SourceError(f"sheet {sheet!r}: no header row with {list(need)} in the first 20 rows", file=file)
     hdr = [str(c).strip() if c is not None else "" for c in grid[hdr_i]]
     col = {n: hdr.index(n) for n in need}
     rows = []
-    for k, row in enumerate(grid[hdr_i + 1:], start=hdr_i + 2):
+    for k, row in enumerate(grid[hdr_i + 1 :], start=hdr_i + 2):
         if not row or row[col["Forecast Date"]] in (None, ""):
             continue
         d = _excel_day(row[col["Forecast Date"]], file=file, row=k, field="Forecast Date")
-        q = _excel_day(row[col["Quarter being forecasted"]], file=file, row=k, field="Quarter being forecasted")
+        q = _excel_day(
+            row[col["Quarter being forecasted"]], file=file, row=k, field="Quarter being forecasted"
+        )
         cell = row[col["GDP Nowcast"]]
         if cell in (None, ""):
             continue
@@ -353,8 +458,9 @@ def parse_gdpnow_workbook(content: bytes, *, file: str, fetched_at: datetime | N
     return _frame(rows, partition_key)
 
 
-def parse_chicago_workbook(content: bytes, *, file: str, as_of: datetime,
-                           partition_key: str | None = None) -> pl.DataFrame:
+def parse_chicago_workbook(
+    content: bytes, *, file: str, as_of: datetime, partition_key: str | None = None
+) -> pl.DataFrame:
     """Chicago Fed Labor Market Indicators workbook (``chi-labor-market-indicators.xlsx``): the sheet whose
     header holds ``date`` and ``forecast50a`` (``2. Chicago Fed Real-Time UR ...``). ``date`` is the BLS
     reference week's end, so the reference period is its month; the value is the median forecast of the
@@ -370,13 +476,20 @@ def parse_chicago_workbook(content: bytes, *, file: str, as_of: datetime,
         if hdr_i is not None:
             break
     else:
-        raise SourceError("no sheet with a 'forecast50a' header (Chicago Fed real-time UR forecast)", file=file)
+        raise SourceError(
+            "no sheet with a 'forecast50a' header (Chicago Fed real-time UR forecast)", file=file
+        )
     hdr = [str(c).strip() if c is not None else "" for c in grid[hdr_i]]
     if "date" not in hdr:
-        raise SourceError("real-time UR forecast sheet has no 'date' column", file=file, row=hdr_i + 1,
-                          field="header", value=hdr)
+        raise SourceError(
+            "real-time UR forecast sheet has no 'date' column",
+            file=file,
+            row=hdr_i + 1,
+            field="header",
+            value=hdr,
+        )
     rows = []
-    for k, row in enumerate(grid[hdr_i + 1:], start=hdr_i + 2):
+    for k, row in enumerate(grid[hdr_i + 1 :], start=hdr_i + 2):
         cell = row[hdr.index("date")] if row else None
         if cell in (None, ""):
             continue
@@ -384,14 +497,23 @@ def parse_chicago_workbook(content: bytes, *, file: str, as_of: datetime,
         for name in ("forecast50r", "forecast50f", "forecast50a"):
             if name in hdr and row[hdr.index(name)] not in (None, ""):
                 v = parse_number(str(row[hdr.index(name)]), file=file, row=k, field=name)
-                rows.append(_Row(CHICAGO, date(d.year, d.month, 1), as_of.astimezone(UTC), v, name,
-                                 f"{file}#{ws.title}!{k}"))
+                rows.append(
+                    _Row(
+                        CHICAGO,
+                        date(d.year, d.month, 1),
+                        as_of.astimezone(UTC),
+                        v,
+                        name,
+                        f"{file}#{ws.title}!{k}",
+                    )
+                )
                 break
     return _frame(rows, partition_key)
 
 
-def parse_cleveland_json(text: str, *, file: str, fetched_at: datetime | None = None,
-                         partition_key: str | None = None) -> pl.DataFrame:
+def parse_cleveland_json(
+    text: str, *, file: str, fetched_at: datetime | None = None, partition_key: str | None = None
+) -> pl.DataFrame:
     """Cleveland Fed ``nowcast_year.json`` (FusionCharts data behind the inflation-nowcasting page): a list of
     charts, one per target month, ``chart.subcaption`` 'YYYY-M', ``categories[0].category[i].label`` 'MM/DD'
     aligned with ``dataset[j].data[i].value`` per series. Only the ``CPI Inflation`` series (YoY %) is
@@ -402,7 +524,9 @@ def parse_cleveland_json(text: str, *, file: str, fetched_at: datetime | None = 
     except json.JSONDecodeError as exc:
         raise SourceError(f"not JSON: {exc}", file=file) from None
     if not isinstance(charts, list):
-        raise SourceError("expected a JSON list of charts", file=file, field="root", value=type(charts).__name__)
+        raise SourceError(
+            "expected a JSON list of charts", file=file, field="root", value=type(charts).__name__
+        )
     rows = []
     for n, ch in enumerate(charts, start=1):
         try:
@@ -410,11 +534,18 @@ def parse_cleveland_json(text: str, *, file: str, fetched_at: datetime | None = 
             labels = [c.get("label") for c in ch["categories"][0]["category"]]
             datasets = ch["dataset"]
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise SourceError("chart lacks chart.subcaption / categories[0].category / dataset", file=file,
-                              row=n, field="chart", value=str(ch)[:80]) from None
+            raise SourceError(
+                "chart lacks chart.subcaption / categories[0].category / dataset",
+                file=file,
+                row=n,
+                field="chart",
+                value=str(ch)[:80],
+            ) from None
         m = re.fullmatch(r"(\d{4})-(\d{1,2})", str(sub).strip())
         if not m:
-            raise SourceError("expected subcaption YYYY-M", file=file, row=n, field="chart.subcaption", value=sub)
+            raise SourceError(
+                "expected subcaption YYYY-M", file=file, row=n, field="chart.subcaption", value=sub
+            )
         target = date(int(m.group(1)), int(m.group(2)), 1)
         cpi = [d for d in datasets if isinstance(d, dict) and d.get("seriesname") == "CPI Inflation"]
         if not cpi:
@@ -430,8 +561,16 @@ def parse_cleveland_json(text: str, *, file: str, fetched_at: datetime | None = 
             mm, dd = int(lm.group(1)), int(lm.group(2))
             day = date(_cleveland_year(target, mm, file=file, row=n, label=lab), mm, dd)
             v = parse_number(str(value), file=file, row=n, field=f"CPI Inflation[{lab}]")
-            rows.append(_Row(CLEVELAND, target, _stamp(day, CLEVELAND, fetched_at), v, "CPI Inflation (YoY)",
-                             f"{file}#{sub}:{lab}"))
+            rows.append(
+                _Row(
+                    CLEVELAND,
+                    target,
+                    _stamp(day, CLEVELAND, fetched_at),
+                    v,
+                    "CPI Inflation (YoY)",
+                    f"{file}#{sub}:{lab}",
+                )
+            )
     return _frame(rows, partition_key)
 
 
@@ -475,8 +614,13 @@ class FedNowcastsSnapshot:
     transport = "snapshot"
     current_only = False
 
-    def __init__(self, snapshot_dir: str | Path, *, models: Iterable[str] = DEFAULT_SNAPSHOT_MODELS,
-                 stlouis_as_of: datetime | None = None) -> None:
+    def __init__(
+        self,
+        snapshot_dir: str | Path,
+        *,
+        models: Iterable[str] = DEFAULT_SNAPSHOT_MODELS,
+        stlouis_as_of: datetime | None = None,
+    ) -> None:
         self.snapshot_dir = Path(snapshot_dir)
         self.models = list(models)
         if stlouis_as_of is not None and STLOUIS not in self.models:
@@ -497,7 +641,9 @@ class FedNowcastsSnapshot:
                     frames.append(parse_nyfed_csv(text, file=name))
                 elif model == STLOUIS:
                     if self.stlouis_as_of is None:
-                        raise ValueError("fed/stlouis-eni needs stlouis_as_of (its file has no publication date)")
+                        raise ValueError(
+                            "fed/stlouis-eni needs stlouis_as_of (its file has no publication date)"
+                        )
                     frames.append(parse_fred_stleni_csv(text, file=name, as_of=self.stlouis_as_of))
                 elif model == CLEVELAND:
                     parse = parse_cleveland_history_csv if "historical" in rel else parse_cleveland_chart_csv
@@ -510,12 +656,21 @@ class FedNowcastsSnapshot:
 
 def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
     keys = ["model_id", "indicator_id", "reference_period", "issued_at"]
-    clash = frame.group_by(keys).agg(pl.col("value").n_unique().alias("n"), pl.col("raw_response_id")).filter(pl.col("n") > 1)
+    clash = (
+        frame.group_by(keys)
+        .agg(pl.col("value").n_unique().alias("n"), pl.col("raw_response_id"))
+        .filter(pl.col("n") > 1)
+    )
     if clash.height:
         r = clash.row(0, named=True)
-        raise SourceError(f"{r['model_id']} {r['reference_period']} published twice at {r['issued_at']} with "
-                          f"different values ({r['raw_response_id']})", file=str(r["raw_response_id"][0]))
-    return frame.unique(subset=keys, keep="first", maintain_order=True).sort("model_id", "issued_at", "reference_period")
+        raise SourceError(
+            f"{r['model_id']} {r['reference_period']} published twice at {r['issued_at']} with "
+            f"different values ({r['raw_response_id']})",
+            file=str(r["raw_response_id"][0]),
+        )
+    return frame.unique(subset=keys, keep="first", maintain_order=True).sort(
+        "model_id", "issued_at", "reference_period"
+    )
 
 
 class FedNowcastsLive:
@@ -528,8 +683,14 @@ class FedNowcastsLive:
     transport = "live"
     current_only = True
 
-    def __init__(self, *, models: Iterable[str] = MODEL_IDS, urls: Mapping[str, str] | None = None,
-                 clock: Callable[[], datetime] | None = None, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        models: Iterable[str] = MODEL_IDS,
+        urls: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        http: httpx.Client | None = None,
+    ) -> None:
         self.models = list(models)
         unknown = [m for m in self.models if m not in MODEL_IDS]
         if unknown:

@@ -27,7 +27,15 @@ from typing import Protocol, runtime_checkable
 
 import polars as pl
 
-from leaf_live.core.sources import SourceError, cached_parse, csv_rows, display_path, http_get_text, parse_number, redact
+from leaf_live.core.sources import (
+    SourceError,
+    cached_parse,
+    csv_rows,
+    display_path,
+    http_get_text,
+    parse_number,
+    redact,
+)
 
 GRAPH_URL = "https://fred.stlouisfed.org"
 API_URL = "https://api.stlouisfed.org/fred"
@@ -41,13 +49,20 @@ _DATE_COLUMNS = ("date", "DATE", "observation_date")
 class FredClient(Protocol):
     """FRED / ALFRED series (:class:`FredSnapshot` or :class:`FredLive`)."""
 
-    def series(self, series_id: str, *, vintage_date: date | None = None, observation_start: date | None = None,
-               observation_end: date | None = None) -> pl.DataFrame:
+    def series(
+        self,
+        series_id: str,
+        *,
+        vintage_date: date | None = None,
+        observation_start: date | None = None,
+        observation_end: date | None = None,
+    ) -> pl.DataFrame:
         """One series as ``[date, value]`` (see :meth:`FredLive.series`)."""
         ...
 
-    def first_release(self, series_id: str, *, observation_start: date | None = None,
-                      observation_end: date | None = None) -> pl.DataFrame:
+    def first_release(
+        self, series_id: str, *, observation_start: date | None = None, observation_end: date | None = None
+    ) -> pl.DataFrame:
         """Every observation's first release with the day it was published (ALFRED)."""
         ...
 
@@ -74,20 +89,33 @@ class FredSnapshot:
         self.snapshot_dir = Path(snapshot_dir)
         self.folder = folder
 
-    def series(self, series_id: str, *, vintage_date: date | None = None, observation_start: date | None = None,
-               observation_end: date | None = None) -> pl.DataFrame:
+    def series(
+        self,
+        series_id: str,
+        *,
+        vintage_date: date | None = None,
+        observation_start: date | None = None,
+        observation_end: date | None = None,
+    ) -> pl.DataFrame:
         """``date`` (pl.Date), ``value`` (pl.Float64, NULL where FRED has ``.``), sorted by date. Raises
         :class:`SourceError` (no file for the id; malformed CSV naming file, row, field, value) and
         :class:`ValueError` for a ``vintage_date`` (the snapshot holds one vintage)."""
         if vintage_date is not None:
-            raise ValueError("vintage_date: the fred_series snapshot holds one vintage; use the FRED-MD vintages "
-                             "(macro/fred_md) or the live client with FRED_API_KEY")
-        return _window(_snapshot_series(series_id, self.snapshot_dir, self.folder), observation_start, observation_end)
+            raise ValueError(
+                "vintage_date: the fred_series snapshot holds one vintage; use the FRED-MD vintages "
+                "(macro/fred_md) or the live client with FRED_API_KEY"
+            )
+        return _window(
+            _snapshot_series(series_id, self.snapshot_dir, self.folder), observation_start, observation_end
+        )
 
-    def first_release(self, series_id: str, *, observation_start: date | None = None,
-                      observation_end: date | None = None) -> pl.DataFrame:
-        raise ValueError(f"first_release({series_id!r}): the fred_series snapshot has no release dates; use the "
-                         "live client with FRED_API_KEY (ALFRED)")
+    def first_release(
+        self, series_id: str, *, observation_start: date | None = None, observation_end: date | None = None
+    ) -> pl.DataFrame:
+        raise ValueError(
+            f"first_release({series_id!r}): the fred_series snapshot has no release dates; use the "
+            "live client with FRED_API_KEY (ALFRED)"
+        )
 
 
 class FredLive:
@@ -98,13 +126,21 @@ class FredLive:
 
     transport = "live"
 
-    def __init__(self, *, api_key: str | None = None, graph_url: str = GRAPH_URL, api_url: str = API_URL) -> None:
+    def __init__(
+        self, *, api_key: str | None = None, graph_url: str = GRAPH_URL, api_url: str = API_URL
+    ) -> None:
         self.api_key = api_key or None
         self.graph_url = graph_url
         self.api_url = api_url
 
-    def series(self, series_id: str, *, vintage_date: date | None = None, observation_start: date | None = None,
-               observation_end: date | None = None) -> pl.DataFrame:
+    def series(
+        self,
+        series_id: str,
+        *,
+        vintage_date: date | None = None,
+        observation_start: date | None = None,
+        observation_end: date | None = None,
+    ) -> pl.DataFrame:
         """One FRED series as ``[date, value]``: ``date`` (pl.Date, observation period start), ``value``
         (pl.Float64, the series' units; NULL where FRED has ``.``), sorted by date, kept to the inclusive
         observation range. ``vintage_date``: the series as known on that day (ALFRED; needs the API key).
@@ -121,26 +157,46 @@ class FredLive:
             text = http_get_text(url, params=params, what=f"FRED series {series_id}")
             frame = parse_fredgraph_csv(text, f"{url}?id={series_id}", series_id)
         else:
-            obs = _api_observations(series_id, self._key("vintage_date"), self.api_url, {
-                "realtime_start": vintage_date.isoformat(), "realtime_end": vintage_date.isoformat(),
-            }, observation_start, observation_end)
+            obs = _api_observations(
+                series_id,
+                self._key("vintage_date"),
+                self.api_url,
+                {
+                    "realtime_start": vintage_date.isoformat(),
+                    "realtime_end": vintage_date.isoformat(),
+                },
+                observation_start,
+                observation_end,
+            )
             frame = obs.select("date", "value")
         return _window(frame, observation_start, observation_end)
 
-    def first_release(self, series_id: str, *, observation_start: date | None = None,
-                      observation_end: date | None = None) -> pl.DataFrame:
+    def first_release(
+        self, series_id: str, *, observation_start: date | None = None, observation_end: date | None = None
+    ) -> pl.DataFrame:
         """Every observation's FIRST release from ALFRED (FRED API ``output_type=4``, "initial release only"):
         ``date``, ``value`` (first-release value, series units) and ``realtime_start`` (the day it was first
         published), sorted by date. Raises like :meth:`series`."""
-        obs = _api_observations(series_id, self._key("first_release"), self.api_url, {
-            "realtime_start": "1776-07-04", "realtime_end": "9999-12-31", "output_type": "4",
-        }, observation_start, observation_end)
+        obs = _api_observations(
+            series_id,
+            self._key("first_release"),
+            self.api_url,
+            {
+                "realtime_start": "1776-07-04",
+                "realtime_end": "9999-12-31",
+                "output_type": "4",
+            },
+            observation_start,
+            observation_end,
+        )
         return obs.select("date", "value", "realtime_start")
 
     def _key(self, what: str) -> str:
         if not self.api_key:
-            raise ValueError(f"{what}: ALFRED vintages need a FRED API key (set FRED_API_KEY); the keyless "
-                             "fredgraph.csv download serves only the latest vintage")
+            raise ValueError(
+                f"{what}: ALFRED vintages need a FRED API key (set FRED_API_KEY); the keyless "
+                "fredgraph.csv download serves only the latest vintage"
+            )
         return self.api_key
 
 
@@ -154,12 +210,22 @@ def parse_fredgraph_csv(text: str, file: str, series_id: str | None = None) -> p
     ``observation_date``; value column ``value`` or the series id). Raises :class:`SourceError`."""
     header = text.lstrip("\ufeff").split("\n", 1)[0].strip().split(",")
     if len(header) != 2 or header[0] not in _DATE_COLUMNS:
-        raise SourceError(f"expected a two-column fredgraph header (<{'|'.join(_DATE_COLUMNS)}>,<value>)",
-                          file=file, row=0, field="header", value=",".join(header))
+        raise SourceError(
+            f"expected a two-column fredgraph header (<{'|'.join(_DATE_COLUMNS)}>,<value>)",
+            file=file,
+            row=0,
+            field="header",
+            value=",".join(header),
+        )
     dcol, vcol = header
     if series_id is not None and vcol not in ("value", series_id):
-        raise SourceError(f"value column is neither 'value' nor the series id {series_id!r}",
-                          file=file, row=0, field="header", value=vcol)
+        raise SourceError(
+            f"value column is neither 'value' nor the series id {series_id!r}",
+            file=file,
+            row=0,
+            field="header",
+            value=vcol,
+        )
     dates, values = [], []
     for i, r in csv_rows(text, file=file, required=(dcol, vcol)):
         dates.append(_parse_date(r[dcol], file=file, row=i, field=dcol))
@@ -191,11 +257,14 @@ def _api_observations(
     except json.JSONDecodeError as exc:
         raise SourceError(f"response is not JSON: {exc}", file=shown) from None
     if "error_message" in payload:
-        raise SourceError(f"FRED API error {payload.get('error_code')}: {payload['error_message']}", file=shown)
+        raise SourceError(
+            f"FRED API error {payload.get('error_code')}: {payload['error_message']}", file=shown
+        )
     obs = payload.get("observations")
     if not isinstance(obs, list):
-        raise SourceError("response has no 'observations' list", file=shown, field="observations",
-                          value=type(obs).__name__)
+        raise SourceError(
+            "response has no 'observations' list", file=shown, field="observations", value=type(obs).__name__
+        )
     dates, values, starts = [], [], []
     for i, o in enumerate(obs, start=1):
         if not isinstance(o, dict):
@@ -204,8 +273,9 @@ def _api_observations(
         starts.append(_parse_date(o.get("realtime_start"), file=shown, row=i, field="realtime_start"))
         raw = str(o.get("value", "")).strip()
         values.append(None if raw in ("", ".") else parse_number(raw, file=shown, row=i, field="value"))
-    return pl.DataFrame({"date": dates, "value": values, "realtime_start": starts},
-                        schema=FIRST_RELEASE_SCHEMA).sort(["date", "realtime_start"])
+    return pl.DataFrame(
+        {"date": dates, "value": values, "realtime_start": starts}, schema=FIRST_RELEASE_SCHEMA
+    ).sort(["date", "realtime_start"])
 
 
 def _snapshot_series(series_id: str, snapshot_dir: Path, folder: str | None) -> pl.DataFrame:
@@ -213,12 +283,20 @@ def _snapshot_series(series_id: str, snapshot_dir: Path, folder: str | None) -> 
     candidates = sorted(root.glob(f"{folder or '*'}/{series_id}.csv"))
     if not candidates:
         have = sorted({p.stem for p in root.glob("*/*.csv")})
-        raise SourceError(f"no snapshot file for FRED series {series_id!r}"
-                          + (f" in folder {folder!r}" if folder else "") + f"; available: {have}",
-                          file=display_path(root, snapshot_dir))
+        raise SourceError(
+            f"no snapshot file for FRED series {series_id!r}"
+            + (f" in folder {folder!r}" if folder else "")
+            + f"; available: {have}",
+            file=display_path(root, snapshot_dir),
+        )
     frames = [
-        cached_parse("fredgraph", p, lambda p: parse_fredgraph_csv(p.read_text(encoding="utf-8"),
-                                                                   display_path(p, snapshot_dir), series_id))
+        cached_parse(
+            "fredgraph",
+            p,
+            lambda p: parse_fredgraph_csv(
+                p.read_text(encoding="utf-8"), display_path(p, snapshot_dir), series_id
+            ),
+        )
         for p in candidates
     ]
     # several folders may hold the id: the latest observation marks the most recent vintage

@@ -27,13 +27,14 @@ Two implementations of one client interface (:class:`FredMdClient`):
     Parsed vintages are cached in-process, keyed by file path, modification time and size.
 :class:`FredMdLive`
     The St. Louis Fed download area (base URL :data:`DEFAULT_BASE_URL`, overridable with ``base_url=``; the
-    setting ``LEAF_LIVE_FRED_MD_BASE_URL`` reaches it through the ``fred_md`` resource). A vintage ``YYYY-MM`` is tried at
-    ``{base}/monthly/YYYY-MM-md.csv`` (naming used since 2025) and then ``{base}/monthly/YYYY-MM.csv`` (earlier
-    naming); FRED-QD at ``{base}/quarterly/YYYY-MM-qd.csv`` then ``{base}/quarterly/YYYY-MM.csv``; the vintage
-    ``current`` at ``{base}/{monthly|quarterly}/current.csv``. Immutable vintages are cached in-process.
+    setting ``LEAF_LIVE_FRED_MD_BASE_URL`` reaches it through the ``fred_md`` resource). A vintage ``YYYY-MM``
+    is tried at ``{base}/monthly/YYYY-MM-md.csv`` (naming used since 2025) and then
+    ``{base}/monthly/YYYY-MM.csv`` (earlier naming); FRED-QD at ``{base}/quarterly/YYYY-MM-qd.csv`` then
+    ``{base}/quarterly/YYYY-MM.csv``; the vintage ``current`` at ``{base}/{monthly|quarterly}/current.csv``.
+    Immutable vintages are cached in-process.
 
-Errors: :class:`~leaf_live.macro.sources.SourceError` naming the file (archive member or URL), the 1-based data row
-(header excluded; the text line is given too), the field (column) and the value.
+Errors: :class:`~leaf_live.macro.sources.SourceError` naming the file (archive member or URL), the 1-based
+data row (header excluded; the text line is given too), the field (column) and the value.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -143,13 +144,15 @@ class FredMdClient(Protocol):
         """Vintages available, as sorted ``YYYY-MM`` labels."""
         ...
 
-    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
-                     ) -> tuple[pl.DataFrame, dict[str, int]]:
+    def load_vintage(
+        self, vintage: str, kind: str = "md", columns: Columns = None
+    ) -> tuple[pl.DataFrame, dict[str, int]]:
         """``(levels, tcodes)`` of one vintage (see :class:`FredMdSnapshot.load_vintage`)."""
         ...
 
-    def load_vintages(self, vintages: list[str], kind: str = "md", columns: Columns = None
-                      ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+    def load_vintages(
+        self, vintages: list[str], kind: str = "md", columns: Columns = None
+    ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """``{vintage: (levels, tcodes)}`` for several vintages."""
         ...
 
@@ -161,19 +164,24 @@ class FredMdClient(Protocol):
 class _FredMd:
     """What both implementations share: several vintages, the preceding-vintage rule."""
 
-    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
-                     ) -> tuple[pl.DataFrame, dict[str, int]]:
+    def load_vintage(
+        self, vintage: str, kind: str = "md", columns: Columns = None
+    ) -> tuple[pl.DataFrame, dict[str, int]]:
         raise NotImplementedError
 
     def list_vintages(self, kind: str = "md") -> list[str]:
         raise NotImplementedError
 
-    def load_vintages(self, vintages: list[str], kind: str = "md", columns: Columns = None
-                      ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+    def load_vintages(
+        self, vintages: list[str], kind: str = "md", columns: Columns = None
+    ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """Load several vintages: ``{vintage: (levels, tcodes)}`` as :meth:`load_vintage` returns them.
         Raises what :meth:`load_vintage` raises."""
         _check_kind(kind)
-        return {v: self.load_vintage(v, kind, columns) for v in (check_vintage(v) for v in dict.fromkeys(vintages))}
+        return {
+            v: self.load_vintage(v, kind, columns)
+            for v in (check_vintage(v) for v in dict.fromkeys(vintages))
+        }
 
     def vintage_preceding(self, target_month: date, kind: str = "md") -> str:
         """The vintage label to fit on for ``target_month`` (App. I): :meth:`resolve_preceding_vintage`'s
@@ -182,8 +190,8 @@ class _FredMd:
 
     def resolve_preceding_vintage(self, target_month: date, kind: str = "md") -> VintageChoice:
         """Pick the vintage for a target month (LiveMacroEval App. I: "the FRED vintage immediately preceding
-        the target month"): :func:`wanted_vintage` if available, otherwise the nearest EARLIER vintage, never a
-        later one (a later vintage would leak data published after the window opened); the gap is reported
+        the target month"): :func:`wanted_vintage` if available, otherwise the nearest EARLIER vintage, never
+        a later one (a later vintage would leak data published after the window opened); the gap is reported
         in ``gap_months`` (e.g. target 2026-03 -> wanted 2026-02 -> the snapshot's 2025-12, gap 2). Raises
         :class:`~leaf_live.core.sources.SourceError` when no vintage at or before ``wanted`` exists,
         :class:`ValueError` for bad arguments."""
@@ -230,10 +238,11 @@ class FredMdSnapshot(_FredMd):
                 out.add(v)
         return sorted(out)
 
-    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
-                     ) -> tuple[pl.DataFrame, dict[str, int]]:
-        """Load one FRED-MD (``kind='md'``) or FRED-QD (``kind='qd'``) vintage (only the series ``columns`` that
-        it has, when given: parsing a vintage's ~130 columns costs most of the time).
+    def load_vintage(
+        self, vintage: str, kind: str = "md", columns: Columns = None
+    ) -> tuple[pl.DataFrame, dict[str, int]]:
+        """Load one FRED-MD (``kind='md'``) or FRED-QD (``kind='qd'``) vintage (only the series ``columns``
+        that it has, when given: parsing a vintage's ~130 columns costs most of the time).
 
         Returns ``(levels, tcodes)``:
 
@@ -264,8 +273,9 @@ class FredMdSnapshot(_FredMd):
             file=ARCHIVE if kind == "md" else SINGLE_FILES[("qd", "2025-03")].path,
         )
 
-    def load_vintages(self, vintages: list[str], kind: str = "md", columns: Columns = None
-                      ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+    def load_vintages(
+        self, vintages: list[str], kind: str = "md", columns: Columns = None
+    ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """Several vintages; the archive members are read in one pass over the xz stream (a backtest needing
         80 vintages costs one decompression instead of 80). Raises what :meth:`load_vintage` raises."""
         _check_kind(kind)
@@ -293,24 +303,27 @@ class FredMdLive(_FredMd):
     loopback server). A vintage ``YYYY-MM`` is tried at ``{base}/monthly/YYYY-MM-md.csv`` (naming used since
     2025) and then ``{base}/monthly/YYYY-MM.csv``; FRED-QD at ``{base}/quarterly/...-qd.csv`` then
     ``.../YYYY-MM.csv``; ``current`` at ``{base}/{monthly|quarterly}/current.csv``. Immutable vintages are
-    cached in-process. The publisher has no machine-readable index, so :meth:`list_vintages` is the calendar of
-    monthly vintages from :data:`FIRST_LIVE_VINTAGE` through ``today``'s UTC month (a month the publisher
+    cached in-process. The publisher has no machine-readable index, so :meth:`list_vintages` is the calendar
+    of monthly vintages from :data:`FIRST_LIVE_VINTAGE` through ``today``'s UTC month (a month the publisher
     skipped fails later in :meth:`load_vintage` with the URLs tried)."""
 
     transport = "live"
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, *, today: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, base_url: str = DEFAULT_BASE_URL, *, today: Callable[[], datetime] | None = None
+    ) -> None:
         self.base_url = base_url or DEFAULT_BASE_URL
         self.where = self.base_url
-        self._today = today or (lambda: datetime.now(timezone.utc))
+        self._today = today or (lambda: datetime.now(UTC))
 
     def list_vintages(self, kind: str = "md") -> list[str]:
         _check_kind(kind)
         last = month_index(self._today().date())
         return [month_of_index(k) for k in range(month_index(FIRST_LIVE_VINTAGE[kind]), last + 1)]
 
-    def load_vintage(self, vintage: str, kind: str = "md", columns: Columns = None
-                     ) -> tuple[pl.DataFrame, dict[str, int]]:
+    def load_vintage(
+        self, vintage: str, kind: str = "md", columns: Columns = None
+    ) -> tuple[pl.DataFrame, dict[str, int]]:
         """One vintage as :meth:`FredMdSnapshot.load_vintage` returns it, downloaded. Raises
         :class:`~leaf_live.core.sources.SourceError` naming every URL tried and its HTTP status, or the URL,
         row, field and value of a malformed file."""
@@ -356,8 +369,9 @@ def _parse_date(text: str, *, file: str, row: int) -> date:
     except ValueError:
         raise SourceError("not a calendar date", file=file, row=row, field="sasdate", value=text) from None
     if out.day != 1:
-        raise SourceError("observation date is not the first of a month", file=file, row=row, field="sasdate",
-                          value=text)
+        raise SourceError(
+            "observation date is not the first of a month", file=file, row=row, field="sasdate", value=text
+        )
     return out
 
 
@@ -368,14 +382,23 @@ def _parse_tcodes(header: list[str], cells: list[str], *, file: str, row: int) -
         try:
             v = float(s)
         except ValueError:
-            raise SourceError("transform code is not a number", file=file, row=row, field=name, value=cell) from None
+            raise SourceError(
+                "transform code is not a number", file=file, row=row, field=name, value=cell
+            ) from None
         if v != int(v) or not 1 <= int(v) <= 7:
-            raise SourceError("transform code must be an integer 1-7", file=file, row=row, field=name, value=cell)
+            raise SourceError(
+                "transform code must be an integer 1-7", file=file, row=row, field=name, value=cell
+            )
         out[name] = int(v)
     missing = [c for c in header[1:] if c not in out]
     if missing:
-        raise SourceError(f"transform row has no code for {len(missing)} column(s), first {missing[0]!r}",
-                          file=file, row=row, field=missing[0], value="")
+        raise SourceError(
+            f"transform row has no code for {len(missing)} column(s), first {missing[0]!r}",
+            file=file,
+            row=row,
+            field=missing[0],
+            value="",
+        )
     return out
 
 
@@ -388,8 +411,8 @@ def parse_vintage_csv(
     transforms_file: str | None = None,
     columns: Columns = None,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Parse the text of one FRED-MD / FRED-QD vintage CSV (format in the module docstring); ``columns``: keep only
-    these series (those the file has; every cell of the date column and the tcode row is still checked).
+    """Parse the text of one FRED-MD / FRED-QD vintage CSV (format in the module docstring); ``columns``: keep
+    only these series (those the file has; every cell of the date column and the tcode row is still checked).
 
     ``file`` names the source in error messages. ``transforms_text`` supplies the tcode row when the vintage
     file has none (header line + ``Transform:`` line, as in the snapshot's ≈2025-12 vintage). Returns
@@ -419,8 +442,13 @@ def parse_vintage_csv(
         if not any(c.strip() for c in r):
             continue  # blank / all-empty separator rows occur in 2015-2023 vintages
         if len(r) > ncol:
-            raise SourceError(f"row has {len(r)} fields, header has {ncol}", file=file, row=i, field="row",
-                              value=",".join(r[ncol:])[:80])
+            raise SourceError(
+                f"row has {len(r)} fields, header has {ncol}",
+                file=file,
+                row=i,
+                field="row",
+                value=",".join(r[ncol:])[:80],
+            )
         if not r[0].strip():
             raise SourceError("row has values but no date", file=file, row=i, field="sasdate", value=r[0])
         dates.append(_parse_date(r[0], file=file, row=i))
@@ -430,17 +458,32 @@ def parse_vintage_csv(
         tfile = transforms_file or f"{file} (transforms)"
         trows = list(csv.reader(io.StringIO(transforms_text.lstrip("\ufeff"))))
         if len(trows) < 2 or not trows[1] or not trows[1][0].strip().lower().startswith("transform"):
-            raise SourceError("expected a header line and a 'Transform:' line", file=tfile, row=1,
-                              field="sasdate", value=trows[1][0] if len(trows) > 1 and trows[1] else "")
+            raise SourceError(
+                "expected a header line and a 'Transform:' line",
+                file=tfile,
+                row=1,
+                field="sasdate",
+                value=trows[1][0] if len(trows) > 1 and trows[1] else "",
+            )
         theader = [h.strip() for h in trows[0]]
         if theader != header:
             diff = next((a, b) for a, b in zip(theader + [""] * ncol, header + [""] * len(theader)) if a != b)
-            raise SourceError(f"transforms header differs from the data header (data has {diff[1]!r})",
-                              file=tfile, row=0, field="header", value=diff[0])
+            raise SourceError(
+                f"transforms header differs from the data header (data has {diff[1]!r})",
+                file=tfile,
+                row=0,
+                field="header",
+                value=diff[0],
+            )
         tcodes = _parse_tcodes(header, trows[1], file=tfile, row=1)
     if tcodes is None:
-        raise SourceError("no 'Transform:' row (tcodes) found", file=file, row=1, field="sasdate",
-                          value=rows[1][0] if len(rows) > 1 and rows[1] else "")
+        raise SourceError(
+            "no 'Transform:' row (tcodes) found",
+            file=file,
+            row=1,
+            field="sasdate",
+            value=rows[1][0] if len(rows) > 1 and rows[1] else "",
+        )
     if not dates:
         raise SourceError("vintage has no data rows", file=file)
     if kind == "qd":
@@ -449,13 +492,23 @@ def parse_vintage_csv(
             dates = [date(d.year, d.month - 2, 1) for d in dates]
         elif not months <= {1, 4, 7, 10}:
             k = next(j for j, d in enumerate(dates) if d.month not in (3, 6, 9, 12))
-            raise SourceError("FRED-QD dates must all be the last (or all the first) month of a quarter",
-                              file=file, row=where[k], field="sasdate", value=f"{dates[k]:%m/%d/%Y}")
+            raise SourceError(
+                "FRED-QD dates must all be the last (or all the first) month of a quarter",
+                file=file,
+                row=where[k],
+                field="sasdate",
+                value=f"{dates[k]:%m/%d/%Y}",
+            )
     seen: dict[date, int] = {}
     for d, i in zip(dates, where):
         if d in seen:
-            raise SourceError(f"duplicate observation date (also row {seen[d]})", file=file, row=i,
-                              field="sasdate", value=f"{d:%Y-%m-%d}")
+            raise SourceError(
+                f"duplicate observation date (also row {seen[d]})",
+                file=file,
+                row=i,
+                field="sasdate",
+                value=f"{d:%Y-%m-%d}",
+            )
         seen[d] = i
     data = {"date": pl.Series("date", dates, dtype=pl.Date)}
     keep = None if columns is None else set(columns)
@@ -538,7 +591,9 @@ def _archive_index(path: Path) -> dict[str, str]:
                 if m.isfile() and mm:
                     out[mm.group(1)] = m.name
     except (tarfile.TarError, OSError, EOFError) as exc:
-        raise SourceError(f"cannot read vintage archive: {type(exc).__name__}: {exc}", file=str(path)) from None
+        raise SourceError(
+            f"cannot read vintage archive: {type(exc).__name__}: {exc}", file=str(path)
+        ) from None
     with _lock:
         _index_cache[key] = out
     return out
@@ -552,8 +607,9 @@ def _columns_key(columns: Columns) -> tuple:
     return ("all",) if columns is None else tuple(sorted(set(columns)))
 
 
-def _load_members(path: Path, members: list[str], columns: Columns = None
-                  ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+def _load_members(
+    path: Path, members: list[str], columns: Columns = None
+) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
     """Parse archive members, reading the xz stream once for all that are not cached yet (an xz tar is
     not seekable: each separate read decompresses from the start, ~0.5-1 s)."""
     stat = _stat_key(path)
@@ -606,8 +662,9 @@ def _decode(raw: bytes, label: str) -> str:
         raise SourceError(f"file is not UTF-8 text (byte {exc.start})", file=label) from None
 
 
-def _load_single(snap: Path, single: _SingleFile, kind: str, columns: Columns = None
-                 ) -> tuple[pl.DataFrame, dict[str, int]]:
+def _load_single(
+    snap: Path, single: _SingleFile, kind: str, columns: Columns = None
+) -> tuple[pl.DataFrame, dict[str, int]]:
     path = snap / single.path
     tpath = snap / single.transforms if single.transforms else None
     key = ("single", *_stat_key(path), *(_stat_key(tpath) if tpath else ()), _columns_key(columns))
@@ -616,8 +673,12 @@ def _load_single(snap: Path, single: _SingleFile, kind: str, columns: Columns = 
         return hit
     ttext = _read_text(tpath, single.transforms) if tpath is not None else None
     value = parse_vintage_csv(
-        _read_text(path, single.path), kind, file=single.path, transforms_text=ttext,
-        transforms_file=single.transforms, columns=columns,
+        _read_text(path, single.path),
+        kind,
+        file=single.path,
+        transforms_text=ttext,
+        transforms_file=single.transforms,
+        columns=columns,
     )
     _cache_put(key, value)
     return value
@@ -639,8 +700,9 @@ def vintage_urls(vintage: str, kind: str = "md", base_url: str = DEFAULT_BASE_UR
     return [f"{folder}/{vintage}-{kind}.csv", f"{folder}/{vintage}.csv"]
 
 
-def _load_live(vintage: str, kind: str, base_url: str, columns: Columns = None
-               ) -> tuple[pl.DataFrame, dict[str, int]]:
+def _load_live(
+    vintage: str, kind: str, base_url: str, columns: Columns = None
+) -> tuple[pl.DataFrame, dict[str, int]]:
     urls = vintage_urls(vintage, kind, base_url)
     key = ("live", tuple(urls), _columns_key(columns))
     if vintage != "current":  # "current" changes every month: never cached
@@ -658,11 +720,24 @@ def _load_live(vintage: str, kind: str, base_url: str, columns: Columns = None
         if vintage != "current":
             _cache_put(key, value)
         return value
-    raise SourceError(f"FRED-{kind.upper()} vintage {vintage} could not be downloaded; tried: " + " | ".join(errors),
-                      file=urls[0])
+    raise SourceError(
+        f"FRED-{kind.upper()} vintage {vintage} could not be downloaded; tried: " + " | ".join(errors),
+        file=urls[0],
+    )
 
 
 __all__ = [
-    "ARCHIVE", "DEFAULT_BASE_URL", "KINDS", "SINGLE_FILES", "FredMdClient", "FredMdLive", "FredMdSnapshot",
-    "VintageChoice", "check_vintage", "clear_cache", "parse_vintage_csv", "vintage_urls", "wanted_vintage",
+    "ARCHIVE",
+    "DEFAULT_BASE_URL",
+    "KINDS",
+    "SINGLE_FILES",
+    "FredMdClient",
+    "FredMdLive",
+    "FredMdSnapshot",
+    "VintageChoice",
+    "check_vintage",
+    "clear_cache",
+    "parse_vintage_csv",
+    "vintage_urls",
+    "wanted_vintage",
 ]

@@ -66,9 +66,12 @@ class IntradayBarProvider(Protocol):
 
 @runtime_checkable
 class WindowPricesClient(Protocol):
-    """Announcement-window ES prices per release timestamp (:class:`FuturesSnapshot` or :class:`FuturesLive`)."""
+    """Announcement-window ES prices per release timestamp (:class:`FuturesSnapshot` or
+    :class:`FuturesLive`)."""
 
-    def window_prices(self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None) -> pl.DataFrame:
+    def window_prices(
+        self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None
+    ) -> pl.DataFrame:
         """The window prices of ``release_times`` (see :class:`FuturesSnapshot.window_prices`)."""
         ...
 
@@ -86,7 +89,9 @@ class FuturesSnapshot:
         self.snapshot_dir = Path(snapshot_dir)
         self.include_coverage = include_coverage
 
-    def window_prices(self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None) -> pl.DataFrame:
+    def window_prices(
+        self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None
+    ) -> pl.DataFrame:
         """Announcement-window ES prices per release timestamp.
 
         ``release_times``: tz-aware datetimes, a Series, or a frame with ``release_at``; only these timestamps
@@ -101,7 +106,9 @@ class FuturesSnapshot:
         """
         frame = _snapshot_prices(self.snapshot_dir, self.include_coverage)
         if release_times is not None:
-            keep = pl.DataFrame({"release_at": pl.Series(_as_times(release_times), dtype=pl.Datetime("us", "UTC"))})
+            keep = pl.DataFrame(
+                {"release_at": pl.Series(_as_times(release_times), dtype=pl.Datetime("us", "UTC"))}
+            )
             frame = frame.join(keep, on="release_at", how="semi", maintain_order="left")
         return frame
 
@@ -117,12 +124,16 @@ class FuturesLive:
         self.provider = provider or YFinanceBars()
         self.symbol = symbol
 
-    def window_prices(self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None) -> pl.DataFrame:
+    def window_prices(
+        self, release_times: Iterable[datetime] | pl.Series | pl.DataFrame | None = None
+    ) -> pl.DataFrame:
         """Same frame as :meth:`FuturesSnapshot.window_prices`; ``release_times`` is required (a live provider
         has no list of releases). Raises :class:`ValueError` without it, :class:`SourceError` for a
         non-positive close."""
         if release_times is None:
-            raise ValueError("live window prices: pass release_times= (the release timestamps whose windows to price)")
+            raise ValueError(
+                "live window prices: pass release_times= (the release timestamps whose windows to price)"
+            )
         return _live_prices(self.provider, _as_times(release_times), self.symbol)
 
 
@@ -156,12 +167,16 @@ def _frame(rows: list[tuple[datetime, str | None, float, float, str]]) -> pl.Dat
 
 def _snapshot_prices(snapshot_dir: Path, include_coverage: bool) -> pl.DataFrame:
     path = snapshot_dir / PANEL_VALID_FILE
-    panel = cached_parse("window_prices:panel", path, lambda p: _parse_panel(p, display_path(p, snapshot_dir)))
+    panel = cached_parse(
+        "window_prices:panel", path, lambda p: _parse_panel(p, display_path(p, snapshot_dir))
+    )
     rows = list(panel)
     if include_coverage:
         have = {r[0] for r in rows}
         cpath = snapshot_dir / COVERAGE_FILE
-        cov = cached_parse("window_prices:coverage", cpath, lambda p: _parse_coverage(p, display_path(p, snapshot_dir)))
+        cov = cached_parse(
+            "window_prices:coverage", cpath, lambda p: _parse_coverage(p, display_path(p, snapshot_dir))
+        )
         rows.extend(r for r in cov if r[0] not in have)
     rows.sort(key=lambda r: r[0])
     return _frame(rows)
@@ -200,7 +215,10 @@ def _parse_panel(path: Path, file: str) -> list[tuple[datetime, str | None, floa
             raise SourceError(
                 f"same release timestamp as row {prev[5]} but a different window "
                 f"({prev[1]} {prev[2]} -> {prev[3]} vs {code} {b} -> {a})",
-                file=file, row=i, field="start_bar_close", value=r["start_bar_close"],
+                file=file,
+                row=i,
+                field="start_bar_close",
+                value=r["start_bar_close"],
             )
         by_time.setdefault(at, (at, code, b, a, "livemacroeval_panel", i))
     return [v[:5] for v in by_time.values()]
@@ -245,8 +263,12 @@ def _close_with_fallback(provider: IntradayBarProvider, symbol: str, ts: datetim
         if v is not None:
             v = float(v)
             if not math.isfinite(v) or v <= 0:
-                raise SourceError(f"provider {provider.name} returned a non-positive or non-finite close",
-                                  file=f"{provider.name}:{symbol}", field=f"close@{at.isoformat()}", value=v)
+                raise SourceError(
+                    f"provider {provider.name} returned a non-positive or non-finite close",
+                    file=f"{provider.name}:{symbol}",
+                    field=f"close@{at.isoformat()}",
+                    value=v,
+                )
             return v
     return None
 

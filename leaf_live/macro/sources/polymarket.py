@@ -17,9 +17,9 @@ Two recorded formats and the live service:
 * **API responses**: Gamma ``GET /events/slug/{slug}`` (event JSON; each market has ``groupItemTitle`` =
   bucket, ``outcomes`` and ``clobTokenIds`` as JSON-encoded lists, ``outcomePrices`` = resolution) and
   CLOB ``GET /prices-history?market=<token>&startTs=..&endTs=..&fidelity=<minutes>`` ->
-  ``{"history": [{"t": unix_sec, "p": price}]}``. :class:`PolymarketLive` calls them; :class:`PolymarketSnapshot`
-  reads a response cache laid out as ``<sha1("<namespace>:<url>")>.json`` (namespaces ``event_slug`` and
-  ``prices_history``; the layout of the recorded PLSite cache under
+  ``{"history": [{"t": unix_sec, "p": price}]}``. :class:`PolymarketLive` calls them;
+  :class:`PolymarketSnapshot` reads a response cache laid out as ``<sha1("<namespace>:<url>")>.json``
+  (namespaces ``event_slug`` and ``prices_history``; the layout of the recorded PLSite cache under
   ``macro/polymarket/plsite_nfp/polymarket_cache``), so the same request finds its recorded answer, and,
   with no market configured, the recorded price grids. Both implement :class:`PredictionMarketClient`.
 """
@@ -44,6 +44,7 @@ from leaf_live.core.pit import UTC
 from leaf_live.core.sources import SourceError, http_get, parse_number
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.macro.catalog import get_indicator
+
 GAMMA_URL = "https://gamma-api.polymarket.com"
 CLOB_URL = "https://clob.polymarket.com"
 GRID_DIR = "livemacroeval/Results/polymarket_return/polymarket"
@@ -64,9 +65,22 @@ def _prices_frame(rows: dict[str, list], *, partition_key: str) -> pl.DataFrame:
         return empty_frame("prediction_market_prices")
     f = pl.DataFrame(rows, schema_overrides={"ts": pl.Datetime("us", "UTC"), "token_id": pl.Utf8})
     f = f.with_columns(pl.lit(partition_key).alias("partition_key"), pl.col("ts").alias("available_at"))
-    return conform("prediction_market_prices", f.select(
-        "partition_key", "source", "market_id", "indicator_id", "reference_period", "bucket_label", "token_id",
-        "ts", "price", "source_file", "available_at"))
+    return conform(
+        "prediction_market_prices",
+        f.select(
+            "partition_key",
+            "source",
+            "market_id",
+            "indicator_id",
+            "reference_period",
+            "bucket_label",
+            "token_id",
+            "ts",
+            "price",
+            "source_file",
+            "available_at",
+        ),
+    )
 
 
 def _price(text: str, *, file: str, row: int, field: str) -> float | None:
@@ -102,36 +116,76 @@ def read_price_grid(
     reader = csv.reader(io.StringIO(text))
     header = [h.strip() for h in next(reader, [])]
     if header[:2] != ["Date (UTC)", "Timestamp (UTC)"]:
-        raise SourceError("expected the first columns 'Date (UTC)', 'Timestamp (UTC)'", file=name, row=0,
-                          field="header", value=",".join(header[:2]))
+        raise SourceError(
+            "expected the first columns 'Date (UTC)', 'Timestamp (UTC)'",
+            file=name,
+            row=0,
+            field="header",
+            value=",".join(header[:2]),
+        )
     buckets = header[2:]
     if not buckets or any(not b for b in buckets) or len(set(buckets)) != len(buckets):
-        raise SourceError("bucket columns must be non-empty and distinct", file=name, row=0, field="header",
-                          value=",".join(buckets))
-    rows: dict[str, list] = {k: [] for k in ("source", "market_id", "indicator_id", "reference_period",
-                                             "bucket_label", "token_id", "ts", "price", "source_file")}
+        raise SourceError(
+            "bucket columns must be non-empty and distinct",
+            file=name,
+            row=0,
+            field="header",
+            value=",".join(buckets),
+        )
+    rows: dict[str, list] = {
+        k: []
+        for k in (
+            "source",
+            "market_id",
+            "indicator_id",
+            "reference_period",
+            "bucket_label",
+            "token_id",
+            "ts",
+            "price",
+            "source_file",
+        )
+    }
     prev = None
     for i, rec in enumerate(reader, start=1):
         if not rec or all(not c.strip() for c in rec):
             continue
         if len(rec) != len(header):
-            raise SourceError(f"row has {len(rec)} fields, header has {len(header)}", file=name, row=i,
-                              field="row", value=",".join(rec)[:80])
+            raise SourceError(
+                f"row has {len(rec)} fields, header has {len(header)}",
+                file=name,
+                row=i,
+                field="row",
+                value=",".join(rec)[:80],
+            )
         try:
             shown = datetime.strptime(rec[0].strip(), "%m-%d-%Y %H:%M").replace(tzinfo=UTC)
         except ValueError:
-            raise SourceError("expected MM-DD-YYYY HH:MM (UTC)", file=name, row=i, field="Date (UTC)",
-                              value=rec[0]) from None
+            raise SourceError(
+                "expected MM-DD-YYYY HH:MM (UTC)", file=name, row=i, field="Date (UTC)", value=rec[0]
+            ) from None
         try:
             ts = datetime.fromtimestamp(int(rec[1].strip()), tz=UTC)
         except (ValueError, OverflowError, OSError):
-            raise SourceError("expected unix seconds", file=name, row=i, field="Timestamp (UTC)", value=rec[1]) from None
+            raise SourceError(
+                "expected unix seconds", file=name, row=i, field="Timestamp (UTC)", value=rec[1]
+            ) from None
         if ts != shown:
-            raise SourceError(f"Timestamp (UTC) is {ts:%Y-%m-%d %H:%M} UTC but Date (UTC) says {rec[0]}",
-                              file=name, row=i, field="Timestamp (UTC)", value=rec[1])
+            raise SourceError(
+                f"Timestamp (UTC) is {ts:%Y-%m-%d %H:%M} UTC but Date (UTC) says {rec[0]}",
+                file=name,
+                row=i,
+                field="Timestamp (UTC)",
+                value=rec[1],
+            )
         if prev is not None and ts <= prev:
-            raise SourceError(f"timestamp not after the previous row's {prev:%Y-%m-%d %H:%M}", file=name, row=i,
-                              field="Timestamp (UTC)", value=rec[1])
+            raise SourceError(
+                f"timestamp not after the previous row's {prev:%Y-%m-%d %H:%M}",
+                file=name,
+                row=i,
+                field="Timestamp (UTC)",
+                value=rec[1],
+            )
         prev = ts
         for b, cell in zip(buckets, rec[2:]):
             p = _price(cell, file=name, row=i, field=b)
@@ -161,7 +215,9 @@ def load_snapshot_grids(
         p = snap / rel
         if not p.is_file():
             raise SourceError("snapshot price grid does not exist", file=str(p))
-        frames.append(read_price_grid(p, indicator_id=ind, reference_period=ref, market_id=stem, display_name=rel))
+        frames.append(
+            read_price_grid(p, indicator_id=ind, reference_period=ref, market_id=stem, display_name=rel)
+        )
     return pl.concat(frames, how="vertical") if frames else empty_frame("prediction_market_prices")
 
 
@@ -172,7 +228,7 @@ def load_snapshot_grids(
 
 def cache_key(namespace: str, url: str) -> str:
     """File stem of a cached response: sha1 of ``"<namespace>:<url>"`` (PLSite ``_fetch_cached_json``)."""
-    return hashlib.sha1(f"{namespace}:{url}".encode("utf-8")).hexdigest()
+    return hashlib.sha1(f"{namespace}:{url}".encode()).hexdigest()
 
 
 def _json_list(value: Any, *, file: str, field: str) -> list:
@@ -185,7 +241,9 @@ def _json_list(value: Any, *, file: str, field: str) -> list:
             v = None
         if isinstance(v, list):
             return v
-    raise SourceError("expected a JSON list (or a JSON-encoded list string)", file=file, field=field, value=value)
+    raise SourceError(
+        "expected a JSON list (or a JSON-encoded list string)", file=file, field=field, value=value
+    )
 
 
 def event_buckets(event: Mapping[str, Any], *, file: str = "event") -> pl.DataFrame:
@@ -196,16 +254,33 @@ def event_buckets(event: Mapping[str, Any], *, file: str = "event") -> pl.DataFr
     ``outcomes``/``clobTokenIds`` pair, or duplicate bucket labels."""
     markets = event.get("markets")
     if not isinstance(markets, list) or not markets:
-        raise SourceError("event has no markets list", file=file, field="markets", value=type(markets).__name__)
-    out: dict[str, list] = {k: [] for k in ("bucket_label", "yes_token_id", "no_token_id", "market_slug",
-                                            "question", "closed", "resolved_yes")}
+        raise SourceError(
+            "event has no markets list", file=file, field="markets", value=type(markets).__name__
+        )
+    out: dict[str, list] = {
+        k: []
+        for k in (
+            "bucket_label",
+            "yes_token_id",
+            "no_token_id",
+            "market_slug",
+            "question",
+            "closed",
+            "resolved_yes",
+        )
+    }
     for n, m in enumerate(markets, start=1):
         where = f"markets[{n - 1}]"
         outcomes = [str(o) for o in _json_list(m.get("outcomes"), file=file, field=f"{where}.outcomes")]
         tokens = [str(t) for t in _json_list(m.get("clobTokenIds"), file=file, field=f"{where}.clobTokenIds")]
         if len(outcomes) != len(tokens) or "Yes" not in outcomes:
-            raise SourceError("outcomes and clobTokenIds do not pair up with a 'Yes' outcome", file=file,
-                              row=n, field=f"{where}.outcomes", value=outcomes)
+            raise SourceError(
+                "outcomes and clobTokenIds do not pair up with a 'Yes' outcome",
+                file=file,
+                row=n,
+                field=f"{where}.outcomes",
+                value=outcomes,
+            )
         prices = m.get("outcomePrices")
         resolved = None
         if prices not in (None, ""):
@@ -222,10 +297,15 @@ def event_buckets(event: Mapping[str, Any], *, file: str = "event") -> pl.DataFr
         out["resolved_yes"].append(resolved)
     labels = out["bucket_label"]
     if len(set(labels)) != len(labels) or "" in labels:
-        raise SourceError("bucket labels (groupItemTitle) are empty or repeated", file=file, field="groupItemTitle",
-                          value=labels)
-    return pl.DataFrame(out, schema_overrides={"resolved_yes": pl.Float64, "market_slug": pl.Utf8,
-                                               "no_token_id": pl.Utf8})
+        raise SourceError(
+            "bucket labels (groupItemTitle) are empty or repeated",
+            file=file,
+            field="groupItemTitle",
+            value=labels,
+        )
+    return pl.DataFrame(
+        out, schema_overrides={"resolved_yes": pl.Float64, "market_slug": pl.Utf8, "no_token_id": pl.Utf8}
+    )
 
 
 def parse_prices_history(payload: Any, *, file: str) -> pl.DataFrame:
@@ -234,12 +314,18 @@ def parse_prices_history(payload: Any, *, file: str) -> pl.DataFrame:
     a missing history list, a non-integer ``t`` or a price outside [0, 1]."""
     hist = payload.get("history") if isinstance(payload, dict) else None
     if not isinstance(hist, list):
-        raise SourceError("expected an object with a 'history' list", file=file, field="history",
-                          value=type(payload).__name__)
+        raise SourceError(
+            "expected an object with a 'history' list",
+            file=file,
+            field="history",
+            value=type(payload).__name__,
+        )
     ts, ps = [], []
     for k, e in enumerate(hist):
         if not isinstance(e, dict):
-            raise SourceError("history entry is not an object", file=file, row=k + 1, field="history", value=e)
+            raise SourceError(
+                "history entry is not an object", file=file, row=k + 1, field="history", value=e
+            )
         t, p = e.get("t"), e.get("p")
         if isinstance(t, bool) or not isinstance(t, (int, float)) or int(t) != t:
             raise SourceError("t is not unix seconds", file=file, row=k + 1, field="t", value=t)
@@ -251,7 +337,9 @@ def parse_prices_history(payload: Any, *, file: str) -> pl.DataFrame:
             raise SourceError("p outside [0, 1]", file=file, row=k + 1, field="p", value=p)
         ts.append(datetime.fromtimestamp(int(t), tz=UTC))
         ps.append(pv)
-    return pl.DataFrame({"ts": ts, "price": ps}, schema={"ts": pl.Datetime("us", "UTC"), "price": pl.Float64}).sort("ts")
+    return pl.DataFrame(
+        {"ts": ts, "price": ps}, schema={"ts": pl.Datetime("us", "UTC"), "price": pl.Float64}
+    ).sort("ts")
 
 
 @dataclass(frozen=True)
@@ -293,8 +381,11 @@ class _GammaClob:
         return f"{self.gamma_url}/events/slug/{slug}"
 
     def prices_history_url(self, token_id: str, start_ts: int, end_ts: int, fidelity: int) -> str:
-        # parameter order as the recorded requests (market, startTs, endTs, fidelity): the cache key depends on it
-        q = urlencode({"market": token_id, "startTs": int(start_ts), "endTs": int(end_ts), "fidelity": int(fidelity)})
+        # parameter order as the recorded requests (market, startTs, endTs, fidelity): the cache key depends
+        # on it
+        q = urlencode(
+            {"market": token_id, "startTs": int(start_ts), "endTs": int(end_ts), "fidelity": int(fidelity)}
+        )
         return f"{self.clob_url}/prices-history?{q}"
 
     def event_by_slug(self, slug: str) -> dict:
@@ -318,8 +409,20 @@ class _GammaClob:
         bucket of the event: each bucket's YES-token history over [start_ts, end_ts]."""
         get_indicator(spec.indicator_id)
         buckets = event_buckets(self.event_by_slug(spec.slug), file=self.event_url(spec.slug))
-        rows: dict[str, list] = {k: [] for k in ("source", "market_id", "indicator_id", "reference_period",
-                                                 "bucket_label", "token_id", "ts", "price", "source_file")}
+        rows: dict[str, list] = {
+            k: []
+            for k in (
+                "source",
+                "market_id",
+                "indicator_id",
+                "reference_period",
+                "bucket_label",
+                "token_id",
+                "ts",
+                "price",
+                "source_file",
+            )
+        }
         for label, token in buckets.select("bucket_label", "yes_token_id").iter_rows():
             h = self.prices_history(token, spec.start_ts, spec.end_ts, spec.fidelity)
             n = h.height
@@ -331,7 +434,9 @@ class _GammaClob:
             rows["token_id"] += [token] * n
             rows["ts"] += h.get_column("ts").to_list()
             rows["price"] += h.get_column("price").to_list()
-            rows["source_file"] += [self.prices_history_url(token, spec.start_ts, spec.end_ts, spec.fidelity)] * n
+            rows["source_file"] += [
+                self.prices_history_url(token, spec.start_ts, spec.end_ts, spec.fidelity)
+            ] * n
         return _prices_frame(rows, partition_key=spec.slug)
 
     def market_prices(self, markets: Sequence[MarketSpec] = ()) -> pl.DataFrame:
@@ -348,11 +453,19 @@ class PolymarketSnapshot(_GammaClob):
 
     transport = "snapshot"
 
-    def __init__(self, snapshot_dir: str | Path | None = None, *, cache_dir: str | Path | None = None,
-                 gamma_url: str = GAMMA_URL, clob_url: str = CLOB_URL) -> None:
+    def __init__(
+        self,
+        snapshot_dir: str | Path | None = None,
+        *,
+        cache_dir: str | Path | None = None,
+        gamma_url: str = GAMMA_URL,
+        clob_url: str = CLOB_URL,
+    ) -> None:
         super().__init__(gamma_url, clob_url)
         if snapshot_dir is None and cache_dir is None:
-            raise ValueError("PolymarketSnapshot needs snapshot_dir (recorded grids) or cache_dir (recorded responses)")
+            raise ValueError(
+                "PolymarketSnapshot needs snapshot_dir (recorded grids) or cache_dir (recorded responses)"
+            )
         self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else None
         self.cache_dir = Path(cache_dir) if cache_dir is not None else self.snapshot_dir / PLSITE_CACHE_DIR
 
@@ -374,21 +487,32 @@ class PolymarketSnapshot(_GammaClob):
 
 
 class PolymarketLive(_GammaClob):
-    """Gamma + CLOB over HTTP at ``gamma_url`` / ``clob_url`` (configurable, e.g. a local test server), through
-    ``http`` or a client per request; errors raise :class:`SourceError` naming the URL and status. With no
-    ``markets`` nothing is fetched (an empty frame)."""
+    """Gamma + CLOB over HTTP at ``gamma_url`` / ``clob_url`` (configurable, e.g. a local test server),
+    through ``http`` or a client per request; errors raise :class:`SourceError` naming the URL and status.
+    With no ``markets`` nothing is fetched (an empty frame)."""
 
     transport = "live"
 
-    def __init__(self, *, gamma_url: str = GAMMA_URL, clob_url: str = CLOB_URL, timeout: float = 30.0,
-                 http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        gamma_url: str = GAMMA_URL,
+        clob_url: str = CLOB_URL,
+        timeout: float = 30.0,
+        http: httpx.Client | None = None,
+    ) -> None:
         super().__init__(gamma_url, clob_url)
         self._http = http
         self._timeout = timeout
 
     def _get_json(self, namespace: str, url: str) -> Any:
-        resp = http_get(url, client=self._http, timeout=self._timeout, headers={"Accept": "application/json"},
-                        what=namespace)
+        resp = http_get(
+            url,
+            client=self._http,
+            timeout=self._timeout,
+            headers={"Accept": "application/json"},
+            what=namespace,
+        )
         try:
             return resp.json()
         except json.JSONDecodeError as exc:
@@ -413,5 +537,7 @@ def read_cached_responses(cache_dir: str | Path) -> tuple[dict[str, dict], dict[
         elif isinstance(obj, dict) and "events" in obj:
             continue
         else:
-            raise SourceError("neither a Gamma event, a search result nor a prices-history response", file=str(p))
+            raise SourceError(
+                "neither a Gamma event, a search result nor a prices-history response", file=str(p)
+            )
     return events, histories

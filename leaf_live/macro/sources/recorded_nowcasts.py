@@ -9,16 +9,16 @@ Other transformations are skipped (no conversion is exact without the previous r
 
 Time zone of ``timestamp_local`` (established, see :data:`RECORDED_TZ`): America/New_York wall clock, the
 *scheduled* start of the hourly run. Evidence: the runner's ``config.py`` sets ``LOCAL_TZ =
-ZoneInfo("America/New_York")`` and ``forecasting.py`` writes ``now_local.strftime("%Y-%m-%d %H:%M:%S")`` of the
-scheduled time; ``jobs.json`` start times carry -05:00 before and -04:00 after 2026-03-08 (US DST); the
+ZoneInfo("America/New_York")`` and ``forecasting.py`` writes ``now_local.strftime("%Y-%m-%d %H:%M:%S")`` of
+the scheduled time; ``jobs.json`` start times carry -05:00 before and -04:00 after 2026-03-08 (US DST); the
 2026-02 file has no 02:00 row on 2026-03-08 (the spring-forward gap) while the alternating serverA/serverB
 hour parity is unbroken; and recorded values snap to the released number exactly from the release hour in
 ET (ISM manufacturing 52.7 from 2026-05-01 10:00 for a 10:00 ET release, unemployment 4.3 from 2026-04-03
 10:00 for an 08:30 ET release) -- read as UTC they would know the number hours before it existed.
 
 Guardrails (same as the LLM parser): the catalog's scale guardrail in the reporting unit
-(:class:`leaf_live.macro.catalog.Guardrail`), and for count/level indicators in thousands a unit-slip check within
-the run (see :func:`unit_slip_reason`). Bad values become invalid rows with a reason; nothing is fixed.
+(:class:`leaf_live.macro.catalog.Guardrail`), and for count/level indicators in thousands a unit-slip check
+within the run (see :func:`unit_slip_reason`). Bad values become invalid rows with a reason; nothing is fixed.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from leaf_live.macro.windows import mark_after_release
 RECORDED_TZ = ET  # established above: the runner's wall clock is America/New_York
 
 # When a recorded answer existed. The runner stamps each row with its run's *scheduled* start and records no
-# completion time, so the answer of the run scheduled at h may have arrived any time after h. Conservative rule:
-# it counts as existing from the next scheduled run (h + the job's interval, 3,600 s for every job of
+# completion time, so the answer of the run scheduled at h may have arrived any time after h. Conservative
+# rule: it counts as existing from the next scheduled run (h + the job's interval, 3,600 s for every job of
 # LiveMacro/config/jobs.json); a run still in flight after that overlaps the next one on the other server,
 # which the alternating serverA/serverB schedule allows but the files cannot show. LiveBetting bets on a
 # recorded answer only from ``answered_at`` (nowcasts.answered_at).
@@ -61,14 +61,22 @@ LIVEMACROEVAL_GPT5_DIR = (
 DEFAULT_MODEL_IDS: dict[str, str] = {"gpt-5-search-api": "openai/gpt-5-search-api@single"}
 
 REQUIRED_COLUMNS = (
-    "timestamp_local", "target_month", "release_month", "job_id", "model", "variable", "value", "parsed_ok",
+    "timestamp_local",
+    "target_month",
+    "release_month",
+    "job_id",
+    "model",
+    "variable",
+    "value",
+    "parsed_ok",
     "parsed_notes",
 )
 
 # Every variable the LiveMacroEval prompt asks for (``LiveMacro/backend/variables.py``; the same 47 names are
 # indexed in ``variable_prediction_ranges.csv``), mapped to (indicator_id or None, transformation, unit).
-# Exactly one variable per indicator is its reporting transformation (LiveMacroEval Table 2 / field_mapping.csv,
-# all "identity" in the model's own unit: payrolls and housing levels are thousands, as the catalog).
+# Exactly one variable per indicator is its reporting transformation (LiveMacroEval Table 2 /
+# field_mapping.csv, all "identity" in the model's own unit: payrolls and housing levels are thousands, as the
+# catalog).
 REPORTING_VARIABLES: dict[str, str] = {
     "real_gdp_qoq": "real_gdp_advance",
     "industrial_production_mom": "industrial_production",
@@ -90,13 +98,37 @@ REPORTING_VARIABLES: dict[str, str] = {
 # Other transformations the runner records; skipped on import (not the reporting transformation).
 NON_REPORTING_VARIABLES: frozenset[str] = frozenset(
     {
-        "real_gdp_level", "real_gdp_yoy", "industrial_production_index", "industrial_production_yoy",
-        "durable_goods_level", "durable_goods_yoy", "ism_manufacturing_mom", "cpi_index", "cpi_mom",
-        "ppi_index", "ppi_yoy", "pce_price_index_level", "pce_price_index_yoy", "nonfarm_payrolls_level",
-        "unemployment_rate_mom", "retail_sales_level", "retail_sales_yoy", "real_pce_level", "real_pce_yoy",
-        "real_dpi_level", "real_dpi_mom", "real_dpi_yoy", "housing_starts_mom", "housing_starts_yoy",
-        "building_permits_mom", "building_permits_yoy", "existing_home_sales_mom", "existing_home_sales_yoy",
-        "new_home_sales_mom", "new_home_sales_yoy", "ism_services_mom",
+        "real_gdp_level",
+        "real_gdp_yoy",
+        "industrial_production_index",
+        "industrial_production_yoy",
+        "durable_goods_level",
+        "durable_goods_yoy",
+        "ism_manufacturing_mom",
+        "cpi_index",
+        "cpi_mom",
+        "ppi_index",
+        "ppi_yoy",
+        "pce_price_index_level",
+        "pce_price_index_yoy",
+        "nonfarm_payrolls_level",
+        "unemployment_rate_mom",
+        "retail_sales_level",
+        "retail_sales_yoy",
+        "real_pce_level",
+        "real_pce_yoy",
+        "real_dpi_level",
+        "real_dpi_mom",
+        "real_dpi_yoy",
+        "housing_starts_mom",
+        "housing_starts_yoy",
+        "building_permits_mom",
+        "building_permits_yoy",
+        "existing_home_sales_mom",
+        "existing_home_sales_yoy",
+        "new_home_sales_mom",
+        "new_home_sales_yoy",
+        "ism_services_mom",
     }
 )
 
@@ -228,24 +260,40 @@ def read_recorded_csv(
             continue
         if var not in REPORTING_VARIABLES:
             raise SourceError(
-                "unknown LiveMacroEval variable (neither a reporting nor a known non-reporting transformation)",
-                file=name, row=i, field="variable", value=r["variable"],
+                "unknown LiveMacroEval variable (neither a reporting nor a known non-reporting"
+                " transformation)",
+                file=name,
+                row=i,
+                field="variable",
+                value=r["variable"],
             )
         model = (r["model"] or "").strip()
         if model not in models:
-            raise SourceError(f"no model_id mapping for this model; known: {sorted(models)}", file=name, row=i,
-                              field="model", value=r["model"])
+            raise SourceError(
+                f"no model_id mapping for this model; known: {sorted(models)}",
+                file=name,
+                row=i,
+                field="model",
+                value=r["model"],
+            )
         ts_text = (r["timestamp_local"] or "").strip()
         try:
             local = datetime.strptime(ts_text, "%Y-%m-%d %H:%M:%S")
         except ValueError:
-            raise SourceError("expected YYYY-MM-DD HH:MM:SS (America/New_York)", file=name, row=i,
-                              field="timestamp_local", value=r["timestamp_local"]) from None
+            raise SourceError(
+                "expected YYYY-MM-DD HH:MM:SS (America/New_York)",
+                file=name,
+                row=i,
+                field="timestamp_local",
+                value=r["timestamp_local"],
+            ) from None
         target = _month(r["target_month"], file=name, row=i, field="target_month")
         _month(r["release_month"], file=name, row=i, field="release_month")
         ok_text = (r["parsed_ok"] or "").strip().lower()
         if ok_text not in ("true", "false"):
-            raise SourceError("expected True or False", file=name, row=i, field="parsed_ok", value=r["parsed_ok"])
+            raise SourceError(
+                "expected True or False", file=name, row=i, field="parsed_ok", value=r["parsed_ok"]
+            )
         indicator_id = REPORTING_VARIABLES[var]
         job_id = (r["job_id"] or "").strip()
         job_m = _JOB_MONTH_RE.match(job_id) or stem_m
@@ -275,7 +323,8 @@ def read_recorded_csv(
             if not g.check(value):
                 ind = get_indicator(indicator_id)
                 reason = (
-                    f"guardrail: {value:g} outside [{g.lo:g}, {g.hi:g}] {ind.unit} (scale guardrail: {g.text})"
+                    f"guardrail: {value:g} outside [{g.lo:g}, {g.hi:g}] {ind.unit} (scale guardrail:"
+                    f" {g.text})"
                 )
         records.append(
             {
@@ -289,7 +338,7 @@ def read_recorded_csv(
                 "invalid_reason": reason,
                 "source_variable": var,
                 "raw_response_id": job_id or None,
-                "rationale": (r.get("raw_model_output") or None),
+                "rationale": r.get("raw_model_output") or None,
                 "citations": _citations_json(r.get("citations")),
             }
         )
@@ -298,18 +347,29 @@ def read_recorded_csv(
         summary = ImportSummary(name, summary_rows, 0, 0, skipped)
         return empty_frame("nowcasts"), summary
 
-    frame = pl.DataFrame(records, schema_overrides={"_local": pl.Datetime("us"), "value": pl.Float64,
-                                                    "_raw_value": pl.Float64, "invalid_reason": pl.Utf8,
-                                                    "rationale": pl.Utf8, "citations": pl.Utf8,
-                                                    "raw_response_id": pl.Utf8})
+    frame = pl.DataFrame(
+        records,
+        schema_overrides={
+            "_local": pl.Datetime("us"),
+            "value": pl.Float64,
+            "_raw_value": pl.Float64,
+            "invalid_reason": pl.Utf8,
+            "rationale": pl.Utf8,
+            "citations": pl.Utf8,
+            "raw_response_id": pl.Utf8,
+        },
+    )
     frame = _place_in_utc(frame, name)
     frame = _flag_unit_slips(frame)
     pk = partition_key
     if pk is None:
         ids = frame.get_column("model_id").unique().to_list()
         pk = f"{ids[0]}/{path.stem}" if len(ids) == 1 else path.stem
-    frame = frame.with_columns(pl.lit(pk).alias("partition_key"), pl.col("invalid_reason").is_null().alias("valid"),
-                               (pl.col("issued_at") + RECORDED_ANSWER_LAG).alias("answered_at"))
+    frame = frame.with_columns(
+        pl.lit(pk).alias("partition_key"),
+        pl.col("invalid_reason").is_null().alias("valid"),
+        (pl.col("issued_at") + RECORDED_ANSWER_LAG).alias("answered_at"),
+    )
     out = build_nowcasts(frame.drop("_row", "_local", "_raw_value"))
     if windows is not None:
         out = mark_after_release(out, windows)
@@ -324,19 +384,27 @@ def _place_in_utc(frame: pl.DataFrame, name: str) -> pl.DataFrame:
         pl.len().over("source_variable", "_local").alias("_n"),
     )
     frame = frame.with_columns(
-        pl.when((pl.col("_n") > 1) & (pl.col("_nth") == 1)).then(pl.lit("earliest")).otherwise(pl.lit("latest"))
+        pl.when((pl.col("_n") > 1) & (pl.col("_nth") == 1))
+        .then(pl.lit("earliest"))
+        .otherwise(pl.lit("latest"))
         .alias("_amb")
     )
     frame = frame.with_columns(
-        pl.col("_local").dt.replace_time_zone(RECORDED_TZ.key, ambiguous=pl.col("_amb"), non_existent="null")
-        .dt.convert_time_zone("UTC").alias("issued_at")
+        pl.col("_local")
+        .dt.replace_time_zone(RECORDED_TZ.key, ambiguous=pl.col("_amb"), non_existent="null")
+        .dt.convert_time_zone("UTC")
+        .alias("issued_at")
     )
     bad = frame.filter(pl.col("issued_at").is_null())
     if bad.height:
         r = bad.row(0, named=True)
         raise SourceError(
-            f"wall-clock time does not exist in {RECORDED_TZ.key} (daylight-saving gap); cannot place it in UTC",
-            file=name, row=r["_row"], field="timestamp_local", value=f"{r['_local']:%Y-%m-%d %H:%M:%S}",
+            f"wall-clock time does not exist in {RECORDED_TZ.key} (daylight-saving gap); cannot place it"
+            " in UTC",
+            file=name,
+            row=r["_row"],
+            field="timestamp_local",
+            value=f"{r['_local']:%Y-%m-%d %H:%M:%S}",
         )
     return frame.drop("_nth", "_n", "_amb")
 
@@ -358,7 +426,9 @@ def _flag_unit_slips(frame: pl.DataFrame) -> pl.DataFrame:
                 reasons[j] = why
     return frame.with_columns(
         pl.Series("invalid_reason", reasons, dtype=pl.Utf8),
-    ).with_columns(pl.when(pl.col("invalid_reason").is_null()).then(pl.col("value")).otherwise(None).alias("value"))
+    ).with_columns(
+        pl.when(pl.col("invalid_reason").is_null()).then(pl.col("value")).otherwise(None).alias("value")
+    )
 
 
 def recorded_files(directory: str | Path) -> list[Path]:
@@ -380,8 +450,13 @@ class RecordedNowcastsSnapshot:
 
     transport = "snapshot"
 
-    def __init__(self, snapshot_dir: str | Path, *, files: Iterable[str | Path] | None = None,
-                 model_ids: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        snapshot_dir: str | Path,
+        *,
+        files: Iterable[str | Path] | None = None,
+        model_ids: Mapping[str, str] | None = None,
+    ) -> None:
         self.snapshot_dir = Path(snapshot_dir)
         self.files = None if files is None else [Path(f) for f in files]
         self.model_ids = model_ids

@@ -9,9 +9,10 @@ from an export file or URL and the archives from a directory or a base URL servi
 ``livemacroeval_panel``
     The LiveMacroEval historical releases 2010-01 -> 2025-10 (Investing.com calendar: first-release actual A
     and consensus C, US Eastern times): ``field_releases.csv`` UNION ``dropped_revisions.csv`` (the later
-    estimates the source's first-release rule removed, so that :func:`leaf_live.macro.scoring.surprises.first_releases`
-    applies the rule itself). Folder ``livemacroeval/Results/market_surprise_capture_score/
-    step_15_2_historical_preprocessing/`` of the snapshot.
+    estimates the source's first-release rule removed, so that
+    :func:`leaf_live.macro.scoring.surprises.first_releases` applies the rule itself). Folder
+    ``livemacroeval/Results/market_surprise_capture_score/ step_15_2_historical_preprocessing/`` of the
+    snapshot.
 ``livemacroeval_live``
     The live-window releases 2025-11 -> 2026-05 (``livemacroeval/Results/ground_truth/data/
     field_releases_live.csv``; some C empty; catch-up releases of an older reference period are stamped one
@@ -56,7 +57,6 @@ from typing import Protocol, runtime_checkable
 import polars as pl
 
 from leaf_live.core import storage
-from leaf_live.macro.catalog import INDICATORS, UnknownIndicatorError, get_indicator
 from leaf_live.core.pit import (
     ET,
     MONTH_NUMBER,
@@ -68,9 +68,18 @@ from leaf_live.core.pit import (
     shift_month,
 )
 from leaf_live.core.sources import (
-    FileStore, HttpFiles, SnapshotFiles, SourceError, cached_parse, csv_rows, display_path, http_get_text, is_url,
+    FileStore,
+    HttpFiles,
+    SnapshotFiles,
+    SourceError,
+    cached_parse,
+    csv_rows,
+    display_path,
+    http_get_text,
+    is_url,
     parse_number,
 )
+from leaf_live.macro.catalog import INDICATORS, UnknownIndicatorError, get_indicator
 
 PANEL_DIR = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing"
 PANEL_FILES = (f"{PANEL_DIR}/field_releases.csv", f"{PANEL_DIR}/dropped_revisions.csv")
@@ -134,9 +143,16 @@ class _Calendar:
     """Reads every calendar source: the archives (LiveMacroEval panel and live file, ForexFactory) through a
     :class:`~leaf_live.core.sources.FileStore`, the live-window calendar from ``calendar_file`` when given."""
 
-    def __init__(self, archive: FileStore | None, *, sources: Sequence[str], calendar_file: str | os.PathLike | None,
-                 consensus_source: str, archive_years: Iterable[int] | None = None,
-                 known_at: datetime | None = None) -> None:
+    def __init__(
+        self,
+        archive: FileStore | None,
+        *,
+        sources: Sequence[str],
+        calendar_file: str | os.PathLike | None,
+        consensus_source: str,
+        archive_years: Iterable[int] | None = None,
+        known_at: datetime | None = None,
+    ) -> None:
         unknown = [s for s in sources if s not in SOURCES]
         if unknown:
             raise ValueError(f"sources: unknown calendar source(s) {unknown}; expected any of {SOURCES}")
@@ -160,9 +176,10 @@ class _Calendar:
 
         Returns a frame with exactly the columns of ``schemas.RELEASE_CALENDAR`` (``storage.conform`` passes),
         one row per (source, indicator_id, release_at, period_label), sorted by release_at, indicator_id,
-        source. ``actual`` / ``consensus`` are in the catalog reporting unit; ``release_at`` / ``available_at``
-        UTC. ``months`` keeps only these release months (``partition_key`` values, ``YYYY-MM``; ``None`` =
-        all); period labels are assigned on the whole file first, so filtering never changes a label.
+        source. ``actual`` / ``consensus`` are in the catalog reporting unit; ``release_at`` /
+        ``available_at`` UTC. ``months`` keeps only these release months (``partition_key`` values,
+        ``YYYY-MM``; ``None`` = all); period labels are assigned on the whole file first, so filtering never
+        changes a label.
 
         Raises :class:`SourceError` for a malformed source row or an unusable response (names file/URL, row,
         field, value) and :class:`ValueError` for an archive source without an archive.
@@ -170,14 +187,25 @@ class _Calendar:
         frames = []
         for source in self.sources:
             if source == "livemacroeval_panel":
-                frames.append(read_livemacroeval_panel(self._need_archive(source), consensus_source=self.consensus_source))
+                frames.append(
+                    read_livemacroeval_panel(
+                        self._need_archive(source), consensus_source=self.consensus_source
+                    )
+                )
             elif source == "livemacroeval_live":
                 if self.calendar_file is not None:
                     snap = self.archive.root if isinstance(self.archive, SnapshotFiles) else None
-                    frames.append(read_calendar_file(self.calendar_file, snapshot_dir=snap,
-                                                     consensus_source=self.consensus_source))
+                    frames.append(
+                        read_calendar_file(
+                            self.calendar_file, snapshot_dir=snap, consensus_source=self.consensus_source
+                        )
+                    )
                 else:
-                    frames.append(read_livemacroeval_live(self._need_archive(source), consensus_source=self.consensus_source))
+                    frames.append(
+                        read_livemacroeval_live(
+                            self._need_archive(source), consensus_source=self.consensus_source
+                        )
+                    )
             elif source == "forexfactory":
                 frames.append(read_forexfactory(self._need_archive(source), years=self._years))
         out = pl.concat(frames, how="vertical") if frames else storage.empty_frame("release_calendar")
@@ -193,16 +221,27 @@ class ReleaseCalendarSnapshot(_Calendar):
     URL of a calendar export) replaces the recorded live file. ``consensus_source``: who produced C in the
     LiveMacroEval files (default Investing.com). ``known_at`` (tz-aware) replays the recording as the calendar
     showed it at that instant (:func:`calendar_known_at`: a release "appears" once the clock passes its
-    ``available_at``); ``None`` shows every recorded value. Raises :class:`ValueError` for an unknown source or
-    a missing directory."""
+    ``available_at``); ``None`` shows every recorded value. Raises :class:`ValueError` for an unknown source
+    or a missing directory."""
 
     transport = "snapshot"
 
-    def __init__(self, snapshot_dir: str | os.PathLike, *, sources: Sequence[str] = DEFAULT_SOURCES,
-                 calendar_file: str | os.PathLike | None = None, consensus_source: str = "investing",
-                 known_at: datetime | None = None) -> None:
-        super().__init__(SnapshotFiles(snapshot_dir), sources=sources, calendar_file=calendar_file,
-                         consensus_source=consensus_source, known_at=known_at)
+    def __init__(
+        self,
+        snapshot_dir: str | os.PathLike,
+        *,
+        sources: Sequence[str] = DEFAULT_SOURCES,
+        calendar_file: str | os.PathLike | None = None,
+        consensus_source: str = "investing",
+        known_at: datetime | None = None,
+    ) -> None:
+        super().__init__(
+            SnapshotFiles(snapshot_dir),
+            sources=sources,
+            calendar_file=calendar_file,
+            consensus_source=consensus_source,
+            known_at=known_at,
+        )
 
 
 class ReleaseCalendarLive(_Calendar):
@@ -215,9 +254,15 @@ class ReleaseCalendarLive(_Calendar):
 
     transport = "live"
 
-    def __init__(self, calendar_file: str | os.PathLike | None, *, sources: Sequence[str] = DEFAULT_SOURCES,
-                 archive_dir: str | os.PathLike | None = None, archive_url: str | None = None,
-                 consensus_source: str = "investing") -> None:
+    def __init__(
+        self,
+        calendar_file: str | os.PathLike | None,
+        *,
+        sources: Sequence[str] = DEFAULT_SOURCES,
+        archive_dir: str | os.PathLike | None = None,
+        archive_url: str | None = None,
+        consensus_source: str = "investing",
+    ) -> None:
         if calendar_file is None and "livemacroeval_live" in sources:
             raise ValueError(f"live calendar: {_LIVE_HELP}")
         archive: FileStore | None = None
@@ -225,19 +270,28 @@ class ReleaseCalendarLive(_Calendar):
             archive = HttpFiles(archive_url)
         elif archive_dir is not None and Path(archive_dir).is_dir():
             archive = SnapshotFiles(archive_dir)
-        super().__init__(archive, sources=sources, calendar_file=calendar_file, consensus_source=consensus_source,
-                         archive_years=FOREXFACTORY_YEARS if archive_url else None)
+        super().__init__(
+            archive,
+            sources=sources,
+            calendar_file=calendar_file,
+            consensus_source=consensus_source,
+            archive_years=FOREXFACTORY_YEARS if archive_url else None,
+        )
 
 
 def calendar_known_at(calendar: pl.DataFrame, at: datetime) -> pl.DataFrame:
-    """``release_calendar`` rows as the calendar showed them at ``at`` (tz-aware): every scheduled row stays (the
-    schedule and the consensus are published ahead), but ``actual`` is empty where ``available_at > at`` -- the
-    live calendar's "empty A = scheduled, not yet released" (:func:`read_calendar_file`). Same columns and
-    order. Raises :class:`ValueError` for a naive ``at``."""
+    """``release_calendar`` rows as the calendar showed them at ``at`` (tz-aware): every scheduled row stays
+    (the schedule and the consensus are published ahead), but ``actual`` is empty where ``available_at > at``
+    -- the live calendar's "empty A = scheduled, not yet released" (:func:`read_calendar_file`). Same columns
+    and order. Raises :class:`ValueError` for a naive ``at``."""
     if at.tzinfo is None:
         raise ValueError(f"known_at={at!r}: give a time zone (UTC)")
     return calendar.with_columns(
-        pl.when(pl.col("available_at") <= at.astimezone(UTC)).then(pl.col("actual")).otherwise(None).alias("actual"))
+        pl.when(pl.col("available_at") <= at.astimezone(UTC))
+        .then(pl.col("actual"))
+        .otherwise(None)
+        .alias("actual")
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -255,19 +309,26 @@ def read_livemacroeval_panel(archive: FileStore, *, consensus_source: str = "inv
     """
     rows: list[_Row] = []
     for rel in PANEL_FILES:
-        rows.extend(archive.parsed(
-            f"livemacroeval:{consensus_source}", rel,
-            lambda text, name, rev=(rel == PANEL_REVISIONS_FILE): _parse_livemacroeval(
-                text, name, "livemacroeval_panel", consensus_source, marked_revision=rev),
-        ))
+        rows.extend(
+            archive.parsed(
+                f"livemacroeval:{consensus_source}",
+                rel,
+                lambda text, name, rev=(rel == PANEL_REVISIONS_FILE): _parse_livemacroeval(
+                    text, name, "livemacroeval_panel", consensus_source, marked_revision=rev
+                ),
+            )
+        )
     return _frame(_assign_labels(rows))
 
 
 def read_livemacroeval_live(archive: FileStore, *, consensus_source: str = "investing") -> pl.DataFrame:
     """The LiveMacroEval live-window releases (``field_releases_live.csv``) as a ``release_calendar`` frame
     (source ``livemacroeval_live``). Raises :class:`SourceError`."""
-    rows = archive.parsed(f"livemacroeval:{consensus_source}", LIVE_FILE,
-                          lambda text, name: _parse_livemacroeval(text, name, "livemacroeval_live", consensus_source))
+    rows = archive.parsed(
+        f"livemacroeval:{consensus_source}",
+        LIVE_FILE,
+        lambda text, name: _parse_livemacroeval(text, name, "livemacroeval_live", consensus_source),
+    )
     return _frame(_assign_labels(rows))
 
 
@@ -317,7 +378,9 @@ def _parse_livemacroeval(
     a_col = "actual" if "actual" in cols and "A" not in cols else "A"
     c_col = "forecast" if "forecast" in cols and "C" not in cols else "C"
     out: list[_Row] = []
-    for i, r in csv_rows(text, file=file, required=("field_id", "release_datetime_et", "event", a_col, c_col)):
+    for i, r in csv_rows(
+        text, file=file, required=("field_id", "release_datetime_et", "event", a_col, c_col)
+    ):
         fid = (r["field_id"] or "").strip()
         try:
             ind = get_indicator(fid)
@@ -331,8 +394,13 @@ def _parse_livemacroeval(
         if "raw_surprise" in r and a is not None and c is not None:
             rs = parse_number(r["raw_surprise"], file=file, row=i, field="raw_surprise")
             if rs is not None and abs(rs - (a - c)) > 1e-9 * max(1.0, abs(a), abs(c)):
-                raise SourceError(f"raw_surprise is not {a_col} - {c_col} = {a - c!r}", file=file, row=i,
-                                  field="raw_surprise", value=r["raw_surprise"])
+                raise SourceError(
+                    f"raw_surprise is not {a_col} - {c_col} = {a - c!r}",
+                    file=file,
+                    row=i,
+                    field="raw_surprise",
+                    value=r["raw_surprise"],
+                )
         event = (r["event"] or "").strip()
         given = (r.get("ref_period") or "").strip() or None
         out.append(
@@ -391,13 +459,18 @@ def _assign_labels(rows: Iterable[_Row]) -> list[_Row]:
         else:
             lag = get_indicator(r.indicator_id).reference_lag_months
             y, m = shift_month(r.local.year, r.local.month, -lag)
-            while any(t > r.release_at for t in claims.get((r.source, r.indicator_id, label_for_month(y, m)), ())):
+            while any(
+                t > r.release_at for t in claims.get((r.source, r.indicator_id, label_for_month(y, m)), ())
+            ):
                 y, m = shift_month(y, m, -1)
             label, how = label_for_month(y, m), "release_lag"
         if r.given_label is not None and r.given_label != label:
             raise SourceError(
                 f"reference period disagrees with the event text / release-lag rule, which gives {label!r}",
-                file=r.file, row=r.row, field="ref_period", value=r.given_label,
+                file=r.file,
+                row=r.row,
+                field="ref_period",
+                value=r.given_label,
             )
         out.append(replace(r, label=label, period_source=how))
     return out
@@ -424,7 +497,9 @@ def _frame(rows: list[_Row]) -> pl.DataFrame:
         "available_at": [r.release_at for r in rows],
     }
     schema = storage.polars_schema("release_calendar")
-    frame = pl.DataFrame({k: pl.Series(k, v, dtype=schema[k]) for k, v in data.items() if k in schema}, schema=schema)
+    frame = pl.DataFrame(
+        {k: pl.Series(k, v, dtype=schema[k]) for k, v in data.items() if k in schema}, schema=schema
+    )
     seen: dict[tuple[str, str, datetime, str | None], _Row] = {}
     for r in rows:
         key = (r.source, r.indicator_id, r.release_at, r.label)
@@ -433,7 +508,10 @@ def _frame(rows: list[_Row]) -> pl.DataFrame:
             raise SourceError(
                 f"second row for the same release ({r.indicator_id} at {r.local:%Y-%m-%d %H:%M} ET, period "
                 f"{r.label}); the first is {first.file} row {first.row}",
-                file=r.file, row=r.row, field="release_datetime_et", value=f"{r.local:%Y-%m-%d %H:%M:%S}",
+                file=r.file,
+                row=r.row,
+                field="release_datetime_et",
+                value=f"{r.local:%Y-%m-%d %H:%M:%S}",
             )
         seen[key] = r
     return frame
@@ -469,8 +547,10 @@ def read_forexfactory(archive: FileStore, *, years: Iterable[int] | None = None)
     else:
         files = [f"{FOREXFACTORY_DIR}/forex_factory_calendar_{int(y)}.csv" for y in sorted(set(years))]
     if not files:
-        raise SourceError("no ForexFactory calendar files (forex_factory_calendar_YYYY.csv)",
-                          file=archive.name(FOREXFACTORY_DIR))
+        raise SourceError(
+            "no ForexFactory calendar files (forex_factory_calendar_YYYY.csv)",
+            file=archive.name(FOREXFACTORY_DIR),
+        )
     rows: list[_Row] = []
     for f in files:
         rows.extend(archive.parsed("forexfactory", f, _parse_forexfactory))
@@ -487,7 +567,10 @@ def read_forexfactory(archive: FileStore, *, years: Iterable[int] | None = None)
             raise SourceError(
                 f"same release as {prev.file} row {prev.row} but different values "
                 f"(actual/forecast {prev.actual}/{prev.consensus} vs {r.actual}/{r.consensus})",
-                file=r.file, row=r.row, field="Actual", value=r.actual,
+                file=r.file,
+                row=r.row,
+                field="Actual",
+                value=r.actual,
             )
     return _frame(_assign_labels(unique))
 
@@ -498,8 +581,13 @@ def _ff_value(text: str, scale: float, *, file: str, row: int, field: str) -> fl
         return None
     m = _FF_VALUE.match(s)
     if not m:
-        raise SourceError("not a ForexFactory number (digits with an optional K/M/B/T/% suffix)",
-                          file=file, row=row, field=field, value=text)
+        raise SourceError(
+            "not a ForexFactory number (digits with an optional K/M/B/T/% suffix)",
+            file=file,
+            row=row,
+            field=field,
+            value=text,
+        )
     try:
         v = Decimal(m.group(1)) * _FF_MULT[m.group(2)] / Decimal(repr(scale))
     except InvalidOperation:
@@ -549,8 +637,13 @@ def _parse_forexfactory(text: str, file: str) -> list[_Row]:
     for key, items in by_key.items():
         if key not in timed:
             i, r, _ = items[0]
-            raise SourceError(f"'<Mon> Data' row has no timed {key[1]!r} row on the same date to take its time from",
-                              file=file, row=i, field="Time", value=r["Time"])
+            raise SourceError(
+                f"'<Mon> Data' row has no timed {key[1]!r} row on the same date to take its time from",
+                file=file,
+                row=i,
+                field="Time",
+                value=r["Time"],
+            )
         anchor = timed[key]
         local_anchor = anchor.astimezone(ET).replace(tzinfo=None)
         labelled = sorted(items, key=lambda it: _resolve_period(it[2], local_anchor), reverse=True)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import numpy as np
 import polars as pl
 import pytest
 from statsmodels.tsa.arima.model import ARIMA
 
+from leaf_live.core.storage import conform
 from leaf_live.macro.forecasters.arima.estimator import (
     ArimaError,
     _prepare,
@@ -34,9 +35,6 @@ from leaf_live.macro.scoring.surprises import first_releases
 from leaf_live.macro.series_vintages import VintageStore
 from leaf_live.macro.sources.fred_md import FredMdSnapshot
 from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
-from leaf_live.core.storage import conform
-
-UTC = timezone.utc
 
 
 def _arma(n: int, ar, ma, seed: int, burn: int = 100) -> np.ndarray:
@@ -44,14 +42,23 @@ def _arma(n: int, ar, ma, seed: int, burn: int = 100) -> np.ndarray:
     e = rng.normal(size=n + burn)
     z = np.zeros(n + burn)
     for t in range(n + burn):
-        z[t] = e[t] + sum(a * z[t - i - 1] for i, a in enumerate(ar) if t - i - 1 >= 0) + sum(
-            m * e[t - j - 1] for j, m in enumerate(ma) if t - j - 1 >= 0)
+        z[t] = (
+            e[t]
+            + sum(a * z[t - i - 1] for i, a in enumerate(ar) if t - i - 1 >= 0)
+            + sum(m * e[t - j - 1] for j, m in enumerate(ma) if t - j - 1 >= 0)
+        )
     return z[burn:]
 
 
 def _sm_fit(y, p, d, q, trend):
-    m = ARIMA(y, order=(p, d, q), trend=trend, enforce_stationarity=False, enforce_invertibility=False,
-              concentrate_scale=True)
+    m = ARIMA(
+        y,
+        order=(p, d, q),
+        trend=trend,
+        enforce_stationarity=False,
+        enforce_invertibility=False,
+        concentrate_scale=True,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return m, m.fit(method_kwargs={"maxiter": 500})
@@ -66,7 +73,13 @@ def _sm_fit(y, p, d, q, trend):
     ("p", "d", "q", "trend", "compare_optimum"),
     # (3,0,2) over-fits ARMA(2,1): statsmodels' maximum has a non-invertible MA part (roots inside the unit
     # circle, coefficients ~30) where the burned likelihood depends on the diffuse prior; we stay invertible
-    [(2, 1, 1, "t", True), (0, 1, 3, "t", True), (3, 0, 2, "c", False), (1, 2, 1, "n", True), (0, 0, 1, "c", True)],
+    [
+        (2, 1, 1, "t", True),
+        (0, 1, 3, "t", True),
+        (3, 0, 2, "c", False),
+        (1, 2, 1, "n", True),
+        (0, 0, 1, "c", True),
+    ],
 )
 def test_likelihood_and_aic_equal_statsmodels(p, d, q, trend, compare_optimum):
     # an ARMA(2,1) difference, integrated d times, with a drift: log-level-like scale (sd 0.01)
@@ -77,7 +90,7 @@ def test_likelihood_and_aic_equal_statsmodels(p, d, q, trend, compare_optimum):
     x, scale, offset = _prepare(y, d)
     beta = [] if not k else [(res.params[0] - offset) / scale if trend == "c" else res.params[0] / scale]
     prob = _Problem(x, p, d, q, trend)
-    ssq, sumlog, nu, *_ = prob.run(np.r_[res.params[k:k + p + q], beta])
+    ssq, sumlog, nu, *_ = prob.run(np.r_[res.params[k : k + p + q], beta])
     ours_ll = -0.5 * (nu * (math.log(2 * math.pi * ssq / nu) + 1) + sumlog) - nu * math.log(scale)
     # statsmodels' log-likelihood at the same ARMA/trend parameters (sigma2 concentrated out)
     assert nu == len(y) - d - max(p, q + 1) == len(y) - model.loglikelihood_burn
@@ -97,7 +110,9 @@ def test_likelihood_and_aic_equal_statsmodels(p, d, q, trend, compare_optimum):
 def test_css_start_equals_statsmodels_start_params():
     y = np.cumsum(0.1 * _arma(300, [0.4], [0.2, 0.1], seed=3)) + 0.01 * np.arange(300)
     for p, d, q, trend in [(2, 1, 1, "t"), (0, 1, 2, "t"), (3, 0, 2, "c"), (1, 2, 3, "n"), (12, 1, 3, "t")]:
-        sp = ARIMA(y, order=(p, d, q), trend=trend, enforce_stationarity=False, enforce_invertibility=False).start_params
+        sp = ARIMA(
+            y, order=(p, d, q), trend=trend, enforce_stationarity=False, enforce_invertibility=False
+        ).start_params
         ar, ma, tc = css_start(y, p, d, q, trend)
         mine = np.r_[[tc] if trend != "n" else [], ar, ma]
         np.testing.assert_allclose(mine, sp[:-1], rtol=0, atol=1e-10)
@@ -108,7 +123,8 @@ def test_select_order_recovers_ar2_with_an_independent_aic():
     y = 0.02 + 0.01 * _arma(500, [0.6, -0.3], [], seed=11)
     p, q, aic, model = select_order(y, 0, "c", p_max=6, q_max=2)
     assert (p, q) == (2, 0) and model.order == (2, 0, 0)
-    # independent AIC: conditional least squares on observations 3..n (burn max(p, q+1) = 2), sigma2 = SSR/n_eff
+    # independent AIC: conditional least squares on observations 3..n (burn max(p, q+1) = 2), sigma2 =
+    # SSR/n_eff
     X = np.column_stack([np.ones(498), y[1:-1], y[:-2]])
     beta, *_ = np.linalg.lstsq(X, y[2:], rcond=None)
     ssr = float(np.sum((y[2:] - X @ beta) ** 2))
@@ -133,8 +149,11 @@ def test_the_paper_aic_depends_on_the_units_like_statsmodels():
     for p in range(7):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sm[(p, 0)] = ARIMA(y, order=(p, 0, 0), trend="c", enforce_stationarity=False,
-                               enforce_invertibility=False).fit().aic
+            sm[(p, 0)] = (
+                ARIMA(y, order=(p, 0, 0), trend="c", enforce_stationarity=False, enforce_invertibility=False)
+                .fit()
+                .aic
+            )
     assert min(ours, key=ours.get) == min(sm, key=sm.get) == (6, 0)
     for key in ours:
         assert ours[key] == pytest.approx(sm[key], abs=1e-3)
@@ -202,10 +221,13 @@ def test_reporting_transformations_invert_the_modelled_space():
 def test_regular_history_fills_interior_gaps():
     dates = [date(2025, 8, 1), date(2025, 9, 1), date(2025, 10, 1), date(2025, 11, 1), date(2025, 12, 1)]
     d, v, filled = regular_history(dates, [100.0, 121.0, None, 146.41, None], quarterly=False, log_fill=True)
-    # trailing missing values are the ragged edge (dropped); the interior gap is log-linear: sqrt(121 * 146.41)
+    # trailing missing values are the ragged edge (dropped); the interior gap is log-linear: sqrt(121 *
+    # 146.41)
     assert d == dates[:4] and filled == 1
     np.testing.assert_allclose(v, [100.0, 121.0, 133.1, 146.41], rtol=1e-12)
-    d, v, filled = regular_history([date(2024, 1, 1), date(2024, 7, 1)], [1.0, 3.0], quarterly=True, log_fill=False)
+    d, v, filled = regular_history(
+        [date(2024, 1, 1), date(2024, 7, 1)], [1.0, 3.0], quarterly=True, log_fill=False
+    )
     assert d == [date(2024, 1, 1), date(2024, 4, 1), date(2024, 7, 1)] and v.tolist() == [1.0, 2.0, 3.0]
     with pytest.raises(ArimaError, match="duplicate"):
         regular_history([date(2024, 1, 1), date(2024, 1, 1)], [1.0, 2.0], quarterly=False, log_fill=False)
@@ -220,15 +242,32 @@ def _history(n: int, last: date, values: np.ndarray) -> SeriesHistory:
 def test_sixty_observation_rule():
     issued = datetime(2024, 3, 25, 4, tzinfo=UTC)
     vals = 100 * np.exp(np.cumsum(0.002 + 0.005 * _arma(60, [0.3], [], seed=2)))
-    short = nowcast_one("industrial_production", date(2024, 3, 1), issued, _history(59, date(2024, 1, 1), vals[1:]),
-                        p_max=2, q_max=1)
+    short = nowcast_one(
+        "industrial_production",
+        date(2024, 3, 1),
+        issued,
+        _history(59, date(2024, 1, 1), vals[1:]),
+        p_max=2,
+        q_max=1,
+    )
     assert short.value is None
-    assert short.reason == "only 59 observations in test history (App. I requires at least 60); no forecast issued"
-    ok = nowcast_one("industrial_production", date(2024, 3, 1), issued, _history(60, date(2024, 1, 1), vals),
-                     p_max=2, q_max=1)
+    assert (
+        short.reason
+        == "only 59 observations in test history (App. I requires at least 60); no forecast issued"
+    )
+    ok = nowcast_one(
+        "industrial_production",
+        date(2024, 3, 1),
+        issued,
+        _history(60, date(2024, 1, 1), vals),
+        p_max=2,
+        q_max=1,
+    )
     assert ok.reason is None and abs(ok.value) < 5 and "h=2 months" in ok.rationale
     # a history that already holds the target period is not forecast
-    same = nowcast_one("industrial_production", date(2024, 1, 1), issued, _history(60, date(2024, 1, 1), vals))
+    same = nowcast_one(
+        "industrial_production", date(2024, 1, 1), issued, _history(60, date(2024, 1, 1), vals)
+    )
     assert same.value is None and "already holds 2024-01" in same.reason
 
 
@@ -251,11 +290,14 @@ def test_ism_is_ar1_on_the_log_level():
 
 
 def test_cpi_and_payroll_nowcasts_from_the_real_vintage(snapshot_dir, vintage_store):
-    df = arima_nowcasts([("cpi", date(2024, 3, 1)), ("nonfarm_payrolls", date(2024, 3, 1))],
-                        vintages=vintage_store)
+    df = arima_nowcasts(
+        [("cpi", date(2024, 3, 1)), ("nonfarm_payrolls", date(2024, 3, 1))], vintages=vintage_store
+    )
     conform("nowcasts", df, deferred=WRITER_COLUMNS)
     assert df.height == 2 and df["valid"].all() and df["invalid_reason"].null_count() == 2
-    assert df["producer"].null_count() == 2 and set(df["model_id"]) == {MODEL_ID}  # the writing asset stamps producer
+    assert df["producer"].null_count() == 2 and set(df["model_id"]) == {
+        MODEL_ID
+    }  # the writing asset stamps producer
     # window opens 2024-03-25 00:00 New York (EDT) = 04:00 UTC; the nowcast is available from then
     opens = datetime(2024, 3, 25, 4, tzinfo=UTC)
     assert df["issued_at"].to_list() == [opens, opens] and df["available_at"].to_list() == [opens, opens]
@@ -290,44 +332,63 @@ def first_release_history(snapshot_dir) -> pl.DataFrame:
 @pytest.mark.parametrize(
     ("indicator_id", "file", "column", "scale"),
     [
-        ("ism_manufacturing", "ism_manufacturing_investing_calendar_history.csv", "ism_manufacturing_index", 1),
+        (
+            "ism_manufacturing",
+            "ism_manufacturing_investing_calendar_history.csv",
+            "ism_manufacturing_index",
+            1,
+        ),
         ("ism_services", "ism_services_investing_calendar_history.csv", "ism_services_index", 1),
-        ("existing_home_sales", "existing_home_sales_investing_calendar_history.csv",
-         "existing_home_sales_millions_saar", 1000),
+        (
+            "existing_home_sales",
+            "existing_home_sales_investing_calendar_history.csv",
+            "existing_home_sales_millions_saar",
+            1000,
+        ),
     ],
 )
-def test_first_release_history_equals_the_investing_histories(snapshot_dir, first_release_history, indicator_id,
-                                                                file, column, scale):
+def test_first_release_history_equals_the_investing_histories(
+    snapshot_dir, first_release_history, indicator_id, file, column, scale
+):
     # the ISM / existing-home-sales levels the ARIMA uses (first releases from the LiveMacroEval release
     # calendar, 2009-12 on) equal the Investing.com calendar histories LiveMacroEval's ARIMA collected
     # (2017-12/2018-01 .. 2026-03) on every overlapping month
     path = snapshot_dir / "livemacroeval/Results/benchmark_econ/external_data_2026_04_16/processed" / file
     inv = pl.read_csv(path, try_parse_dates=True).select(
-        pl.col("observation_date").alias("reference_period"), (pl.col(column) * scale).alias("investing"))
-    ours = first_release_history.filter(pl.col("indicator_id") == indicator_id).select("reference_period", "actual")
+        pl.col("observation_date").alias("reference_period"), (pl.col(column) * scale).alias("investing")
+    )
+    ours = first_release_history.filter(pl.col("indicator_id") == indicator_id).select(
+        "reference_period", "actual"
+    )
     joined = inv.join(ours, on="reference_period", how="left")
     assert joined.height >= 99 and joined["actual"].null_count() == 0
     np.testing.assert_allclose(joined["actual"].to_numpy(), joined["investing"].to_numpy(), rtol=0, atol=1e-9)
     assert ours["reference_period"].min() == date(2009, 12, 1)
 
 
-def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release_history, series_vintage_rows):
+def test_live_window_targets_gap_history_and_reasons(
+    snapshot_dir, first_release_history, series_vintage_rows
+):
     targets = [
         ("unemployment_rate", date(2026, 3, 1)),  # beyond the archive: ~2025-12 vintage, gap reported
         ("ism_manufacturing", date(2026, 3, 1)),  # first releases, AR(1) on logs
         ("ism_services", date(2014, 3, 1)),  # first releases start 2009-12: fewer than 60
         ("new_home_sales", date(2025, 11, 1)),  # Sep/Oct 2025 first released 2026-01-13 (shutdown)
-        ("real_gdp_advance", date(2024, 1, 1)),  # a store without the real-time GDP: FRED-QD from 2025-03 only
+        (
+            "real_gdp_advance",
+            date(2024, 1, 1),
+        ),  # a store without the real-time GDP: FRED-QD from 2025-03 only
     ]
     no_realtime_gdp = VintageStore(series_vintage_rows.filter(pl.col("series_id") != "ROUTPUT"))
-    df = arima_nowcasts(targets, vintages=no_realtime_gdp, releases=first_release_history,
-                        p_max=3, q_max=1)
+    df = arima_nowcasts(targets, vintages=no_realtime_gdp, releases=first_release_history, p_max=3, q_max=1)
     conform("nowcasts", df, deferred=WRITER_COLUMNS)
     rows = {r["indicator_id"]: r for r in df.iter_rows(named=True)}
     u = rows["unemployment_rate"]
     assert u["valid"] and 3.0 < u["value"] < 6.0
     assert "vintage 2025-12 (wanted 2026-02, not stored: 2 months older)" in u["rationale"]
-    assert "1 gaps interpolated" in u["rationale"] and "h=4 months" in u["rationale"]  # Oct 2025 never published
+    assert (
+        "1 gaps interpolated" in u["rationale"] and "h=4 months" in u["rationale"]
+    )  # Oct 2025 never published
     ism = rows["ism_manufacturing"]
     assert ism["valid"] and 40 < ism["value"] < 60 and ism["rationale"].startswith("AR(1)+const on log level")
     assert "obs 2009-12..2026-01" in ism["rationale"]
@@ -338,7 +399,11 @@ def test_live_window_targets_gap_history_and_reasons(snapshot_dir, first_release
     # window opens 2025-11-25: Aug 2025 (released 2025-09-24) is the last value known then
     assert nhs["valid"] and "..2025-08 " in nhs["rationale"] and 500 < nhs["value"] < 900
     g = rows["real_gdp_advance"]
-    assert not g["valid"] and g["invalid_reason"] == (
-        "no history: series_vintages holds no FRED-QD vintage of GDPC1 at or before 2024-02 (the one preceding "
-        "target month 2024-03) published by 2024-03-25 04:00 UTC; stored: 2025-03 .. 2025-03 (1 vintages)")
+    assert (
+        not g["valid"]
+        and g["invalid_reason"]
+        == "no history: series_vintages holds no FRED-QD vintage of GDPC1 at or before 2024-02 (the one"
+        " preceding target month 2024-03) published by 2024-03-25 04:00 UTC; stored: 2025-03 .. 2025-03 (1"
+        " vintages)"
+    )
     assert g["source_variable"] == "GDPC1" and ism["source_variable"] == "ism_manufacturing"

@@ -1,20 +1,19 @@
 """Fast App. I engine (chains of vintages, warm starts, screening) and its fit cache: same orders and AICs as
 the cold grid on constructed series, warm starts never worse than cold fits per order, repeated histories
-fitted once, cache keys that change with content and estimator version, rows that round-trip through DuckDB."""
+fitted once, cache keys that change with content and estimator version, rows that round-trip through DuckDB.
+"""
 
 from __future__ import annotations
 
-import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import polars as pl
 import pytest
 
 from leaf_live.core import storage
-from leaf_live.macro.forecasters.arima import engine, fit_cache
+from leaf_live.macro.forecasters.arima import fit_cache
 from leaf_live.macro.forecasters.arima.engine import (
-    ORDERS_APP_I,
     ChainItem,
     SeriesChain,
     content_hash,
@@ -22,12 +21,17 @@ from leaf_live.macro.forecasters.arima.engine import (
     fit_grid_item,
     fit_series_chain,
 )
-from leaf_live.macro.forecasters.arima.estimator import ArimaError, evaluate_arima, fit_arima, fit_grid, select_order
+from leaf_live.macro.forecasters.arima.estimator import (
+    ArimaError,
+    evaluate_arima,
+    fit_arima,
+    fit_grid,
+    select_order,
+)
 from leaf_live.macro.forecasters.arima.nowcasts import arima_nowcasts
 from leaf_live.macro.scoring.surprises import first_releases
 from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 
-UTC = timezone.utc
 SMALL = tuple((p, q) for p in range(4) for q in range(3))  # p <= 3, q <= 2: quick, still MA orders
 
 
@@ -36,12 +40,17 @@ def _arma(n: int, ar, ma, seed: int, burn: int = 100) -> np.ndarray:
     e = rng.normal(size=n + burn)
     z = np.zeros(n + burn)
     for t in range(n + burn):
-        z[t] = e[t] + sum(a * z[t - i - 1] for i, a in enumerate(ar) if t - i - 1 >= 0) + sum(
-            m * e[t - j - 1] for j, m in enumerate(ma) if t - j - 1 >= 0)
+        z[t] = (
+            e[t]
+            + sum(a * z[t - i - 1] for i, a in enumerate(ar) if t - i - 1 >= 0)
+            + sum(m * e[t - j - 1] for j, m in enumerate(ma) if t - j - 1 >= 0)
+        )
     return z[burn:]
 
 
-def _vintages(y: np.ndarray, first: int, count: int, *, revise: float = 0.0, seed: int = 0) -> list[np.ndarray]:
+def _vintages(
+    y: np.ndarray, first: int, count: int, *, revise: float = 0.0, seed: int = 0
+) -> list[np.ndarray]:
     """Vintages of a growing sample: vintage k holds y[:first + k], the last 3 values revised by noise."""
     rng = np.random.default_rng(seed)
     out = []
@@ -54,8 +63,10 @@ def _vintages(y: np.ndarray, first: int, count: int, *, revise: float = 0.0, see
 
 
 def _chain(ys, d, trend, orders=SMALL, start_period=2018 * 12) -> SeriesChain:
-    items = tuple(ChainItem(y, start_period + k, f"v{k}", datetime(2018, 1, 25, tzinfo=UTC) + timedelta(days=31 * k))
-                  for k, y in enumerate(ys))
+    items = tuple(
+        ChainItem(y, start_period + k, f"v{k}", datetime(2018, 1, 25, tzinfo=UTC) + timedelta(days=31 * k))
+        for k, y in enumerate(ys)
+    )
     return SeriesChain("test:series", d, trend, items, orders)
 
 
@@ -77,8 +88,10 @@ def test_a_chain_of_one_is_the_cold_grid():
     np.testing.assert_allclose(g.model(y).forecast(3), model.forecast(3), rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize(("ar", "ma", "d", "trend"), [([0.6], [0.5], 1, "t"), ([0.3, 0.2], [-0.4], 0, "c"),
-                                                      ([], [0.6, 0.3], 2, "n")])
+@pytest.mark.parametrize(
+    ("ar", "ma", "d", "trend"),
+    [([0.6], [0.5], 1, "t"), ([0.3, 0.2], [-0.4], 0, "c"), ([], [0.6, 0.3], 2, "n")],
+)
 def test_warm_chain_picks_the_cold_order_and_aic_on_constructed_series(ar, ma, d, trend):
     z = 0.01 * _arma(230, ar, ma, seed=5 + d)
     y = {0: 1.0 + z, 1: 4.6 + np.cumsum(z + 0.002), 2: 4.6 + np.cumsum(np.cumsum(z))}[d]
@@ -105,7 +118,9 @@ def test_warm_route_is_never_worse_than_its_start_nor_than_the_kept_cold_fit():
     both = fit_grid_item(ys[1], 1, "t", SMALL, prev=first, cold=True)
     for key in SMALL:
         f0 = first[key]
-        at_start = evaluate_arima(ys[1], key[0], 1, key[1], "t", np.array(f0.ar), np.array(f0.ma), f0.trend_coef)
+        at_start = evaluate_arima(
+            ys[1], key[0], 1, key[1], "t", np.array(f0.ar), np.array(f0.ma), f0.trend_coef
+        )
         if key[1]:
             assert warm[key].method in ("warm", "screened")
             assert warm[key].aic <= at_start.aic + 1e-9  # screened = the start; a refit only improves on it
@@ -136,8 +151,9 @@ def test_repeated_histories_are_fitted_once_and_chains_run_in_vintage_order():
 def test_process_pool_gives_the_in_process_result():
     z = 0.01 * _arma(304, [0.5], [0.3], seed=8)
     a = _chain(_vintages(4.6 + np.cumsum(z + 0.001), 300, 3), 1, "t", orders=((0, 0), (1, 0), (1, 1)))
-    b = SeriesChain("test:other", 0, "c", tuple(ChainItem(1 + z[:300 + k], 100 + k) for k in range(2)),
-                    ((1, 0), (0, 1)))
+    b = SeriesChain(
+        "test:other", 0, "c", tuple(ChainItem(1 + z[: 300 + k], 100 + k) for k in range(2)), ((1, 0), (0, 1))
+    )
     one = fit_chains([a, b], workers=1)
     two = fit_chains([a, b], workers=2)
     assert [[g.orders for g in c] for c in one] == [[g.orders for g in c] for c in two]

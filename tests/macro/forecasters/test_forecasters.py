@@ -4,7 +4,7 @@ order, stamps the writing stage's producer and flags rows issued at or after the
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -18,31 +18,39 @@ from leaf_live.macro.scoring.surprises import first_releases
 from leaf_live.macro.sources.releases import ReleaseCalendarSnapshot
 from leaf_live.macro.windows import nowcast_windows
 
-UTC = timezone.utc
 CPI_FEB = datetime(2026, 3, 11, 12, 30, tzinfo=UTC)  # February CPI, 08:30 EDT
 PAY_FEB = datetime(2026, 3, 6, 13, 30, tzinfo=UTC)  # February payrolls, 08:30 EST
 
 
 def _releases() -> pl.DataFrame:
-    return pl.DataFrame({
-        "indicator_id": ["nonfarm_payrolls", "cpi", "ppi"],
-        "reference_period": [date(2026, 2, 1)] * 3,
-        "release_at": [PAY_FEB, CPI_FEB, CPI_FEB + timedelta(days=1)],
-        "consensus": [60.0, 2.5, None],
-        "consensus_source": ["investing", "forexfactory", None],
-    })
+    return pl.DataFrame(
+        {
+            "indicator_id": ["nonfarm_payrolls", "cpi", "ppi"],
+            "reference_period": [date(2026, 2, 1)] * 3,
+            "release_at": [PAY_FEB, CPI_FEB, CPI_FEB + timedelta(days=1)],
+            "consensus": [60.0, 2.5, None],
+            "consensus_source": ["investing", "forexfactory", None],
+        }
+    )
 
 
 def _published() -> pl.DataFrame:
-    rows = pl.DataFrame({
-        "partition_key": ["fed/cleveland-cpi"] * 3 + ["fed/gdpnow"],
-        "model_id": ["fed/cleveland-cpi"] * 3 + ["fed/gdpnow"],
-        "indicator_id": ["cpi"] * 3 + ["real_gdp_advance"],
-        "reference_period": [date(2026, 2, 1)] * 3 + [date(2026, 4, 1)],  # 2026Q2 GDP: not scheduled yet
-        # the last CPI value was published after the release: kept, flagged, never scored
-        "issued_at": [CPI_FEB - timedelta(days=2), CPI_FEB - timedelta(hours=20), CPI_FEB + timedelta(hours=9), CPI_FEB],
-        "value": [2.6, 2.55, 2.4, 1.9],
-    })
+    rows = pl.DataFrame(
+        {
+            "partition_key": ["fed/cleveland-cpi"] * 3 + ["fed/gdpnow"],
+            "model_id": ["fed/cleveland-cpi"] * 3 + ["fed/gdpnow"],
+            "indicator_id": ["cpi"] * 3 + ["real_gdp_advance"],
+            "reference_period": [date(2026, 2, 1)] * 3 + [date(2026, 4, 1)],  # 2026Q2 GDP: not scheduled yet
+            # the last CPI value was published after the release: kept, flagged, never scored
+            "issued_at": [
+                CPI_FEB - timedelta(days=2),
+                CPI_FEB - timedelta(hours=20),
+                CPI_FEB + timedelta(hours=9),
+                CPI_FEB,
+            ],
+            "value": [2.6, 2.55, 2.4, 1.9],
+        }
+    )
     return build_nowcasts(rows)
 
 
@@ -65,7 +73,10 @@ def test_consensus_and_published_series_become_rows_of_the_nowcasts_table():
         ("fed/gdpnow", "real_gdp_advance", 1.9, False),  # no window yet: nothing to be after
     ]
     cons_row = out.row(0, named=True)
-    assert cons_row["issued_at"] == CPI_FEB - timedelta(minutes=1) and cons_row["partition_key"] == "consensus/forexfactory"
+    assert (
+        cons_row["issued_at"] == CPI_FEB - timedelta(minutes=1)
+        and cons_row["partition_key"] == "consensus/forexfactory"
+    )
 
 
 def test_consensus_forecaster_answers_only_the_tasks_it_is_given():
@@ -82,7 +93,9 @@ def first_release_table(snapshot_dir) -> pl.DataFrame:
     return first_releases(ReleaseCalendarSnapshot(snapshot_dir).calendar())
 
 
-def test_auto_arima_forecaster_is_the_batch_entry_on_the_windows(snapshot_dir, first_release_table, vintage_store):
+def test_auto_arima_forecaster_is_the_batch_entry_on_the_windows(
+    snapshot_dir, first_release_table, vintage_store
+):
     # ISM manufacturing (AR(1) on the log level, first-release history) for two release months
     rel = first_release_table.filter(pl.col("indicator_id") == "ism_manufacturing")
     windows = nowcast_windows(rel.filter(pl.col("release_at").dt.year() == 2024).head(2))

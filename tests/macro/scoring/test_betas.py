@@ -7,7 +7,7 @@ The panel is read where it is (``LEAF_LIVE_SNAPSHOT``); the tests fail when it i
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import polars as pl
@@ -16,25 +16,65 @@ import statsmodels.api as sm
 from statsmodels.robust import scale as rscale
 
 from leaf_live.core import storage
+from leaf_live.core.settings import get_settings
 from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
 from leaf_live.macro.scoring import betas as B
 from leaf_live.macro.scoring.frames import fit_from_market_betas, market_betas_frame
 from leaf_live.macro.scoring.relative_error import economic_weights
-from leaf_live.core.settings import get_settings
 
-PANEL = "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/timestamp_group_events.csv"
+PANEL = (
+    "livemacroeval/Results/market_surprise_capture_score/step_15_2_historical_preprocessing/"
+    "timestamp_group_events.csv"
+)
 
 # Table 9 (x1e-4), INDICATOR_IDS order.
-T9_BETA = [5.567, 0.567, 1.099, 10.382, -11.240, -2.258, -3.372, 2.581, 6.095, 4.937, -1.473, 1.984, -1.501, 0.470, 4.063, 2.441]
-T9_SE = [1.241, 1.161, 0.920, 1.525, 1.594, 1.074, 1.436, 1.538, 1.911, 1.544, 1.814, 0.827, 0.970, 1.211, 1.234, 1.487]
+T9_BETA = [
+    5.567,
+    0.567,
+    1.099,
+    10.382,
+    -11.240,
+    -2.258,
+    -3.372,
+    2.581,
+    6.095,
+    4.937,
+    -1.473,
+    1.984,
+    -1.501,
+    0.470,
+    4.063,
+    2.441,
+]
+T9_SE = [
+    1.241,
+    1.161,
+    0.920,
+    1.525,
+    1.594,
+    1.074,
+    1.436,
+    1.538,
+    1.911,
+    1.544,
+    1.814,
+    0.827,
+    0.970,
+    1.211,
+    1.234,
+    1.487,
+]
 
 
 def released_events() -> pl.DataFrame:
     """The released timestamp-group panel with ``release_at`` converted from America/New_York to UTC."""
     path = get_settings().require_snapshot() / PANEL
     return pl.read_csv(path).with_columns(
-        pl.col("release_timestamp").str.to_datetime("%Y-%m-%d %H:%M:%S")
-        .dt.replace_time_zone("America/New_York").dt.convert_time_zone("UTC").alias("release_at")
+        pl.col("release_timestamp")
+        .str.to_datetime("%Y-%m-%d %H:%M:%S")
+        .dt.replace_time_zone("America/New_York")
+        .dt.convert_time_zone("UTC")
+        .alias("release_at")
     )
 
 
@@ -109,8 +149,12 @@ def test_lambda_zero_matches_statsmodels_rlm(design):
     model = sm.RLM(design.r, design.X, M=sm.robust.norms.HuberT(t=1.345))
     # RLM's built-in "mad" is median|u| / 0.6745 (centre 0); our threshold uses 1.4826 * median|u - median u|.
     # A two-argument callable is used as-is by RLM (no df correction), so this is our exact scale rule.
-    res = model.fit(scale_est=lambda _m, u: rscale.mad(u, c=1 / 1.4826, center=np.median),
-                    conv="coefs", tol=1e-14, maxiter=1000)
+    res = model.fit(
+        scale_est=lambda _m, u: rscale.mad(u, c=1 / 1.4826, center=np.median),
+        conv="coefs",
+        tol=1e-14,
+        maxiter=1000,
+    )
     np.testing.assert_allclose(ours.beta, res.params, rtol=1e-6)
     assert ours.scale == pytest.approx(res.scale, rel=1e-6)
     # RLM's default scale is a different estimator: the fixed points differ by ~1e-3, far above 1e-6.
@@ -136,8 +180,10 @@ def test_covid_excluded_refit_matches_k3(fit, design):
 
 
 def test_covid_mask_uses_new_york_dates():
-    t = np.array(["2020-03-01T04:59:59", "2020-03-01T05:00:00", "2021-01-01T04:59:00", "2021-01-01T05:00:00"],
-                 dtype="datetime64[us]")
+    t = np.array(
+        ["2020-03-01T04:59:59", "2020-03-01T05:00:00", "2021-01-01T04:59:00", "2021-01-01T05:00:00"],
+        dtype="datetime64[us]",
+    )
     assert B.covid_mask(t).tolist() == [False, True, True, False]
 
 
@@ -150,7 +196,7 @@ def test_fit_id_is_deterministic_and_changes_with_data_or_settings(design, fit):
 
 
 def test_market_betas_frame_round_trips_through_duckdb(fit, tmp_path):
-    at = datetime(2025, 11, 1, tzinfo=timezone.utc)
+    at = datetime(2025, 11, 1, tzinfo=UTC)
     frame = market_betas_frame(fit, available_at=at)
     assert frame.height == 16 and frame["fit_id"].n_unique() == 1
     con = storage.connect(tmp_path / "b.duckdb")
@@ -178,7 +224,7 @@ def test_bad_inputs_name_the_problem(design):
     with pytest.raises(B.BetaFitError, match="singular"):
         B.huber_ridge_irls(np.zeros((30, 2)), np.ones(30), 0.0)
     with pytest.raises(B.BetaFitError, match="lacks column"):
-        B.event_design(pl.DataFrame({"release_at": [datetime(2020, 1, 1, tzinfo=timezone.utc)]}))
+        B.event_design(pl.DataFrame({"release_at": [datetime(2020, 1, 1, tzinfo=UTC)]}))
     with pytest.raises(B.BetaFitError, match="cv loss"):
         B.heldout_loss(np.ones(3), "mae")  # type: ignore[arg-type]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import polars as pl
@@ -18,13 +18,39 @@ from leaf_live.macro.catalog import INDICATOR_IDS, THEMES, get_indicator
 from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring import surprises as SU
 from leaf_live.macro.scoring.betas import MarketBetaFit
-from leaf_live.macro.scoring.frames import livemacro_scores_frame, paired_frame, score_model, shapley_frame, sizing_frame
+from leaf_live.macro.scoring.frames import (
+    livemacro_scores_frame,
+    paired_frame,
+    score_model,
+    shapley_frame,
+    sizing_frame,
+)
 
-UTC = timezone.utc
 P = len(INDICATOR_IDS)
 POS = {i: k for k, i in enumerate(INDICATOR_IDS)}
-BETA = np.array([5.567, 0.567, 1.099, 10.382, -11.240, -2.258, -3.372, 2.581, 6.095, 4.937, -1.473, 1.984,
-                 -1.501, 0.470, 4.063, 2.441]) * 1e-4
+BETA = (
+    np.array(
+        [
+            5.567,
+            0.567,
+            1.099,
+            10.382,
+            -11.240,
+            -2.258,
+            -3.372,
+            2.581,
+            6.095,
+            4.937,
+            -1.473,
+            1.984,
+            -1.501,
+            0.470,
+            4.063,
+            2.441,
+        ]
+    )
+    * 1e-4
+)
 
 
 def random_design(seed: int = 3, n: int = 40, zero_model: bool = False) -> L.LiveDesign:
@@ -85,13 +111,20 @@ def test_kappa_phi_by_hand_and_eq19_identity():
 
 def test_table_18_scores_follow_from_kappa_phi_through_eq19():
     rows = [  # (kappa, phi, score), Table 18
-        (0.34, -0.08, -0.080), (0.31, -0.03, -0.055), (0.10, 0.25, 0.020),
-        (0.72, -0.59, -0.404), (0.65, -0.32, -0.297), (0.21, 0.19, 0.019),
+        (0.34, -0.08, -0.080),
+        (0.31, -0.03, -0.055),
+        (0.10, 0.25, 0.020),
+        (0.72, -0.59, -0.404),
+        (0.65, -0.32, -0.297),
+        (0.21, 0.19, 0.019),
     ]
     for kappa, phi, score in rows:
         # our Eq. 19 over the rounding box of the printed kappa and phi must reach the printed score
-        box = [L.score_from_kappa_phi(k, f) for k in np.linspace(kappa - 0.005, kappa + 0.005, 41)
-               for f in np.linspace(phi - 0.005, phi + 0.005, 41)]
+        box = [
+            L.score_from_kappa_phi(k, f)
+            for k in np.linspace(kappa - 0.005, kappa + 0.005, 41)
+            for f in np.linspace(phi - 0.005, phi + 0.005, 41)
+        ]
         assert min(box) - 0.0005 <= score <= max(box) + 0.0005, (kappa, phi, score)
         assert (score > 0) == (kappa < 2 * phi)
     # and the optimum of S.3: at kappa* = phi the score is phi^2 / (2 - phi^2)
@@ -111,7 +144,9 @@ def test_sizing_discipline_by_hand():
     assert sd.mean_abs_s_hat == pytest.approx(0.625)
     assert sd.sign_accuracy == pytest.approx(0.5)
     assert sd.mean_abs_s == pytest.approx(1.125)
-    assert sd.corr_abs_s_hat_abs_error == pytest.approx(np.corrcoef([0.5, 0.5, 0.5, 1.0], [0.5, 1.5, 1.0, 1.0])[0, 1])
+    assert sd.corr_abs_s_hat_abs_error == pytest.approx(
+        np.corrcoef([0.5, 0.5, 0.5, 1.0], [0.5, 1.5, 1.0, 1.0])[0, 1]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,32 +158,60 @@ def _t(s: str) -> datetime:
     return datetime.fromisoformat(s).replace(tzinfo=UTC)
 
 
-RELEASES = pl.DataFrame({
-    "indicator_id": ["cpi"], "reference_period": [date(2026, 2, 1)],
-    "release_at": [_t("2026-03-11 12:30")],  # 08:30 EDT
-    "actual": [2.4], "consensus": [2.5],
-})
-NOWCASTS = pl.DataFrame({
-    "model_id": ["m"] * 8, "indicator_id": ["cpi"] * 8, "reference_period": [date(2026, 2, 1)] * 8,
-    "issued_at": [_t(x) for x in ("2026-03-11 12:30", "2026-03-11 12:00", "2026-03-11 11:00", "2026-03-11 10:00",
-                                  "2026-03-10 16:00", "2026-03-10 15:00", "2026-03-10 03:00", "2026-03-01 00:00")],
-    "value": [9.0, 9.9, 2.45, 2.3, 2.2, 2.6, 5.0, 2.0],
-    "valid": [True, False, True, True, True, True, True, True],
-})
+RELEASES = pl.DataFrame(
+    {
+        "indicator_id": ["cpi"],
+        "reference_period": [date(2026, 2, 1)],
+        "release_at": [_t("2026-03-11 12:30")],  # 08:30 EDT
+        "actual": [2.4],
+        "consensus": [2.5],
+    }
+)
+NOWCASTS = pl.DataFrame(
+    {
+        "model_id": ["m"] * 8,
+        "indicator_id": ["cpi"] * 8,
+        "reference_period": [date(2026, 2, 1)] * 8,
+        "issued_at": [
+            _t(x)
+            for x in (
+                "2026-03-11 12:30",
+                "2026-03-11 12:00",
+                "2026-03-11 11:00",
+                "2026-03-11 10:00",
+                "2026-03-10 16:00",
+                "2026-03-10 15:00",
+                "2026-03-10 03:00",
+                "2026-03-01 00:00",
+            )
+        ],
+        "value": [9.0, 9.9, 2.45, 2.3, 2.2, 2.6, 5.0, 2.0],
+        "valid": [True, False, True, True, True, True, True, True],
+    }
+)
 SIGMA = {"cpi": 0.1}
 
 
 def _events(rel: pl.DataFrame, sigma: dict[str, float], ret: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The stored ``surprise_events`` of ``rel`` (built by the project's own App. K.1 step), which scoring reads
-    the realized surprises from."""
-    scales = pl.DataFrame({"indicator_id": list(sigma), "sigma": list(sigma.values()),
-                           "available_at": [_t("2025-10-31 20:00")] * len(sigma)})
+    """The stored ``surprise_events`` of ``rel`` (built by the project's own App. K.1 step), which scoring
+    reads the realized surprises from."""
+    scales = pl.DataFrame(
+        {
+            "indicator_id": list(sigma),
+            "sigma": list(sigma.values()),
+            "available_at": [_t("2025-10-31 20:00")] * len(sigma),
+        }
+    )
     times = rel.select("release_at").unique()
     if ret is None:
         ret = times.with_columns(pl.lit(None, pl.Float64).alias("r_g"))
-    returns = ret.with_columns(pl.lit(None, pl.Utf8).alias("contract_code"),
-                               pl.when(pl.col("r_g").is_null()).then(pl.lit("no_prices")).otherwise(pl.lit("usable"))
-                               .alias("window_status"))
+    returns = ret.with_columns(
+        pl.lit(None, pl.Utf8).alias("contract_code"),
+        pl.when(pl.col("r_g").is_null())
+        .then(pl.lit("no_prices"))
+        .otherwise(pl.lit("usable"))
+        .alias("window_status"),
+    )
     return SU.timestamp_group_events(rel, returns, scales)
 
 
@@ -161,24 +224,32 @@ def test_terminal_nowcast_is_latest_valid_strictly_before_release():
     assert row["nowcast"] == 2.45 and row["nowcast_issued_at"] == _t("2026-03-11 11:00")
     assert row["s"] == pytest.approx(-1.0) and row["s_hat"] == pytest.approx(-0.5)
     # rows tied at the latest instant are averaged
-    tie = pl.concat([NOWCASTS, NOWCASTS.filter(pl.col("value") == 2.45).with_columns(pl.lit(2.55).alias("value"))])
+    tie = pl.concat(
+        [NOWCASTS, NOWCASTS.filter(pl.col("value") == 2.45).with_columns(pl.lit(2.55).alias("value"))]
+    )
     assert L.implied_surprises(RELEASES, SIGMA, tie, events=EVENTS)["nowcast"][0] == pytest.approx(2.5)
 
 
 def test_median_horizon_is_the_median_of_the_standing_forecast_over_the_new_york_day():
     pr = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d")
-    # 2026-03-10 in New York (EDT): hour ends 01:00 .. 24:00 = 05:00 UTC .. 04:00 UTC next day. Standing strictly
-    # before each: 01:00-11:00 EDT the 5.0 issued 2026-03-09 23:00 EDT (03:00 UTC, carried forward, 11 hours);
-    # 12:00 EDT the 2.6 issued 15:00 UTC (1 hour); 13:00-24:00 EDT the 2.2 issued 16:00 UTC (12 hours)
+    # 2026-03-10 in New York (EDT): hour ends 01:00 .. 24:00 = 05:00 UTC .. 04:00 UTC next day. Standing
+    # strictly before each: 01:00-11:00 EDT the 5.0 issued 2026-03-09 23:00 EDT (03:00 UTC, carried forward,
+    # 11 hours); 12:00 EDT the 2.6 issued 15:00 UTC (1 hour); 13:00-24:00 EDT the 2.2 issued 16:00 UTC (12
+    # hours)
     want = float(np.median([5.0] * 11 + [2.6] + [2.2] * 12))
     assert pr["n_nowcasts"][0] == 24 and pr["nowcast_issued_at"][0] == _t("2026-03-10 16:00")
     assert pr["nowcast"][0] == pytest.approx(want) and pr["s_hat"][0] == pytest.approx((want - 2.5) / 0.1)
-    path = pl.DataFrame({
-        "indicator_id": ["cpi"] * 3, "reference_period": [date(2026, 2, 1)] * 3,
-        "issued_at": [_t("2026-03-10 12:00"), _t("2026-03-11 01:00"), _t("2026-03-11 05:00")],
-        "value": [2.6, 2.55, 2.7],
-    })
-    pr2 = L.implied_surprises(RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d", consensus_path=path)
+    path = pl.DataFrame(
+        {
+            "indicator_id": ["cpi"] * 3,
+            "reference_period": [date(2026, 2, 1)] * 3,
+            "issued_at": [_t("2026-03-10 12:00"), _t("2026-03-11 01:00"), _t("2026-03-11 05:00")],
+            "value": [2.6, 2.55, 2.7],
+        }
+    )
+    pr2 = L.implied_surprises(
+        RELEASES, SIGMA, NOWCASTS, events=EVENTS, horizon="median_1d", consensus_path=path
+    )
     assert pr2["consensus_used"][0] == 2.55  # 01:00 UTC = 21:00 EDT on the 10th; 05:00 UTC is the 11th
     assert pr2["s_hat"][0] == pytest.approx((want - 2.55) / 0.1) and pr2["s"][0] == pytest.approx(-1.0)
     # a forecast issued once and never revised stands at every later hour (carried forward):
@@ -201,7 +272,10 @@ def test_single_shot_forecaster_is_horizon_invariant():
     terminal = L.implied_surprises(RELEASES, SIGMA, one, events=EVENTS)
     assert terminal["s_hat"][0] == pytest.approx((2.0 - 2.5) / 0.1)
     for h in ("median_1d", "median_3d", "median_7d"):
-        assert L.implied_surprises(RELEASES, SIGMA, one, events=EVENTS, horizon=h)["s_hat"][0] == terminal["s_hat"][0]
+        assert (
+            L.implied_surprises(RELEASES, SIGMA, one, events=EVENTS, horizon=h)["s_hat"][0]
+            == terminal["s_hat"][0]
+        )
     reps = L.sampling_surprises(RELEASES, SIGMA, one, events=EVENTS, k=5)
     assert [r["s_hat"][0] for r in reps] == [terminal["s_hat"][0]] * 5
 
@@ -211,13 +285,25 @@ def test_sampling_replicates_are_the_forecast_standing_0_to_4_hours_before_the_r
     # release 12:30 UTC; standing strictly before 12:30, 11:30, 10:30, 09:30, 08:30: the 12:00 row is invalid,
     # so the 11:00 nowcast stands at 12:30 and 11:30; before 09:30 the latest is 2026-03-10 16:00 (2.2)
     assert [r["nowcast"][0] for r in reps] == [2.45, 2.45, 2.3, 2.2, 2.2]
-    assert [r["nowcast_issued_at"][0] for r in reps][:3] == [_t("2026-03-11 11:00")] * 2 + [_t("2026-03-11 10:00")]
+    assert [r["nowcast_issued_at"][0] for r in reps][:3] == [_t("2026-03-11 11:00")] * 2 + [
+        _t("2026-03-11 10:00")
+    ]
     assert all(r["consensus_used"][0] == 2.5 for r in reps)
     # an hourly forecaster without gaps: replicate j is its (j+1)-th most recent nowcast (K.3)
-    hourly = pl.DataFrame({"indicator_id": ["cpi"] * 4, "reference_period": [date(2026, 2, 1)] * 4,
-                           "issued_at": [_t(f"2026-03-11 {h:02d}:00") for h in (9, 10, 11, 12)],
-                           "value": [2.1, 2.2, 2.3, 2.4]})
-    assert [r["nowcast"][0] for r in L.sampling_surprises(RELEASES, SIGMA, hourly, events=EVENTS, k=4)] == [2.4, 2.3, 2.2, 2.1]
+    hourly = pl.DataFrame(
+        {
+            "indicator_id": ["cpi"] * 4,
+            "reference_period": [date(2026, 2, 1)] * 4,
+            "issued_at": [_t(f"2026-03-11 {h:02d}:00") for h in (9, 10, 11, 12)],
+            "value": [2.1, 2.2, 2.3, 2.4],
+        }
+    )
+    assert [r["nowcast"][0] for r in L.sampling_surprises(RELEASES, SIGMA, hourly, events=EVENTS, k=4)] == [
+        2.4,
+        2.3,
+        2.2,
+        2.1,
+    ]
 
 
 def test_realized_surprise_is_read_from_the_stored_events():
@@ -238,14 +324,28 @@ def test_selection_errors_name_the_field():
     with pytest.raises(L.ScoringError, match="sigma must be finite and > 0"):
         L.implied_surprises(RELEASES, {"cpi": 0.0}, NOWCASTS, events=EVENTS)
     with pytest.raises(L.ScoringError, match="mixes models"):
-        L.implied_surprises(RELEASES, SIGMA, pl.concat([NOWCASTS, NOWCASTS.with_columns(pl.lit("other").alias("model_id"))]), events=EVENTS)
+        L.implied_surprises(
+            RELEASES,
+            SIGMA,
+            pl.concat([NOWCASTS, NOWCASTS.with_columns(pl.lit("other").alias("model_id"))]),
+            events=EVENTS,
+        )
     with pytest.raises(L.ScoringError, match="tz-aware"):
-        L.implied_surprises(RELEASES, SIGMA, NOWCASTS.with_columns(pl.col("issued_at").dt.replace_time_zone(None)), events=EVENTS)
+        L.implied_surprises(
+            RELEASES,
+            SIGMA,
+            NOWCASTS.with_columns(pl.col("issued_at").dt.replace_time_zone(None)),
+            events=EVENTS,
+        )
     # nanosecond timestamps in another zone are the same instants
-    ns = NOWCASTS.with_columns(pl.col("issued_at").cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone("Asia/Tokyo"))
+    ns = NOWCASTS.with_columns(
+        pl.col("issued_at").cast(pl.Datetime("ns", "UTC")).dt.convert_time_zone("Asia/Tokyo")
+    )
     assert L.implied_surprises(RELEASES, SIGMA, ns, events=EVENTS)["nowcast"][0] == 2.45
     with pytest.raises(L.ScoringError, match="NULL consensus"):
-        L.implied_surprises(RELEASES.with_columns(pl.lit(None, pl.Float64).alias("consensus")), SIGMA, NOWCASTS, events=EVENTS)
+        L.implied_surprises(
+            RELEASES.with_columns(pl.lit(None, pl.Float64).alias("consensus")), SIGMA, NOWCASTS, events=EVENTS
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,16 +361,27 @@ def _panel(n_events: int = 12, seed: int = 11) -> tuple[pl.DataFrame, pl.DataFra
         t = t0 + timedelta(days=g)
         for i in rng.choice(INDICATOR_IDS, size=rng.integers(1, 3), replace=False):
             c = float(rng.normal(50, 5))
-            rel.append({"indicator_id": str(i), "reference_period": date(2025, 12, 1), "release_at": t,
-                        "actual": c + float(rng.normal()), "consensus": c})
+            rel.append(
+                {
+                    "indicator_id": str(i),
+                    "reference_period": date(2025, 12, 1),
+                    "release_at": t,
+                    "actual": c + float(rng.normal()),
+                    "consensus": c,
+                }
+            )
         ret.append({"release_at": t, "r_g": float(rng.normal(scale=2e-3))})
     return pl.DataFrame(rel), pl.DataFrame(ret), {i: 1.0 + k / 10 for k, i in enumerate(INDICATOR_IDS)}
 
 
 def test_consensus_scores_exactly_zero():
     rel, ret, sig = _panel()
-    cons = rel.select("indicator_id", "reference_period", pl.col("release_at").alias("issued_at"),
-                      pl.col("consensus").alias("value")).with_columns(pl.col("issued_at") - pl.duration(hours=2))
+    cons = rel.select(
+        "indicator_id",
+        "reference_period",
+        pl.col("release_at").alias("issued_at"),
+        pl.col("consensus").alias("value"),
+    ).with_columns(pl.col("issued_at") - pl.duration(hours=2))
     pr = L.implied_surprises(rel, sig, cons, events=_events(rel, sig, ret))
     assert pr["s_hat"].to_list() == [0.0] * rel.height
     d = L.live_design(pr, ret)
@@ -342,8 +453,10 @@ def test_shapley_contributions_sum_to_the_score_and_match_permutations():
     assert abs(phi0[POS["cpi"]]) < 1e-15
 
 
-@pytest.mark.parametrize("scope,target", [("overall", "return"), ("overall", "shock"), ("labor_market", "return"),
-                                          ("demand_inflation", "shock")])
+@pytest.mark.parametrize(
+    "scope,target",
+    [("overall", "return"), ("overall", "shock"), ("labor_market", "return"), ("demand_inflation", "shock")],
+)
 def test_vectorized_bootstrap_equals_draw_by_draw(scope, target):
     d = random_design(seed=21, n=45)
     V = cov_matrix()
@@ -383,15 +496,19 @@ def test_bootstrap_draws_have_the_theme_block_covariance():
 def test_paired_event_bootstrap_resamples_shared_events():
     d = random_design(seed=4, n=30)
     rng = np.random.default_rng(0)
-    other = L.LiveDesign(d.release_at, d.r, d.S, d.S_hat * 0.3 + rng.normal(scale=0.1, size=d.S.shape) * d.released,
-                         d.released)
+    other = L.LiveDesign(
+        d.release_at, d.r, d.S, d.S_hat * 0.3 + rng.normal(scale=0.1, size=d.S.shape) * d.released, d.released
+    )
     pb = L.paired_event_bootstrap(d, other, BETA, n_draws=300, seed=77)
     assert pb.delta == pytest.approx(L.point_score(d, BETA).score - L.point_score(other, BETA).score)
     K = np.random.default_rng(77).multinomial(30, np.full(30, 1 / 30), size=300)
     ref = []
     for k in K:
         rows = np.repeat(np.arange(30), k)
-        ref.append(L.skill_score(d.r[rows], d.S_hat[rows] @ BETA) - L.skill_score(d.r[rows], other.S_hat[rows] @ BETA))
+        ref.append(
+            L.skill_score(d.r[rows], d.S_hat[rows] @ BETA)
+            - L.skill_score(d.r[rows], other.S_hat[rows] @ BETA)
+        )
     np.testing.assert_allclose(pb.draws, ref, atol=1e-12)
     assert pb.ci95 == pytest.approx(tuple(np.percentile(ref, [2.5, 97.5])))
     # only shared events are used
@@ -406,16 +523,33 @@ def test_paired_event_bootstrap_resamples_shared_events():
 
 def test_live_design_groups_releases_and_counts_drops():
     rel, ret, sig = _panel(n_events=6, seed=2)
-    nc = rel.select("indicator_id", "reference_period", (pl.col("release_at") - pl.duration(hours=1)).alias("issued_at"),
-                    (pl.col("consensus") + 1.0).alias("value"))
+    nc = rel.select(
+        "indicator_id",
+        "reference_period",
+        (pl.col("release_at") - pl.duration(hours=1)).alias("issued_at"),
+        (pl.col("consensus") + 1.0).alias("value"),
+    )
     first = rel.sort("release_at").row(0, named=True)
-    nc = nc.filter(~((pl.col("indicator_id") == first["indicator_id"]) & (pl.col("issued_at") < first["release_at"])
-                     & (pl.col("issued_at") > first["release_at"] - pl.duration(hours=2))))
+    nc = nc.filter(
+        ~(
+            (pl.col("indicator_id") == first["indicator_id"])
+            & (pl.col("issued_at") < first["release_at"])
+            & (pl.col("issued_at") > first["release_at"] - pl.duration(hours=2))
+        )
+    )
     pr = L.implied_surprises(rel, sig, nc, events=_events(rel, sig, ret))
-    ret2 = ret.with_columns(pl.when(pl.col("release_at") == ret["release_at"].max()).then(None)
-                            .otherwise(pl.col("r_g")).alias("r_g"))
+    ret2 = ret.with_columns(
+        pl.when(pl.col("release_at") == ret["release_at"].max())
+        .then(None)
+        .otherwise(pl.col("r_g"))
+        .alias("r_g")
+    )
     d = L.live_design(pr, ret2)
-    assert d.counts == {"releases_without_nowcast": 1, "events_dropped_no_nowcast": 1, "events_dropped_no_return": 1}
+    assert d.counts == {
+        "releases_without_nowcast": 1,
+        "events_dropped_no_nowcast": 1,
+        "events_dropped_no_return": 1,
+    }
     assert d.n_events == 4
     g = L.live_design(pr, ret2, missing="consensus")
     assert g.n_events == 5 and g.counts["releases_without_nowcast"] == 1
@@ -431,10 +565,24 @@ def test_live_design_groups_releases_and_counts_drops():
 def _fit() -> MarketBetaFit:
     V = cov_matrix()
     return MarketBetaFit(
-        fit_id="hr-test", indicator_ids=INDICATOR_IDS, beta=BETA, se=np.sqrt(np.diag(V)), cov=V, lam=21.54,
-        lam_source="fixed", delta=2.49e-3, scale=1.85e-3, iterations=23, converged=True, df_eff=13.4,
-        n_events=2163, window_start=_t("2010-01-04 15:00"), window_end=_t("2025-10-24 12:30"),
-        covid_excluded=False, n_covid_dropped=0, settings={"c": 1.345},
+        fit_id="hr-test",
+        indicator_ids=INDICATOR_IDS,
+        beta=BETA,
+        se=np.sqrt(np.diag(V)),
+        cov=V,
+        lam=21.54,
+        lam_source="fixed",
+        delta=2.49e-3,
+        scale=1.85e-3,
+        iterations=23,
+        converged=True,
+        df_eff=13.4,
+        n_events=2163,
+        window_start=_t("2010-01-04 15:00"),
+        window_end=_t("2025-10-24 12:30"),
+        covid_excluded=False,
+        n_covid_dropped=0,
+        settings={"c": 1.345},
     )
 
 
@@ -453,14 +601,31 @@ def test_score_model_rows_conform_to_livemacro_scores(tmp_path):
     con = storage.connect(tmp_path / "s.duckdb")
     try:
         assert storage.replace_partition(con, "livemacro_scores", frame, {"partition_key": "2026-04"}) == 10
-        sh = shapley_frame(d, fit, model_id="m/x@single", horizon="terminal", partition_key="2026-04", available_at=at)
+        sh = shapley_frame(
+            d, fit, model_id="m/x@single", horizon="terminal", partition_key="2026-04", available_at=at
+        )
         assert sh["value"].sum() == pytest.approx(overall["score"], abs=1e-12)
-        sz = sizing_frame(L.sizing_discipline(pl.DataFrame({"s": d.S[d.released], "s_hat": d.S_hat[d.released]})),
-                          model_id="m/x@single", horizon="terminal", partition_key="2026-04", available_at=at)
-        pb = paired_frame(L.paired_event_bootstrap(d, reps[3], BETA, n_draws=100), model_id="a", comparator_model_id="b",
-                          fit_id="hr-test", horizon="terminal", scope="overall", target="return",
-                          partition_key="2026-04", available_at=at)
-        n = storage.replace_partition(con, "score_decompositions", pl.concat([sh, sz, pb]), {"partition_key": "2026-04"})
+        sz = sizing_frame(
+            L.sizing_discipline(pl.DataFrame({"s": d.S[d.released], "s_hat": d.S_hat[d.released]})),
+            model_id="m/x@single",
+            horizon="terminal",
+            partition_key="2026-04",
+            available_at=at,
+        )
+        pb = paired_frame(
+            L.paired_event_bootstrap(d, reps[3], BETA, n_draws=100),
+            model_id="a",
+            comparator_model_id="b",
+            fit_id="hr-test",
+            horizon="terminal",
+            scope="overall",
+            target="return",
+            partition_key="2026-04",
+            available_at=at,
+        )
+        n = storage.replace_partition(
+            con, "score_decompositions", pl.concat([sh, sz, pb]), {"partition_key": "2026-04"}
+        )
         assert n == 16 + 5 + 4
     finally:
         con.close()
@@ -476,8 +641,14 @@ def test_own_subset_keeps_events_with_an_own_nowcast_and_fills_the_rest_with_the
     rel = rel.with_columns(pl.col("release_at").dt.date().alias("reference_period"))  # one period per release
     first = rel.sort("release_at", "indicator_id").row(0, named=True)
     # the model nowcasts only the first event's first field; everything else is the consensus's
-    nc = pl.DataFrame({"indicator_id": [first["indicator_id"]], "reference_period": [first["reference_period"]],
-                       "issued_at": [first["release_at"] - timedelta(hours=1)], "value": [first["consensus"] + 2.0]})
+    nc = pl.DataFrame(
+        {
+            "indicator_id": [first["indicator_id"]],
+            "reference_period": [first["reference_period"]],
+            "issued_at": [first["release_at"] - timedelta(hours=1)],
+            "value": [first["consensus"] + 2.0],
+        }
+    )
     pr = L.implied_surprises(rel, sig, nc, events=_events(rel, sig, ret))
     d = L.live_design(pr, ret, missing="consensus")
     assert d.n_events == 6 and d.own.sum() == 1
@@ -497,27 +668,37 @@ def test_own_subset_keeps_events_with_an_own_nowcast_and_fills_the_rest_with_the
 
 
 def test_common_event_set_is_the_greedy_intersection_with_a_minimum():
-    t = np.arange(np.datetime64("2026-01-01T13:30", "us"), np.datetime64("2026-01-21T13:30", "us"),
-                  np.timedelta64(1, "D"))
+    t = np.arange(
+        np.datetime64("2026-01-01T13:30", "us"),
+        np.datetime64("2026-01-21T13:30", "us"),
+        np.timedelta64(1, "D"),
+    )
     own = {"a": t[:16], "b": t[10:], "c": t[:3], "consensus/x": t}
     models, common = L.common_event_set(own, min_events=5, always=("consensus/x",))
     # a (16 events) first; b shares 6 of them (>= 5): joins; c would leave 0: not compared
     assert models == ["a", "b", "consensus/x"] and common.tolist() == t[10:16].tolist()
     models, common = L.common_event_set(own, min_events=7, always=("consensus/x",))
     assert models == ["a", "consensus/x"] and common.size == 16
-    assert L.common_event_set({"c": t[:3]}, min_events=5) == ([], pytest.approx(np.array([], dtype="datetime64[us]")))
+    assert L.common_event_set({"c": t[:3]}, min_events=5) == (
+        [],
+        pytest.approx(np.array([], dtype="datetime64[us]")),
+    )
     named, common = L.common_event_set(own, min_events=5, models=["a", "c"])
     assert named == ["a", "c"] and common.tolist() == t[:3].tolist()  # a named set is taken whatever its size
     with pytest.raises(L.ScoringError, match="no own events"):
         L.common_event_set(own, min_events=5, models=["zzz"])
 
 
-@pytest.mark.parametrize("scope,target", [("overall", "return"), ("overall", "shock"), ("demand_inflation", "return")])
+@pytest.mark.parametrize(
+    "scope,target", [("overall", "return"), ("overall", "shock"), ("demand_inflation", "return")]
+)
 def test_event_and_combined_bootstrap_equal_draw_by_draw(scope, target):
     d = random_design(seed=31, n=25)
     V = cov_matrix()
     z = L.standard_normal_draws(300, P, seed=99)
-    res = L.event_bootstrap_scores(d, BETA, V, scope=scope, target=target, z=z, n_draws=300, seed=99, chunk=70)
+    res = L.event_bootstrap_scores(
+        d, BETA, V, scope=scope, target=target, z=z, n_draws=300, seed=99, chunk=70
+    )
     sd, idx = L.scoped_design(d, BETA, scope)
     K = np.random.default_rng(99).multinomial(sd.n_events, np.full(sd.n_events, 1 / sd.n_events), size=300)
     Lc = np.linalg.cholesky(V[np.ix_(idx, idx)])
@@ -557,26 +738,35 @@ def test_paired_bootstrap_gives_no_interval_below_the_minimum_shared_events():
     other = L.LiveDesign(d.release_at, d.r, d.S, d.S_hat * 0.5, d.released)
     pb = L.paired_event_bootstrap(d, other.subset(np.arange(30) < 3), BETA, n_draws=200, min_events=10)
     assert pb.n_events == 3 and pb.ci95 is None and not pb.has_interval and pb.draws.size == 0
-    assert pb.delta == pytest.approx(L.point_score(d.subset(np.arange(30) < 3), BETA).score
-                                     - L.point_score(other.subset(np.arange(30) < 3), BETA).score)
+    assert pb.delta == pytest.approx(
+        L.point_score(d.subset(np.arange(30) < 3), BETA).score
+        - L.point_score(other.subset(np.arange(30) < 3), BETA).score
+    )
     assert L.paired_event_bootstrap(d, other, BETA, n_draws=200, min_events=10).has_interval
 
 
 def test_live_design_merges_overlapping_releases_and_adds_same_field_surprises():
     t1, t2 = _t("2026-01-09 13:29"), _t("2026-01-09 13:30")
-    pr = pl.DataFrame({
-        "release_at": [t1, t1, t2, t2],
-        "indicator_id": ["building_permits", "housing_starts", "building_permits", "nonfarm_payrolls"],
-        "s": [0.5, -1.0, 0.25, 2.0], "s_hat": [0.1, None, 0.3, None],
-    })
+    pr = pl.DataFrame(
+        {
+            "release_at": [t1, t1, t2, t2],
+            "indicator_id": ["building_permits", "housing_starts", "building_permits", "nonfarm_payrolls"],
+            "s": [0.5, -1.0, 0.25, 2.0],
+            "s_hat": [0.1, None, 0.3, None],
+        }
+    )
     em = pl.DataFrame({"release_at": [t1, t2], "event_at": [t1, t1]})
-    d = L.live_design(pr, pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}), missing="consensus", event_map=em)
+    d = L.live_design(
+        pr, pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}), missing="consensus", event_map=em
+    )
     assert d.n_events == 1 and d.counts["releases_without_nowcast"] == 2
     bp, hs, nfp = POS["building_permits"], POS["housing_starts"], POS["nonfarm_payrolls"]
     assert d.S[0, bp] == pytest.approx(0.75) and d.S_hat[0, bp] == pytest.approx(0.4) and d.own[0, bp]
     assert d.S[0, hs] == -1.0 and d.S_hat[0, hs] == 0.0 and not d.own[0, hs] and d.released[0, hs]
     assert d.S[0, nfp] == 2.0 and not d.own[0, nfp]
     with pytest.raises(L.ScoringError, match="two releases of building_permits"):
-        L.live_design(pr.with_columns(pl.lit(t1).alias("release_at")), pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}))
+        L.live_design(
+            pr.with_columns(pl.lit(t1).alias("release_at")), pl.DataFrame({"release_at": [t1], "r_g": [1e-3]})
+        )
     with pytest.raises(L.ScoringError, match="event_map has no event"):
         L.live_design(pr, pl.DataFrame({"release_at": [t1], "r_g": [1e-3]}), event_map=em.head(1))

@@ -3,7 +3,7 @@ column follows from Table 9; relative-error curves and shares worked by hand."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import numpy as np
 import polars as pl
@@ -14,14 +14,24 @@ from leaf_live.macro.catalog import INDICATOR_IDS, get_indicator
 from leaf_live.macro.scoring import relative_error as RE
 from leaf_live.macro.scoring.frames import aggregator_frame, relative_errors_frame
 
-UTC = timezone.utc
-
 # Table 11 "Economic weight" column, %, in the table's row order
 TABLE_11_ECON = {
-    "cpi": 33.0, "ism_manufacturing": 28.2, "retail_sales": 9.7, "real_gdp_advance": 8.1, "nonfarm_payrolls": 6.4,
-    "new_home_sales": 4.3, "pce_price_index": 3.0, "real_pce": 1.7, "ism_services": 1.6, "ppi": 1.3,
-    "housing_starts": 1.0, "building_permits": 0.59, "unemployment_rate": 0.57, "durable_goods": 0.32,
-    "industrial_production": 0.08, "existing_home_sales": 0.06,
+    "cpi": 33.0,
+    "ism_manufacturing": 28.2,
+    "retail_sales": 9.7,
+    "real_gdp_advance": 8.1,
+    "nonfarm_payrolls": 6.4,
+    "new_home_sales": 4.3,
+    "pce_price_index": 3.0,
+    "real_pce": 1.7,
+    "ism_services": 1.6,
+    "ppi": 1.3,
+    "housing_starts": 1.0,
+    "building_permits": 0.59,
+    "unemployment_rate": 0.57,
+    "durable_goods": 0.32,
+    "industrial_production": 0.08,
+    "existing_home_sales": 0.06,
 }
 
 
@@ -44,21 +54,34 @@ def _t(s: str) -> datetime:
     return datetime.fromisoformat(s).replace(tzinfo=UTC)
 
 
-REL = pl.DataFrame({
-    "indicator_id": ["cpi", "cpi", "ppi"],
-    "reference_period": [date(2026, 1, 1), date(2026, 2, 1), date(2026, 2, 1)],
-    "release_at": [_t("2026-02-11 13:30"), _t("2026-03-11 12:30"), _t("2026-03-12 12:30")],
-    "actual": [3.0, -1.0, 0.5],
-})
-NC = pl.DataFrame({
-    "model_id": ["m"] * 7,
-    "indicator_id": ["cpi", "cpi", "cpi", "cpi", "cpi", "ppi", "cpi"],
-    "reference_period": [date(2026, 1, 1)] * 3 + [date(2026, 2, 1)] * 2 + [date(2026, 2, 1), date(2026, 1, 1)],
-    "issued_at": [_t("2026-02-11 12:30"), _t("2026-02-10 13:30"), _t("2026-02-10 13:00"),
-                  _t("2026-03-11 11:30"), _t("2026-03-09 12:30"), _t("2026-03-12 10:30"), _t("2026-02-11 13:30")],
-    "value": [4.0, 2.0, 1.0, 0.0, -3.0, 0.0, 99.0],
-    "valid": [True] * 7,
-})
+REL = pl.DataFrame(
+    {
+        "indicator_id": ["cpi", "cpi", "ppi"],
+        "reference_period": [date(2026, 1, 1), date(2026, 2, 1), date(2026, 2, 1)],
+        "release_at": [_t("2026-02-11 13:30"), _t("2026-03-11 12:30"), _t("2026-03-12 12:30")],
+        "actual": [3.0, -1.0, 0.5],
+    }
+)
+NC = pl.DataFrame(
+    {
+        "model_id": ["m"] * 7,
+        "indicator_id": ["cpi", "cpi", "cpi", "cpi", "cpi", "ppi", "cpi"],
+        "reference_period": (
+            [date(2026, 1, 1)] * 3 + [date(2026, 2, 1)] * 2 + [date(2026, 2, 1), date(2026, 1, 1)]
+        ),
+        "issued_at": [
+            _t("2026-02-11 12:30"),
+            _t("2026-02-10 13:30"),
+            _t("2026-02-10 13:00"),
+            _t("2026-03-11 11:30"),
+            _t("2026-03-09 12:30"),
+            _t("2026-03-12 10:30"),
+            _t("2026-02-11 13:30"),
+        ],
+        "value": [4.0, 2.0, 1.0, 0.0, -3.0, 0.0, 99.0],
+        "valid": [True] * 7,
+    }
+)
 
 
 def test_relative_error_points_and_curves_by_hand():
@@ -66,16 +89,22 @@ def test_relative_error_points_and_curves_by_hand():
     assert dict(sc.iter_rows()) == {"cpi": 2.0, "ppi": 0.5}  # mean |actual|: (3 + 1) / 2, 0.5
     pts = RE.relative_error_points(REL, NC)
     assert pts.height == 6  # the row issued at the release instant is never scored
-    cpi_jan = pts.filter((pl.col("indicator_id") == "cpi") & (pl.col("reference_period") == date(2026, 1, 1))).sort("issued_at")
+    cpi_jan = pts.filter(
+        (pl.col("indicator_id") == "cpi") & (pl.col("reference_period") == date(2026, 1, 1))
+    ).sort("issued_at")
     # issued 24h30m, 24h, 1h before: days 1, 1, 0; errors (1-3)/2, (2-3)/2, (4-3)/2
     assert cpi_jan["days_to_release"].to_list() == [1, 1, 0]
     assert cpi_jan["rel_error"].to_list() == pytest.approx([-1.0, -0.5, 0.5])
     by_month = RE.relative_error_by_month(pts)
-    jan1 = by_month.filter((pl.col("reference_period") == date(2026, 1, 1)) & (pl.col("days_to_release") == 1)).row(0, named=True)
+    jan1 = by_month.filter(
+        (pl.col("reference_period") == date(2026, 1, 1)) & (pl.col("days_to_release") == 1)
+    ).row(0, named=True)
     assert jan1["mean_sq_rel_error"] == pytest.approx((1.0 + 0.25) / 2) and jan1["n_nowcasts"] == 2
     curve = RE.relative_error_curve(by_month).filter(pl.col("indicator_id") == "cpi")
     # day 0: Jan 0.25, Feb ((0 - -1)/2)^2 = 0.25 -> 0.25; day 2: Feb only ((-3 - -1)/2)^2 = 1
-    assert dict(zip(curve["days_to_release"], curve["mean_sq_rel_error"])) == pytest.approx({0: 0.25, 1: 0.625, 2: 1.0})
+    assert dict(zip(curve["days_to_release"], curve["mean_sq_rel_error"])) == pytest.approx(
+        {0: 0.25, 1: 0.625, 2: 1.0}
+    )
     assert dict(zip(curve["days_to_release"], curve["n_months"])) == {0: 2, 1: 1, 2: 1}
     frame = relative_errors_frame(by_month, partition_key="2026-03", available_at=_t("2026-03-13 00:00"))
     assert frame.height == by_month.height
@@ -83,8 +112,13 @@ def test_relative_error_points_and_curves_by_hand():
 
 def test_mean_abs_relative_error_and_aggregator_shares_by_hand():
     sc = pl.DataFrame({"indicator_id": ["cpi", "nonfarm_payrolls"], "s_i": [2.0, 100.0]})
-    pr = pl.DataFrame({"indicator_id": ["cpi", "cpi", "nonfarm_payrolls"], "nowcast": [3.0, 1.0, 150.0],
-                       "actual": [2.0, 2.0, 100.0]})
+    pr = pl.DataFrame(
+        {
+            "indicator_id": ["cpi", "cpi", "nonfarm_payrolls"],
+            "nowcast": [3.0, 1.0, 150.0],
+            "actual": [2.0, 2.0, 100.0],
+        }
+    )
     # |1|/2, |-1|/2, |50|/100 -> mean 0.5
     assert RE.mean_abs_relative_error(pr, sc) == pytest.approx(0.5)
     beta = np.zeros(16)
@@ -97,9 +131,18 @@ def test_mean_abs_relative_error_and_aggregator_shares_by_hand():
     assert got["nonfarm_payrolls"]["economic_weight"] == pytest.approx(64.0)
     for c in ("raw_error_share", "relative_error_share", "economic_weight"):
         assert sh[c].sum() == pytest.approx(100.0)
-    rows = aggregator_frame(sh, model_id="pooled", horizon="terminal", partition_key="2026-04",
-                            available_at=_t("2026-05-01 00:00"))
-    assert rows.height == 48 and set(rows["metric"]) == {"raw_error_share", "relative_error_share", "economic_weight"}
+    rows = aggregator_frame(
+        sh,
+        model_id="pooled",
+        horizon="terminal",
+        partition_key="2026-04",
+        available_at=_t("2026-05-01 00:00"),
+    )
+    assert rows.height == 48 and set(rows["metric"]) == {
+        "raw_error_share",
+        "relative_error_share",
+        "economic_weight",
+    }
     storage.conform("score_decompositions", rows)
 
 

@@ -7,7 +7,7 @@ Reference files (read where they are, never copied):
 from __future__ import annotations
 
 import math
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import polars as pl
@@ -20,7 +20,6 @@ from leaf_live.macro.sources.futures import FuturesSnapshot
 from leaf_live.macro.sources.releases import PANEL_DIR, ReleaseCalendarSnapshot
 
 ET = "America/New_York"
-UTC = timezone.utc
 
 
 def _et_text(col: str = "release_at") -> pl.Expr:
@@ -41,7 +40,12 @@ def panel(snapshot_dir):
     events = S.timestamp_group_events(rel, ret, scales)
     ref = snapshot_dir / PANEL_DIR
     return {
-        "cal": cal, "rel": rel, "prices": prices, "ret": ret, "scales": scales, "events": events,
+        "cal": cal,
+        "rel": rel,
+        "prices": prices,
+        "ret": ret,
+        "scales": scales,
+        "events": events,
         "field_releases": pl.read_csv(ref / "field_releases.csv", infer_schema=False),
         "sigma": pl.read_csv(ref / "sigma_by_field.csv"),
         "tge": pl.read_csv(ref / "timestamp_group_events.csv"),
@@ -53,7 +57,9 @@ def test_first_release_rule_rebuilds_field_releases(panel):
     rel = panel["rel"].filter(_in_hist())
     fr = panel["field_releases"]
     assert rel.height == fr.height == 2733
-    mine = rel.select("indicator_id", _et_text().alias("t"), "actual", "consensus").sort(["t", "indicator_id"])
+    mine = rel.select("indicator_id", _et_text().alias("t"), "actual", "consensus").sort(
+        ["t", "indicator_id"]
+    )
     scale = {i: get_indicator(i).panel_scale for i in INDICATOR_IDS}
     ref = fr.select(
         pl.col("field_id").alias("indicator_id"),
@@ -78,12 +84,16 @@ def test_rule_itself_drops_the_revisions(panel):
     extra = without_flag.join(panel["rel"], on=["indicator_id", "release_at"], how="anti")
     got = sorted(extra.select("indicator_id", _et_text().alias("t")).iter_rows())
     assert got == [
-        ("real_pce", "2013-12-23 08:30:00"), ("real_pce", "2014-03-28 08:30:00"),
-        ("real_pce", "2014-05-30 08:30:00"), ("real_pce", "2014-08-29 08:30:00"),
+        ("real_pce", "2013-12-23 08:30:00"),
+        ("real_pce", "2014-03-28 08:30:00"),
+        ("real_pce", "2014-05-30 08:30:00"),
+        ("real_pce", "2014-08-29 08:30:00"),
     ]
     assert panel["rel"].join(without_flag, on=["indicator_id", "release_at"], how="anti").height == 0
     # GDP keeps the advance estimate: after 2014 one release per quarter, the earliest of the three
-    gdp = panel["rel"].filter((pl.col("indicator_id") == "real_gdp_advance") & (pl.col("period_source") == "event_text"))
+    gdp = panel["rel"].filter(
+        (pl.col("indicator_id") == "real_gdp_advance") & (pl.col("period_source") == "event_text")
+    )
     assert gdp["period_label"].n_unique() == gdp.height
     q2_2014 = gdp.filter(pl.col("period_label") == "2014-Q2")
     assert q2_2014.select(_et_text()).item() == "2014-07-30 08:30:00"
@@ -147,8 +157,13 @@ def test_unusable_windows_are_kept_and_marked(panel):
     """The 8 releases without ES bars (5 market-closed timestamps) count in sigma but have no r_g."""
     ret = panel["ret"]
     closed = ret.filter(pl.col("window_status") == "no_prices").select(_et_text()).to_series().to_list()
-    assert closed == ["2017-04-14 08:30:00", "2019-04-19 08:30:00", "2020-04-10 08:30:00",
-                      "2022-04-15 09:15:00", "2024-03-29 08:30:00"]
+    assert closed == [
+        "2017-04-14 08:30:00",
+        "2019-04-19 08:30:00",
+        "2020-04-10 08:30:00",
+        "2022-04-15 09:15:00",
+        "2024-03-29 08:30:00",
+    ]
     assert ret.filter(pl.col("window_status") == "no_prices")["r_g"].null_count() == 5
     ev = panel["events"].filter(pl.col("window_status") == "no_prices")
     assert ev.height == 5 and ev["r_g"].null_count() == 5
@@ -185,14 +200,18 @@ def test_point_in_time_columns(panel):
     live = ev.filter(~_in_hist())
     assert (live["available_at"] == live["release_at"] + timedelta(minutes=30)).all()
     assert (panel["rel"]["available_at"] == panel["rel"]["release_at"]).all()
-    month = panel["rel"].select(pl.col("release_at").dt.convert_time_zone(ET).dt.strftime("%Y-%m")).to_series()
+    month = (
+        panel["rel"].select(pl.col("release_at").dt.convert_time_zone(ET).dt.strftime("%Y-%m")).to_series()
+    )
     assert (panel["rel"]["partition_key"] == month).all()
 
 
 def test_first_releases_on_a_lookback_window_matches_the_full_run(panel):
     """The asset applies the rule to a 12-month lookback of the calendar: same rows for the target months."""
     cal = panel["cal"].filter(pl.col("partition_key").is_between(pl.lit("2014-01"), pl.lit("2015-03")))
-    part = S.first_releases(cal).filter(pl.col("partition_key").is_between(pl.lit("2015-01"), pl.lit("2015-03")))
+    part = S.first_releases(cal).filter(
+        pl.col("partition_key").is_between(pl.lit("2015-01"), pl.lit("2015-03"))
+    )
     full = panel["rel"].filter(pl.col("partition_key").is_between(pl.lit("2015-01"), pl.lit("2015-03")))
     assert part.height > 0 and part.equals(full)
 
@@ -215,17 +234,50 @@ def test_consensus_priority_and_fill(tmp_path):
         "2024-03-12,8:30pm,USD,CPI y/y,High,3.2%,3.0%,3.1%,2024-03-12 20:30:00\n"
         "2024-03-14,8:30pm,USD,PPI m/m,High,0.6%,0.3%,0.3%,2024-03-14 20:30:00\n"
     )
-    cal = ReleaseCalendarSnapshot(tmp_path, sources=("livemacroeval_live", "forexfactory"),
-                                  calendar_file=export).calendar()
+    cal = ReleaseCalendarSnapshot(
+        tmp_path, sources=("livemacroeval_live", "forexfactory"), calendar_file=export
+    ).calendar()
     rel = S.first_releases(cal)
-    assert rel.select("indicator_id", "release_at", "period_label", "actual", "consensus", "consensus_source",
-                      "surprise", "source").rows() == [
-        ("nonfarm_payrolls", datetime(2024, 3, 8, 13, 30, tzinfo=UTC), "2024-02", 275.0, 198.0, "forexfactory",
-         77.0, "livemacroeval_live"),
-        ("cpi", datetime(2024, 3, 12, 12, 30, tzinfo=UTC), "2024-02", 3.2, 3.1, "investing",
-         pytest.approx(0.1), "livemacroeval_live"),
-        ("ppi", datetime(2024, 3, 14, 12, 30, tzinfo=UTC), "2024-02", 0.6, 0.3, "forexfactory",
-         pytest.approx(0.3), "forexfactory"),
+    assert rel.select(
+        "indicator_id",
+        "release_at",
+        "period_label",
+        "actual",
+        "consensus",
+        "consensus_source",
+        "surprise",
+        "source",
+    ).rows() == [
+        (
+            "nonfarm_payrolls",
+            datetime(2024, 3, 8, 13, 30, tzinfo=UTC),
+            "2024-02",
+            275.0,
+            198.0,
+            "forexfactory",
+            77.0,
+            "livemacroeval_live",
+        ),
+        (
+            "cpi",
+            datetime(2024, 3, 12, 12, 30, tzinfo=UTC),
+            "2024-02",
+            3.2,
+            3.1,
+            "investing",
+            pytest.approx(0.1),
+            "livemacroeval_live",
+        ),
+        (
+            "ppi",
+            datetime(2024, 3, 14, 12, 30, tzinfo=UTC),
+            "2024-02",
+            0.6,
+            0.3,
+            "forexfactory",
+            pytest.approx(0.3),
+            "forexfactory",
+        ),
     ]
     # without ForexFactory the payrolls release keeps no consensus and so no surprise
     no_ff = S.first_releases(cal.filter(pl.col("source") != "forexfactory"))
@@ -239,17 +291,27 @@ def test_consensus_priority_and_fill(tmp_path):
 
 def test_overlapping_windows_merge_by_hand():
     t = lambda s: datetime.fromisoformat(s).replace(tzinfo=UTC)  # noqa: E731
-    ret = pl.DataFrame({
-        "release_at": [t("2026-01-09 13:29"), t("2026-01-09 13:30"), t("2026-01-09 14:04"), t("2026-01-09 15:00"),
-                       t("2026-01-12 15:00")],
-        "price_before": [100.0, 101.0, 102.0, 103.0, 104.0],
-        "price_after": [110.0, 111.0, 112.0, 113.0, None],
-        "r_g": [math.log(110 / 100), math.log(111 / 101), math.log(112 / 102), math.log(113 / 103), None],
-    })
+    ret = pl.DataFrame(
+        {
+            "release_at": [
+                t("2026-01-09 13:29"),
+                t("2026-01-09 13:30"),
+                t("2026-01-09 14:04"),
+                t("2026-01-09 15:00"),
+                t("2026-01-12 15:00"),
+            ],
+            "price_before": [100.0, 101.0, 102.0, 103.0, 104.0],
+            "price_after": [110.0, 111.0, 112.0, 113.0, None],
+            "r_g": [math.log(110 / 100), math.log(111 / 101), math.log(112 / 102), math.log(113 / 103), None],
+        }
+    )
     g = S.overlapping_event_groups(ret)
     # 13:30 is 1 min after 13:29 and 14:04 is 34 min after 13:30 (< 35: its window [13:59, 14:34] opens before
     # 13:30's closes at 14:00): one chain; 15:00 is 56 min later: its own event
-    assert g["event_at"].to_list() == [t("2026-01-09 13:29")] * 3 + [t("2026-01-09 15:00"), t("2026-01-12 15:00")]
+    assert g["event_at"].to_list() == [t("2026-01-09 13:29")] * 3 + [
+        t("2026-01-09 15:00"),
+        t("2026-01-12 15:00"),
+    ]
     assert g["n_timestamps"].to_list() == [3, 3, 3, 1, 1]
     # the union window: price_before of the first, price_after of the last
     assert g["event_r_g"][0] == pytest.approx(math.log(112 / 100), rel=1e-15)
@@ -263,11 +325,15 @@ def test_overlapping_windows_merge_by_hand():
 
 
 def test_restandardize_events_by_hand():
-    ev = pl.DataFrame({"release_at": [datetime(2017, 1, 6, 13, 30, tzinfo=UTC)], "s_cpi": [2.0], "s_ppi": [0.0]})
+    ev = pl.DataFrame(
+        {"release_at": [datetime(2017, 1, 6, 13, 30, tzinfo=UTC)], "s_cpi": [2.0], "s_ppi": [0.0]}
+    )
     stored = pl.DataFrame({"indicator_id": ["cpi", "ppi"], "sigma": [0.1, 0.3]})
     target = pl.DataFrame({"indicator_id": ["cpi", "ppi"], "sigma": [0.25, 0.2]})
     out = S.restandardize_events(ev, stored, target)
-    assert out["s_cpi"][0] == pytest.approx(2.0 * 0.1 / 0.25) and out["s_ppi"][0] == 0.0  # (A - C) = 0.2 -> 0.8
+    assert (
+        out["s_cpi"][0] == pytest.approx(2.0 * 0.1 / 0.25) and out["s_ppi"][0] == 0.0
+    )  # (A - C) = 0.2 -> 0.8
     with pytest.raises(S.SurpriseError, match="no target sigma for cpi"):
         S.restandardize_events(ev, stored, target.filter(pl.col("indicator_id") == "ppi"))
 
@@ -277,14 +343,22 @@ def test_live_catch_up_releases_merge_into_one_scoring_event(panel):
     g = S.overlapping_event_groups(live_ret)
     jan9 = g.filter(pl.col("release_at").dt.date() == date(2026, 1, 9))
     # 08:29 ET housing starts / permits (catch-up) and 08:30 ET payrolls / unemployment / permits: one event
-    assert jan9["release_at"].to_list() == [datetime(2026, 1, 9, 13, 29, tzinfo=UTC), datetime(2026, 1, 9, 13, 30, tzinfo=UTC)]
+    assert jan9["release_at"].to_list() == [
+        datetime(2026, 1, 9, 13, 29, tzinfo=UTC),
+        datetime(2026, 1, 9, 13, 30, tzinfo=UTC),
+    ]
     assert jan9["event_at"].unique().to_list() == [datetime(2026, 1, 9, 13, 29, tzinfo=UTC)]
     r = live_ret.filter(pl.col("release_at").dt.date() == date(2026, 1, 9)).sort("release_at")
-    assert jan9["event_r_g"][0] == pytest.approx(math.log(r["price_after"][1]) - math.log(r["price_before"][0]), rel=1e-15)
-    # ten overlapping pairs in the live window, each merged; the historical panel has none (Table 9 unaffected)
+    assert jan9["event_r_g"][0] == pytest.approx(
+        math.log(r["price_after"][1]) - math.log(r["price_before"][0]), rel=1e-15
+    )
+    # ten overlapping pairs in the live window, each merged; the historical panel has none (Table 9
+    # unaffected)
     assert g.filter(pl.col("n_timestamps") > 1)["event_at"].n_unique() == 10
-    # (the rule applied to 2010-01 .. 2025-10 would leave the 2,163 Table 9 events as they are; the fit keeps the
-    # replication design regardless)
-    hist = S.overlapping_event_groups(panel["ret"].filter(pl.col("release_at") < datetime(2025, 11, 1, tzinfo=UTC)))
+    # (the rule applied to 2010-01 .. 2025-10 would leave the 2,163 Table 9 events as they are; the fit keeps
+    # the replication design regardless)
+    hist = S.overlapping_event_groups(
+        panel["ret"].filter(pl.col("release_at") < datetime(2025, 11, 1, tzinfo=UTC))
+    )
     assert hist.height == panel["ret"].filter(pl.col("release_at") < datetime(2025, 11, 1, tzinfo=UTC)).height
     assert (hist["n_timestamps"] == 1).all()

@@ -1,23 +1,25 @@
 """Fed nowcasts as comparator series (step functions of publication time): snapshot files and the live client.
 
 Snapshot files are read where they lie; the live client is driven against a loopback HTTP server
-that serves the services' formats (the real Chicago Fed workbook; GDPNow/Cleveland bodies rebuilt from the real
-snapshot values in the services' layouts)."""
+that serves the services' formats (the real Chicago Fed workbook; GDPNow/Cleveland bodies rebuilt from the
+real snapshot values in the services' layouts)."""
 
 from __future__ import annotations
 
 import io
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 import openpyxl
 import polars as pl
 import pytest
+from livemacro_helpers import serve
 
-from leaf_live.macro.nowcasts import latest_as_of
 from leaf_live.core.settings import get_settings
 from leaf_live.core.sources import SourceError
+from leaf_live.core.storage import conform
+from leaf_live.macro.nowcasts import WRITER_COLUMNS, latest_as_of
 from leaf_live.macro.sources.fed_nowcasts import (
     CHICAGO,
     CLEVELAND,
@@ -32,13 +34,8 @@ from leaf_live.macro.sources.fed_nowcasts import (
     parse_gdpnow_csv,
     parse_nyfed_csv,
 )
-from leaf_live.core.storage import conform
-from leaf_live.macro.nowcasts import WRITER_COLUMNS
-
-from livemacro_helpers import serve
 
 ET = ZoneInfo("America/New_York")
-UTC = timezone.utc
 
 
 def snap():
@@ -51,7 +48,9 @@ def fed() -> pl.DataFrame:
 
 
 def value_at(frame: pl.DataFrame, model: str, ref: date, at: datetime, strict: bool = False) -> float | None:
-    rows = latest_as_of(frame.filter(pl.col("model_id") == model, pl.col("reference_period") == ref), at, strict=strict)
+    rows = latest_as_of(
+        frame.filter(pl.col("model_id") == model, pl.col("reference_period") == ref), at, strict=strict
+    )
     return rows.get_column("value")[0] if rows.height else None
 
 
@@ -79,12 +78,18 @@ def test_gdpnow_history_is_a_step_function_of_publication_time(fed):
     # last value strictly before the 2026-04-30 08:30 ET advance release: 4/29/26 1.2
     assert value_at(fed, GDPNOW, q1, datetime(2026, 4, 30, 12, 30, tzinfo=UTC), strict=True) == 1.2
     # 17:00 ET is 22:00Z before the 2026-03-08 DST change and 21:00Z after it
-    issued = dict(fed.filter(pl.col("model_id") == GDPNOW, pl.col("reference_period") == q1)
-                  .select("issued_at", "value").iter_rows())
+    issued = dict(
+        fed.filter(pl.col("model_id") == GDPNOW, pl.col("reference_period") == q1)
+        .select("issued_at", "value")
+        .iter_rows()
+    )
     assert issued[datetime(2026, 3, 6, 22, tzinfo=UTC)] == 2.1
     assert issued[datetime(2026, 3, 10, 21, tzinfo=UTC)] == 2.2
     # the history file's last quarter: 2025Q4 (12/31/25), last row 2/19/26 3.0
-    assert value_at(fed, GDPNOW, date(2025, 10, 1), datetime(2026, 2, 20, 13, 30, tzinfo=UTC), strict=True) == 3.0
+    assert (
+        value_at(fed, GDPNOW, date(2025, 10, 1), datetime(2026, 2, 20, 13, 30, tzinfo=UTC), strict=True)
+        == 3.0
+    )
 
 
 def test_nyfed_weekly_fridays_at_noon(fed):
@@ -106,13 +111,19 @@ def test_cleveland_march_2026_and_history(fed):
     assert rows.get_column("issued_at")[0] == datetime(2026, 3, 2, 22, tzinfo=UTC)  # 03/02 17:00 EST
     assert rows.get_column("value")[0] == pytest.approx(2.63930298635922)
     # latest before the 2026-04-10 08:30 ET CPI release: the 04/09 nowcast
-    assert value_at(fed, CLEVELAND, mar, datetime(2026, 4, 10, 12, 30, tzinfo=UTC), strict=True) == pytest.approx(3.25234150525464)
+    assert value_at(
+        fed, CLEVELAND, mar, datetime(2026, 4, 10, 12, 30, tzinfo=UTC), strict=True
+    ) == pytest.approx(3.25234150525464)
     # >= 2.8% (the winning bucket) on 03/03 and on all 22 update days from 03/11 to 04/09
     assert (rows.get_column("value") >= 2.8).sum() == 23
-    hist = fed.filter(pl.col("model_id") == CLEVELAND, pl.col("reference_period") == date(2013, 8, 1)).sort("issued_at")
+    hist = fed.filter(pl.col("model_id") == CLEVELAND, pl.col("reference_period") == date(2013, 8, 1)).sort(
+        "issued_at"
+    )
     assert hist.height == 9
     assert (hist.get_column("issued_at")[0], hist.get_column("value")[0]) == (
-        datetime(2013, 8, 20, 21, tzinfo=UTC), pytest.approx(1.5730623987))
+        datetime(2013, 8, 20, 21, tzinfo=UTC),
+        pytest.approx(1.5730623987),
+    )
 
 
 def test_chicago_release_times_and_stlouis_needs_as_of(fed):
@@ -127,17 +138,26 @@ def test_chicago_release_times_and_stlouis_needs_as_of(fed):
     as_of = datetime(2026, 3, 1, tzinfo=UTC)
     st = parse_fred_stleni_csv(text, file="gdp-stlouisfed.csv", as_of=as_of)
     # FRED observation_date 10/1/25 = the 2025Q4 nowcast, not 2026Q1
-    assert st.select("reference_period", "issued_at", "value").rows() == [(date(2025, 10, 1), as_of, -0.17368)]
+    assert st.select("reference_period", "issued_at", "value").rows() == [
+        (date(2025, 10, 1), as_of, -0.17368)
+    ]
     both = FedNowcastsSnapshot(snap(), models=(), stlouis_as_of=as_of).nowcasts()
     assert both.height == 1 and both.get_column("model_id")[0] == STLOUIS
 
 
 def test_bad_fed_rows_name_file_row_field():
-    with pytest.raises(SourceError, match=r"file g.csv, row 2 \(line 3\), field Quarter being forecasted='2026-02-28'.*quarter-end"):
-        parse_gdpnow_csv("Forecast Date,Quarter being forecasted,GDP Nowcast\n2/20/26,3/31/26,3.1\n"
-                         "2/23/26,2/28/26,3.1\n", file="g.csv")
+    with pytest.raises(
+        SourceError,
+        match=r"file g.csv, row 2 \(line 3\), field Quarter being forecasted='2026-02-28'.*quarter-end",
+    ):
+        parse_gdpnow_csv(
+            "Forecast Date,Quarter being forecasted,GDP Nowcast\n2/20/26,3/31/26,3.1\n2/23/26,2/28/26,3.1\n",
+            file="g.csv",
+        )
     with pytest.raises(SourceError, match=r"row 1 \(line 2\), field GDP Nowcast='n/a'"):
-        parse_gdpnow_csv("Forecast Date,Quarter being forecasted,GDP Nowcast\n2/20/26,3/31/26,n/a\n", file="g.csv")
+        parse_gdpnow_csv(
+            "Forecast Date,Quarter being forecasted,GDP Nowcast\n2/20/26,3/31/26,n/a\n", file="g.csv"
+        )
     with pytest.raises(SourceError, match=r"field 2026-Q5"):
         parse_nyfed_csv("Forecast Date,2026-Q5\n28-Nov-25,2.66\n", file="n.csv")
     with pytest.raises(SourceError, match=r"field Label='07/01'.*within 3 months"):
@@ -179,8 +199,15 @@ def cleveland_json_from_snapshot() -> bytes:
         data = [{"value": r[j], "tooltext": f"{name}{{br}}{r[0]}{{br}}"} for r in body]
         data.insert(10, {"value": ""})
         datasets.append({"seriesname": name, "data": data})
-    return json.dumps([{"chart": {"subcaption": "2026-3", "_comment": "2026-04-24"},
-                        "categories": [{"category": category}], "dataset": datasets}]).encode()
+    return json.dumps(
+        [
+            {
+                "chart": {"subcaption": "2026-3", "_comment": "2026-04-24"},
+                "categories": [{"category": category}],
+                "dataset": datasets,
+            }
+        ]
+    ).encode()
 
 
 def test_live_transports_parse_the_service_formats():
@@ -205,15 +232,23 @@ def test_live_transports_parse_the_service_formats():
         live = FedNowcastsLive(urls=urls, clock=lambda: now).nowcasts()
         assert "/graph/fredgraph.csv?id=STLENI" in seen
         with pytest.raises(SourceError, match=r"/missing.xlsx.*HTTP 404"):
-            FedNowcastsLive(models=[GDPNOW], urls={GDPNOW: f"{base}/missing.xlsx"}, clock=lambda: now).nowcasts()
+            FedNowcastsLive(
+                models=[GDPNOW], urls={GDPNOW: f"{base}/missing.xlsx"}, clock=lambda: now
+            ).nowcasts()
         with pytest.raises(SourceError, match="not an .xlsx workbook"):
-            FedNowcastsLive(models=[GDPNOW], urls={GDPNOW: f"{base}/nowcast/nyfed.csv"}, clock=lambda: now).nowcasts()
+            FedNowcastsLive(
+                models=[GDPNOW], urls={GDPNOW: f"{base}/nowcast/nyfed.csv"}, clock=lambda: now
+            ).nowcasts()
     conform("nowcasts", live, deferred=WRITER_COLUMNS)
     snapshot = FedNowcastsSnapshot(s).nowcasts()
 
     def series(frame, model, ref):
-        return frame.filter(pl.col("model_id") == model, pl.col("reference_period") == ref).sort("issued_at") \
-            .select("issued_at", "value").rows()
+        return (
+            frame.filter(pl.col("model_id") == model, pl.col("reference_period") == ref)
+            .sort("issued_at")
+            .select("issued_at", "value")
+            .rows()
+        )
 
     q1, mar = date(2026, 1, 1), date(2026, 3, 1)
     gd_live, gd_snap = series(live, GDPNOW, q1), series(snapshot, GDPNOW, q1)
@@ -225,6 +260,14 @@ def test_live_transports_parse_the_service_formats():
     assert series(live, STLOUIS, date(2025, 10, 1)) == [(now, -0.17368)]
     # the real Chicago Fed workbook: median forecast of the latest release of each month's nowcast
     chi = dict(live.filter(pl.col("model_id") == CHICAGO).select("reference_period", "value").iter_rows())
-    assert chi == {date(2025, 9, 1): 4.34, date(2025, 10, 1): 4.46, date(2025, 11, 1): 4.44,
-                   date(2025, 12, 1): 4.56, date(2026, 1, 1): 4.36}
-    assert set(live.filter(pl.col("model_id") == CHICAGO).get_column("source_variable")) == {"forecast50f", "forecast50r"}
+    assert chi == {
+        date(2025, 9, 1): 4.34,
+        date(2025, 10, 1): 4.46,
+        date(2025, 11, 1): 4.44,
+        date(2025, 12, 1): 4.56,
+        date(2026, 1, 1): 4.36,
+    }
+    assert set(live.filter(pl.col("model_id") == CHICAGO).get_column("source_variable")) == {
+        "forecast50f",
+        "forecast50r",
+    }

@@ -20,26 +20,36 @@ def test_snapshot_folders_and_headers(snapshot_dir):
     assert payems.row(0) == (date(1980, 1, 1), 90800.0)
     # observation_date,PCEC96 (livemacroeval)
     pce = FredSnapshot(snapshot_dir).series("PCEC96")
-    assert pce.height == 230 and pce.row(0) == (date(2007, 1, 1), 11181.0) and pce.row(-1) == (date(2026, 2, 1), 16698.9)
-    # date,UNRATE (thecoderstef, newest vintage) is preferred over the older codex file; both say 14.8 in 2020-04
+    assert (
+        pce.height == 230
+        and pce.row(0) == (date(2007, 1, 1), 11181.0)
+        and pce.row(-1) == (date(2026, 2, 1), 16698.9)
+    )
+    # date,UNRATE (thecoderstef, newest vintage) is preferred over the older codex file; both say 14.8 in
+    # 2020-04
     unrate = FredSnapshot(snapshot_dir).series("UNRATE")
     assert unrate["date"].max() == date(2026, 6, 1) and unrate.height == 377
     old = FredSnapshot(snapshot_dir, folder="codex_macro_monitor").series("UNRATE")
     assert old.filter(pl.col("date") == date(2025, 10, 1))["value"].to_list() == [None]  # shutdown gap
     for f in (unrate, old):
         assert f.filter(pl.col("date") == date(2020, 4, 1))["value"].item() == 14.8
-    window = FredSnapshot(snapshot_dir).series("UNRATE", observation_start=date(2026, 1, 1),
-                                               observation_end=date(2026, 3, 1))
+    window = FredSnapshot(snapshot_dir).series(
+        "UNRATE", observation_start=date(2026, 1, 1), observation_end=date(2026, 3, 1)
+    )
     assert window["date"].to_list() == [date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1)]
 
 
 def test_snapshot_errors(snapshot_dir, tmp_path):
-    with pytest.raises(SourceError, match=r"no snapshot file for FRED series 'NOPE'.*available: \[.*'PAYEMS'"):
+    with pytest.raises(
+        SourceError, match=r"no snapshot file for FRED series 'NOPE'.*available: \[.*'PAYEMS'"
+    ):
         FredSnapshot(snapshot_dir).series("NOPE")
     bad = tmp_path / "macro" / "fred_series" / "mine"
     bad.mkdir(parents=True)
     (bad / "HOUST.csv").write_text("date,HOUST\n2024-01-01,1376\n2024-02-01,1.5k\n")
-    with pytest.raises(SourceError, match=r"mine/HOUST.csv, row 2 \(line 3\), field HOUST='1.5k': not a number"):
+    with pytest.raises(
+        SourceError, match=r"mine/HOUST.csv, row 2 \(line 3\), field HOUST='1.5k': not a number"
+    ):
         FredSnapshot(tmp_path).series("HOUST")
     with pytest.raises(ValueError, match="one vintage"):
         FredSnapshot(tmp_path).series("HOUST", vintage_date=date(2024, 3, 1))
@@ -50,10 +60,18 @@ def test_live_fredgraph_keyless(http_server):
     body = "observation_date,PAYEMS\n2025-08-01,159540\n2025-09-01,159659\n2025-10-01,\n2025-11-01,159592\n"
     http_server.routes["/graph/fredgraph.csv"] = lambda q: (200, "text/csv", body)
     got = FredLive(graph_url=http_server.url).series("PAYEMS", observation_start=date(2025, 9, 1))
-    assert got.rows() == [(date(2025, 9, 1), 159659.0), (date(2025, 10, 1), None), (date(2025, 11, 1), 159592.0)]
+    assert got.rows() == [
+        (date(2025, 9, 1), 159659.0),
+        (date(2025, 10, 1), None),
+        (date(2025, 11, 1), 159592.0),
+    ]
     assert http_server.requests == [("/graph/fredgraph.csv", {"id": ["PAYEMS"], "cosd": ["2025-09-01"]})]
     # the older DATE header and '.' for missing are accepted too
-    http_server.routes["/graph/fredgraph.csv"] = lambda q: (200, "text/csv", "DATE,UNRATE\n2013-10-01,.\n2013-11-01,7.0\n")
+    http_server.routes["/graph/fredgraph.csv"] = lambda q: (
+        200,
+        "text/csv",
+        "DATE,UNRATE\n2013-10-01,.\n2013-11-01,7.0\n",
+    )
     got = FredLive(graph_url=http_server.url).series("UNRATE")
     assert got.rows() == [(date(2013, 10, 1), None), (date(2013, 11, 1), 7.0)]
 
@@ -68,22 +86,53 @@ def test_live_fredgraph_errors(http_server):
 
 def _observations(q: dict) -> tuple[int, str, str]:
     if q.get("api_key") != ["k3y"]:
-        return 400, "application/json", json.dumps(
-            {"error_code": 400, "error_message": "Bad Request.  The value for variable api_key is not registered."})
+        return (
+            400,
+            "application/json",
+            json.dumps(
+                {
+                    "error_code": 400,
+                    "error_message": "Bad Request.  The value for variable api_key is not registered.",
+                }
+            ),
+        )
     rt = q["realtime_start"][0]
     obs = {
         # PAYEMS as published on 2013-11-08 (vintage): October 2013 first print
         "2013-11-08": [("2013-09-01", "136256"), ("2013-10-01", "136460")],
     }
     if q.get("output_type") == ["4"]:
-        rows = [{"realtime_start": "2013-11-08", "realtime_end": "2013-12-05", "date": "2013-10-01", "value": "136460"},
-                {"realtime_start": "2013-12-06", "realtime_end": "2014-01-09", "date": "2013-11-01", "value": "."}]
+        rows = [
+            {
+                "realtime_start": "2013-11-08",
+                "realtime_end": "2013-12-05",
+                "date": "2013-10-01",
+                "value": "136460",
+            },
+            {
+                "realtime_start": "2013-12-06",
+                "realtime_end": "2014-01-09",
+                "date": "2013-11-01",
+                "value": ".",
+            },
+        ]
     else:
         rows = [{"realtime_start": rt, "realtime_end": rt, "date": d, "value": v} for d, v in obs.get(rt, [])]
-    payload = {"realtime_start": rt, "realtime_end": q["realtime_end"][0], "observation_start": "1776-07-04",
-               "observation_end": "9999-12-31", "units": "lin", "output_type": int(q.get("output_type", ["1"])[0]),
-               "file_type": "json", "order_by": "observation_date", "sort_order": "asc", "count": len(rows),
-               "offset": 0, "limit": 100000, "observations": rows}
+    payload = {
+        "realtime_start": rt,
+        "realtime_end": q["realtime_end"][0],
+        "observation_start": "1776-07-04",
+        "observation_end": "9999-12-31",
+        "units": "lin",
+        "output_type": int(q.get("output_type", ["1"])[0]),
+        "file_type": "json",
+        "order_by": "observation_date",
+        "sort_order": "asc",
+        "count": len(rows),
+        "offset": 0,
+        "limit": 100000,
+        "observations": rows,
+    }
     return 200, "application/json", json.dumps(payload)
 
 
@@ -97,7 +146,10 @@ def test_live_alfred_vintage_and_first_release(http_server):
     assert q["series_id"] == ["PAYEMS"] and q["file_type"] == ["json"]
     assert q["realtime_start"] == q["realtime_end"] == ["2013-11-08"]
     first = live.first_release("PAYEMS")
-    assert first.rows() == [(date(2013, 10, 1), 136460.0, date(2013, 11, 8)), (date(2013, 11, 1), None, date(2013, 12, 6))]
+    assert first.rows() == [
+        (date(2013, 10, 1), 136460.0, date(2013, 11, 8)),
+        (date(2013, 11, 1), None, date(2013, 12, 6)),
+    ]
     assert http_server.requests[-1][1]["output_type"] == ["4"]
 
 

@@ -5,7 +5,7 @@ publisher's own file format."""
 from __future__ import annotations
 
 import tarfile
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import polars as pl
 import pytest
@@ -47,7 +47,9 @@ def test_snapshot_lists_every_archive_month_and_the_approximate_vintages(snapsho
 def test_vintage_2024_03_values_and_tcodes(archive):
     levels, tcodes = archive["2024-03"]
     # tcodes (line 2 of the file): CPI second log difference, unemployment first difference
-    assert tcodes["CPIAUCSL"] == 6 and tcodes["UNRATE"] == 2 and tcodes["PAYEMS"] == 5 and tcodes["HOUST"] == 4
+    assert (
+        tcodes["CPIAUCSL"] == 6 and tcodes["UNRATE"] == 2 and tcodes["PAYEMS"] == 5 and tcodes["HOUST"] == 4
+    )
     assert levels.columns[0] == "date" and levels.schema["date"] == pl.Date
     assert all(levels.schema[c] == pl.Float64 for c in levels.columns[1:])
     assert len(tcodes) == levels.width - 1 == 126
@@ -57,7 +59,12 @@ def test_vintage_2024_03_values_and_tcodes(archive):
     # values read by hand from the line "1/1/2024,19382.046,..." of fred-md_vintages/2024-03.csv
     jan = _row(levels, date(2024, 1, 1))
     assert (jan["CPIAUCSL"], jan["UNRATE"], jan["PAYEMS"], jan["INDPRO"], jan["HOUST"]) == (
-        309.685, 3.7, 157533.0, 102.2251, 1374.0)
+        309.685,
+        3.7,
+        157533.0,
+        102.2251,
+        1374.0,
+    )
     feb = _row(levels, date(2024, 2, 1))
     assert feb["CMRMTSPLx"] is None  # ragged edge: an empty cell is a missing value, not 0
 
@@ -105,7 +112,9 @@ def test_preceding_vintage_rule(snapshot_dir):
     c = snap.resolve_preceding_vintage(date(2025, 3, 1), "md")
     assert (c.wanted, c.vintage, c.gap_months) == ("2025-02", "2024-03", 11)
     assert snap.resolve_preceding_vintage(date(2025, 4, 1), "md").vintage == "2025-03"
-    with pytest.raises(SourceError, match=r"no FRED-MD vintage at or before 1999-07.*earliest available is 1999-08"):
+    with pytest.raises(
+        SourceError, match=r"no FRED-MD vintage at or before 1999-07.*earliest available is 1999-08"
+    ):
         snap.vintage_preceding(date(1999, 8, 1), "md")
     with pytest.raises(SourceError, match=r"no FRED-QD vintage at or before 2025-02"):
         snap.vintage_preceding(date(2025, 3, 1), "qd")
@@ -116,7 +125,10 @@ def test_preceding_vintage_rule(snapshot_dir):
 
 
 def test_missing_vintage_and_bad_labels(snapshot_dir, tmp_path):
-    with pytest.raises(SourceError, match=r"FRED-MD vintage 1998-01 is not in the snapshot; available: 1999-08 \.\.\. 2025-12"):
+    with pytest.raises(
+        SourceError,
+        match=r"FRED-MD vintage 1998-01 is not in the snapshot; available: 1999-08 \.\.\. 2025-12",
+    ):
         FredMdSnapshot(snapshot_dir).load_vintage("1998-01", "md")
     with pytest.raises(ValueError, match=r"vintage='2024-13'"):
         FredMdSnapshot(snapshot_dir).load_vintage("2024-13", "md")
@@ -130,15 +142,33 @@ HEAD = "sasdate,AAA,BBB\nTransform:,5,2\n"
 @pytest.mark.parametrize(
     ("text", "pattern"),
     [
-        (HEAD + "1/1/2000,1.5,2\n2/1/2000,1.6x,3\n", r"file f\.csv, row 3 \(line 4\), field AAA='1\.6x': not a number"),
-        (HEAD + "1/1/2000,1.5,2\n13/1/2000,1,1\n", r"row 3 \(line 4\), field sasdate='13/1/2000': not a calendar date"),
-        (HEAD + "1/1/2000,1.5,2\n1/15/2000,1,1\n", r"field sasdate='1/15/2000': observation date is not the first of a month"),
-        (HEAD + "1/1/2000,1.5,2\n01/01/2000,1,1\n", r"row 3 \(line 4\), field sasdate='2000-01-01': duplicate observation date \(also row 2\)"),
+        (
+            HEAD + "1/1/2000,1.5,2\n2/1/2000,1.6x,3\n",
+            r"file f\.csv, row 3 \(line 4\), field AAA='1\.6x': not a number",
+        ),
+        (
+            HEAD + "1/1/2000,1.5,2\n13/1/2000,1,1\n",
+            r"row 3 \(line 4\), field sasdate='13/1/2000': not a calendar date",
+        ),
+        (
+            HEAD + "1/1/2000,1.5,2\n1/15/2000,1,1\n",
+            r"field sasdate='1/15/2000': observation date is not the first of a month",
+        ),
+        (
+            HEAD + "1/1/2000,1.5,2\n01/01/2000,1,1\n",
+            r"row 3 \(line 4\), field sasdate='2000-01-01': duplicate observation date \(also row 2\)",
+        ),
         (HEAD + "1/1/2000,1.5,2\n,1,1\n", r"field sasdate='': row has values but no date"),
         (HEAD + "1/1/2000,1.5,2,9\n", r"row 2 \(line 3\), field row='9': row has 4 fields, header has 3"),
-        ("sasdate,AAA,BBB\nTransform:,5,8\n1/1/2000,1,2\n", r"row 1 \(line 2\), field BBB='8': transform code must be an integer 1-7"),
+        (
+            "sasdate,AAA,BBB\nTransform:,5,8\n1/1/2000,1,2\n",
+            r"row 1 \(line 2\), field BBB='8': transform code must be an integer 1-7",
+        ),
         ("sasdate,AAA,BBB\n1/1/2000,1,2\n", r"no 'Transform:' row"),
-        ("date,AAA\nTransform:,5\n", r"row 0 \(line 1\), field header='date': header must start with 'sasdate'"),
+        (
+            "date,AAA\nTransform:,5\n",
+            r"row 0 \(line 1\), field header='date': header must start with 'sasdate'",
+        ),
         (HEAD + "1/1/2000,inf,2\n", r"field AAA='inf': number is not finite"),
     ],
 )
@@ -161,8 +191,13 @@ def test_parse_small_files_exactly():
         parse_vintage_csv("sasdate,G\ntransform,5\n3/1/2000,10\n5/1/2000,11\n", "qd", file="q.csv")
     # separate transforms file must carry the same header
     with pytest.raises(SourceError, match=r"file t\.csv, row 0 \(line 1\), field header='ZZZ'"):
-        parse_vintage_csv("sasdate,AAA\n1/1/2000,1\n", "md", file="f.csv",
-                          transforms_text="sasdate,ZZZ\nTransform:,5\n", transforms_file="t.csv")
+        parse_vintage_csv(
+            "sasdate,AAA\n1/1/2000,1\n",
+            "md",
+            file="f.csv",
+            transforms_text="sasdate,ZZZ\nTransform:,5\n",
+            transforms_file="t.csv",
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -176,7 +211,9 @@ def test_live_client_reads_the_publisher_format(http_server, snapshot_dir, archi
     raw_2010 = _raw_member(snapshot_dir, "2010-01")
     import gzip
 
-    raw_qd = gzip.decompress((snapshot_dir / fred_md.SINGLE_FILES[("qd", "2025-03")].path).read_bytes()).decode()
+    raw_qd = gzip.decompress(
+        (snapshot_dir / fred_md.SINGLE_FILES[("qd", "2025-03")].path).read_bytes()
+    ).decode()
     http_server.routes["/fred-md/monthly/2024-03-md.csv"] = lambda q: (200, "text/csv", raw_2024)
     http_server.routes["/fred-md/monthly/2010-01.csv"] = lambda q: (200, "text/csv", raw_2010)  # older naming
     http_server.routes["/fred-md/quarterly/2025-03-qd.csv"] = lambda q: (200, "text/csv", raw_qd)
@@ -192,7 +229,10 @@ def test_live_client_reads_the_publisher_format(http_server, snapshot_dir, archi
     # a vintage published under the pre-2025 name: the -md name 404s, the plain name is tried next
     live10, _ = live_client.load_vintage("2010-01", "md")
     assert live10.equals(archive["2010-01"][0])
-    assert [p for p, _ in http_server.requests[-2:]] == ["/fred-md/monthly/2010-01-md.csv", "/fred-md/monthly/2010-01.csv"]
+    assert [p for p, _ in http_server.requests[-2:]] == [
+        "/fred-md/monthly/2010-01-md.csv",
+        "/fred-md/monthly/2010-01.csv",
+    ]
 
     # FRED-QD equals the snapshot's stand-alone QD vintage
     qd, qtc = live_client.load_vintage("2025-03", "qd")
@@ -207,17 +247,34 @@ def test_live_client_reads_the_publisher_format(http_server, snapshot_dir, archi
     live_client.load_vintage("current", "md")
     assert len(http_server.requests) == n + 2
 
-    with pytest.raises(SourceError, match=r"vintage 2019-05 could not be downloaded; tried: .*2019-05-md\.csv.*HTTP 404.*2019-05\.csv.*HTTP 404"):
+    with pytest.raises(
+        SourceError,
+        match=(
+            r"vintage 2019-05 could not be downloaded; tried: .*2019-05-md\.csv.*HTTP"
+            r" 404.*2019-05\.csv.*HTTP 404"
+        ),
+    ):
         live_client.load_vintage("2019-05", "md")
 
     # a malformed live file names the URL, row and field
-    http_server.routes["/fred-md/monthly/2019-06-md.csv"] = lambda q: (200, "text/csv", HEAD + "1/1/2000,abc,1\n")
-    with pytest.raises(SourceError, match=r"file http://127\.0\.0\.1:\d+/fred-md/monthly/2019-06-md\.csv, row 2 \(line 3\), field AAA='abc'"):
+    http_server.routes["/fred-md/monthly/2019-06-md.csv"] = lambda q: (
+        200,
+        "text/csv",
+        HEAD + "1/1/2000,abc,1\n",
+    )
+    with pytest.raises(
+        SourceError,
+        match=(
+            r"file http://127\.0\.0\.1:\d+/fred-md/monthly/2019-06-md\.csv, row 2 \(line 3\), field AAA='abc'"
+        ),
+    ):
         live_client.load_vintage("2019-06", "md")
 
 
 def test_live_vintage_calendar():
-    md = FredMdLive(today=lambda: datetime(2026, 5, 20, tzinfo=timezone.utc)).list_vintages("md")
+    md = FredMdLive(today=lambda: datetime(2026, 5, 20, tzinfo=UTC)).list_vintages("md")
     assert md[0] == "1999-08" and md[-1] == "2026-05" and len(md) == 322 and md == sorted(md)
     assert fred_md.vintage_urls("2025-12", "md", "https://example.org/x/") == [
-        "https://example.org/x/monthly/2025-12-md.csv", "https://example.org/x/monthly/2025-12.csv"]
+        "https://example.org/x/monthly/2025-12-md.csv",
+        "https://example.org/x/monthly/2025-12.csv",
+    ]

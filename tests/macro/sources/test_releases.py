@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import polars as pl
@@ -13,12 +13,18 @@ import pytest
 from leaf_live.core import storage
 from leaf_live.core.sources import SourceError
 from leaf_live.macro.sources.releases import (
-    LIVE_FILE, PANEL_FILES, ReleaseCalendarLive, ReleaseCalendarSnapshot, read_calendar_file,
+    LIVE_FILE,
+    PANEL_FILES,
+    ReleaseCalendarLive,
+    ReleaseCalendarSnapshot,
+    read_calendar_file,
 )
 
-UTC = timezone.utc
 HEADER = "field_id,release_datetime_et,event,event_base_matched,A,C,raw_surprise\n"
-GOOD = "nonfarm_payrolls,2024-03-08 08:30:00,Nonfarm Payrolls  (Feb),Nonfarm Payrolls,275000.0,200000.0,75000.0\n"
+GOOD = (
+    "nonfarm_payrolls,2024-03-08 08:30:00,Nonfarm Payrolls  (Feb),Nonfarm"
+    " Payrolls,275000.0,200000.0,75000.0\n"
+)
 
 
 def _row(cal: pl.DataFrame, indicator: str, at: datetime) -> dict:
@@ -55,7 +61,11 @@ def test_et_to_utc_units_and_partition(cal):
     # EST (UTC-5): payrolls 2010-01-08 08:30 ET; persons -> thousands
     nfp = _row(cal, "nonfarm_payrolls", datetime(2010, 1, 8, 13, 30, tzinfo=UTC))
     assert (nfp["actual"], nfp["consensus"], nfp["consensus_source"]) == (-85.0, 0.0, "investing")
-    assert (nfp["release_time_et"], nfp["partition_key"], nfp["period_label"]) == ("08:30", "2010-01", "2009-12")
+    assert (nfp["release_time_et"], nfp["partition_key"], nfp["period_label"]) == (
+        "08:30",
+        "2010-01",
+        "2009-12",
+    )
     assert nfp["period_source"] == "release_lag" and nfp["reference_period"] == date(2009, 12, 1)
     # EDT (UTC-4): the last panel row, 2025-10-24 08:30 CPI
     cpi = _row(cal, "cpi", datetime(2025, 10, 24, 12, 30, tzinfo=UTC))
@@ -69,7 +79,11 @@ def test_et_to_utc_units_and_partition(cal):
 def test_period_labels(cal):
     # GDP without a period in the event text: release month - 1, as the source did (dropped_revisions.csv)
     gdp = _row(cal, "real_gdp_advance", datetime(2013, 12, 20, 13, 30, tzinfo=UTC))
-    assert (gdp["period_label"], gdp["period_source"], gdp["marked_revision"]) == ("2013-11", "release_lag", True)
+    assert (gdp["period_label"], gdp["period_source"], gdp["marked_revision"]) == (
+        "2013-11",
+        "release_lag",
+        True,
+    )
     # The 2013-12-20 release is the third estimate of 2013Q3: a month label names the latest quarter
     # complete by the end of that month.
     assert gdp["reference_period"] == date(2013, 7, 1)
@@ -114,20 +128,44 @@ def test_cache_follows_file_changes(tmp_path):
 @pytest.mark.parametrize(
     ("line", "field", "fragment"),
     [
-        ("nonfarm_payrolls,2024-04-05 08:30:00,Nonfarm Payrolls  (Mar),Nonfarm Payrolls,30three,200000.0,\n",
-         "field A='30three'", "not a number"),
-        ("nonfarm_payroll,2024-04-05 08:30:00,Nonfarm Payrolls  (Mar),Nonfarm Payrolls,303000.0,200000.0,\n",
-         "field field_id='nonfarm_payroll'", "unknown indicator_id"),
+        (
+            (
+                "nonfarm_payrolls,2024-04-05 08:30:00,Nonfarm Payrolls  (Mar),Nonfarm"
+                " Payrolls,30three,200000.0,\n"
+            ),
+            "field A='30three'",
+            "not a number",
+        ),
+        (
+            (
+                "nonfarm_payroll,2024-04-05 08:30:00,Nonfarm Payrolls  (Mar),Nonfarm"
+                " Payrolls,303000.0,200000.0,\n"
+            ),
+            "field field_id='nonfarm_payroll'",
+            "unknown indicator_id",
+        ),
         # 02:30 on 2021-03-14 does not exist in New York (clocks jump 02:00 -> 03:00)
-        ("cpi,2021-03-14 02:30:00,CPI (YoY)  (Feb),CPI (YoY),1.7,1.7,0.0\n",
-         "field release_datetime_et='2021-03-14 02:30:00'", "does not exist"),
+        (
+            "cpi,2021-03-14 02:30:00,CPI (YoY)  (Feb),CPI (YoY),1.7,1.7,0.0\n",
+            "field release_datetime_et='2021-03-14 02:30:00'",
+            "does not exist",
+        ),
         # 01:30 on 2021-11-07 happens twice in New York
-        ("cpi,2021-11-07 01:30:00,CPI (YoY)  (Oct),CPI (YoY),6.2,5.8,0.4\n",
-         "field release_datetime_et='2021-11-07 01:30:00'", "ambiguous"),
-        ("cpi,2021-11-10 8.30am,CPI (YoY)  (Oct),CPI (YoY),6.2,5.8,0.4\n",
-         "field release_datetime_et='2021-11-10 8.30am'", "not a timestamp"),
-        ("cpi,2021-11-10 08:30:00,CPI (YoY)  (Oct),CPI (YoY),6.2,5.8,0.3\n",
-         "field raw_surprise='0.3'", "raw_surprise is not A - C"),
+        (
+            "cpi,2021-11-07 01:30:00,CPI (YoY)  (Oct),CPI (YoY),6.2,5.8,0.4\n",
+            "field release_datetime_et='2021-11-07 01:30:00'",
+            "ambiguous",
+        ),
+        (
+            "cpi,2021-11-10 8.30am,CPI (YoY)  (Oct),CPI (YoY),6.2,5.8,0.4\n",
+            "field release_datetime_et='2021-11-10 8.30am'",
+            "not a timestamp",
+        ),
+        (
+            "cpi,2021-11-10 08:30:00,CPI (YoY)  (Oct),CPI (YoY),6.2,5.8,0.3\n",
+            "field raw_surprise='0.3'",
+            "raw_surprise is not A - C",
+        ),
     ],
 )
 def test_malformed_row_names_file_row_field(tmp_path, line, field, fragment):
@@ -146,9 +184,13 @@ def test_missing_column_and_wrong_ref_period(tmp_path):
     with pytest.raises(SourceError, match=r"no_c.csv.*missing column\(s\) \['C'\]"):
         read_calendar_file(f)
     g = tmp_path / "ref.csv"
-    g.write_text("field_id,release_datetime_et,event,ref_period,A,C\n"
-                 "cpi,2021-11-10 08:30:00,CPI (YoY)  (Oct),2021-09,6.2,5.8\n")
-    with pytest.raises(SourceError, match=r"ref.csv, row 1 \(line 2\), field ref_period='2021-09'.*'2021-10'"):
+    g.write_text(
+        "field_id,release_datetime_et,event,ref_period,A,C\n"
+        "cpi,2021-11-10 08:30:00,CPI (YoY)  (Oct),2021-09,6.2,5.8\n"
+    )
+    with pytest.raises(
+        SourceError, match=r"ref.csv, row 1 \(line 2\), field ref_period='2021-09'.*'2021-10'"
+    ):
         read_calendar_file(g)
 
 
@@ -161,7 +203,9 @@ def test_bad_file_in_snapshot_fails_whole_load(tmp_path, snapshot_dir):
     lines = path.read_text().splitlines(keepends=True)
     lines[5] = lines[5].replace("2010-01-14 08:30:00", "2010-01-14 08:30:xx")
     path.write_text("".join(lines))
-    with pytest.raises(SourceError, match=r"field_releases.csv, row 5 \(line 6\), field release_datetime_et="):
+    with pytest.raises(
+        SourceError, match=r"field_releases.csv, row 5 \(line 6\), field release_datetime_et="
+    ):
         ReleaseCalendarSnapshot(tmp_path, sources=("livemacroeval_panel",)).calendar()
 
 
@@ -187,9 +231,14 @@ def test_forexfactory_rows_by_hand(ff):
     # same day "Sep Data" catch-up row 0.97M: its own period, one minute earlier
     sep = _row(ff, "building_permits", datetime(2013, 11, 26, 13, 29, tzinfo=UTC))
     assert (sep["actual"], sep["period_label"], sep["period_source"]) == (970.0, "2013-09", "event_text")
-    hs = ff.filter((pl.col("indicator_id") == "housing_starts") & (pl.col("partition_key") == "2013-12")).sort("release_at")
+    hs = ff.filter(
+        (pl.col("indicator_id") == "housing_starts") & (pl.col("partition_key") == "2013-12")
+    ).sort("release_at")
     assert hs.select("release_time_et", "period_label", "actual").rows() == [
-        ("08:28", "2013-09", 870.0), ("08:29", "2013-10", 890.0), ("08:30", "2013-11", 1090.0)]
+        ("08:28", "2013-09", 870.0),
+        ("08:29", "2013-10", 890.0),
+        ("08:30", "2013-11", 1090.0),
+    ]
     # 2010-01-04 ISM 11:00pm UTC+8 = 10:00 EST
     ism = _row(ff, "ism_manufacturing", datetime(2010, 1, 4, 15, 0, tzinfo=UTC))
     assert ism["release_time_et"] == "10:00"
@@ -208,8 +257,14 @@ def test_forexfactory_agrees_with_panel(ff, cal):
     """Independent cross-check: same release instant and same actual (ET and UTC+8 both placed right)."""
     panel = cal.filter((pl.col("source") == "livemacroeval_panel") & ~pl.col("marked_revision"))
     j = ff.join(panel, on=["indicator_id", "release_at"], suffix="_p")
-    for ind, n_min in [("nonfarm_payrolls", 168), ("unemployment_rate", 168), ("ism_manufacturing", 168),
-                       ("cpi", 138), ("ppi", 167), ("retail_sales", 168)]:
+    for ind, n_min in [
+        ("nonfarm_payrolls", 168),
+        ("unemployment_rate", 168),
+        ("ism_manufacturing", 168),
+        ("cpi", 138),
+        ("ppi", 167),
+        ("retail_sales", 168),
+    ]:
         sub = j.filter(pl.col("indicator_id") == ind)
         assert sub.height >= n_min, ind
         assert ((sub["actual"] - sub["actual_p"]).abs() < 1e-9).all(), ind
@@ -223,7 +278,9 @@ def test_forexfactory_bad_value(tmp_path):
         "2015-01-09,9:30pm,USD,Non-Farm Employment Change,High,252K,241K,353K,2015-01-09 21:30:00\n"
         "2015-02-06,9:30pm,USD,Non-Farm Employment Change,High,257Q,234K,329K,2015-02-06 21:30:00\n"
     )
-    with pytest.raises(SourceError, match=r"forex_factory_calendar_2015.csv, row 2 \(line 3\), field Actual='257Q'"):
+    with pytest.raises(
+        SourceError, match=r"forex_factory_calendar_2015.csv, row 2 \(line 3\), field Actual='257Q'"
+    ):
         ReleaseCalendarSnapshot(tmp_path, sources=("forexfactory",)).calendar()
 
 
@@ -259,11 +316,15 @@ def test_live_calendar_http_error(http_server):
 
 def test_live_calendar_local_file_with_scheduled_rows(tmp_path):
     f = tmp_path / "export.csv"
-    f.write_text("field_id,release_datetime_et,event,A,C\n"
-                 "ism_manufacturing,2026-06-01 10:00:00,ISM Manufacturing PMI  (May),,52.9\n"
-                 "housing_starts,2026-05-19 08:30:00,Housing Starts  (Apr),1402000.0,1390000.0\n")
+    f.write_text(
+        "field_id,release_datetime_et,event,A,C\n"
+        "ism_manufacturing,2026-06-01 10:00:00,ISM Manufacturing PMI  (May),,52.9\n"
+        "housing_starts,2026-05-19 08:30:00,Housing Starts  (Apr),1402000.0,1390000.0\n"
+    )
     live = ReleaseCalendarLive(f, sources=("livemacroeval_live",)).calendar()
     storage.conform("release_calendar", live)
     assert live.select("indicator_id", "period_label", "actual", "consensus").rows() == [
-        ("housing_starts", "2026-04", 1402.0, 1390.0), ("ism_manufacturing", "2026-05", None, 52.9)]
+        ("housing_starts", "2026-04", 1402.0, 1390.0),
+        ("ism_manufacturing", "2026-05", None, 52.9),
+    ]
     assert Path(live["source_file"][0]).name == "export.csv"

@@ -60,7 +60,9 @@ from leaf_live.macro.forecasters.arima.estimator import (
 )
 
 ORDERS_APP_I: tuple[tuple[int, int], ...] = tuple((p, q) for p in range(P_MAX + 1) for q in range(Q_MAX + 1))
-ORDERS_AR1: tuple[tuple[int, int], ...] = ((1, 0),)  # App. I's ISM rule: AR(1) with a constant, on the log level
+ORDERS_AR1: tuple[tuple[int, int], ...] = (
+    (1, 0),
+)  # App. I's ISM rule: AR(1) with a constant, on the log level
 COLD_EVERY = 12  # months of vintages between full cold grids in a chain
 SCREEN_TOP = 3  # MA orders refitted from the warm start, best screened AIC first ...
 SCREEN_MARGIN = 2.0  # ... plus every MA order screened within this many AIC units of the best so far
@@ -93,9 +95,19 @@ class OrderFit:
     def from_fit(cls, fit: ArimaFit, method: str) -> OrderFit:
         if not math.isfinite(fit.aic):
             method = "failed"
-        return cls(fit.p, fit.q, tuple(float(v) for v in fit.ar), tuple(float(v) for v in fit.ma),
-                   float(fit.trend_coef), float(fit.loglik), float(fit.aic), int(fit.nobs), method,
-                   bool(fit.converged), fit._hess_inv)
+        return cls(
+            fit.p,
+            fit.q,
+            tuple(float(v) for v in fit.ar),
+            tuple(float(v) for v in fit.ma),
+            float(fit.trend_coef),
+            float(fit.loglik),
+            float(fit.aic),
+            int(fit.nobs),
+            method,
+            bool(fit.converged),
+            fit._hess_inv,
+        )
 
 
 @dataclass(frozen=True)
@@ -123,16 +135,20 @@ class GridFit:
         Raises :class:`ArimaError` when no order could be fitted."""
         best = min(self.orders.values(), key=lambda f: (f.aic, f.p, f.q))
         if not math.isfinite(best.aic):
-            raise ArimaError(f"no ARIMA(p,{self.d},q) order could be fitted to {self.n} observations "
-                             f"({self.series_id}, {self.label or self.period})")
+            raise ArimaError(
+                f"no ARIMA(p,{self.d},q) order could be fitted to {self.n} observations "
+                f"({self.series_id}, {self.label or self.period})"
+            )
         return best
 
     def model(self, y: np.ndarray) -> ArimaFit:
         """The chosen order as an :class:`ArimaFit` on ``y`` (the history this grid was fitted to; its content
         hash is checked), ready to :meth:`~.estimator.ArimaFit.forecast`. Raises :class:`ArimaError`."""
         if content_hash(y, self.d, self.trend) != self.content_hash:
-            raise ArimaError(f"y is not the history this grid was fitted to ({self.series_id}, "
-                             f"{self.label or self.period})")
+            raise ArimaError(
+                f"y is not the history this grid was fitted to ({self.series_id}, "
+                f"{self.label or self.period})"
+            )
         b = self.best()
         fit = evaluate_arima(y, b.p, self.d, b.q, self.trend, np.array(b.ar), np.array(b.ma), b.trend_coef)
         if not math.isfinite(fit.aic):
@@ -170,8 +186,10 @@ class SeriesChain:
         periods = [it.period for it in self.items]
         if periods != sorted(periods):
             k = next(i for i in range(1, len(periods)) if periods[i] < periods[i - 1])
-            raise ArimaError(f"{self.series_id}: items[{k}].period={periods[k]} is before items[{k - 1}]"
-                             f".period={periods[k - 1]}; a chain runs in vintage order")
+            raise ArimaError(
+                f"{self.series_id}: items[{k}].period={periods[k]} is before items[{k - 1}]"
+                f".period={periods[k - 1]}; a chain runs in vintage order"
+            )
         if not self.orders:
             raise ArimaError(f"{self.series_id}: orders is empty")
 
@@ -200,9 +218,14 @@ def _warm_fit(y: np.ndarray, prev: OrderFit, d: int, trend: str, scale: float, o
     return fit_arima(y, prev.p, d, prev.q, trend, start=start, css_stage=False, hess_inv0=h0)
 
 
-def _screen_and_refit(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int]],
-                      prev: Mapping[tuple[int, int], OrderFit], exact: dict[tuple[int, int], OrderFit]
-                      ) -> tuple[dict[tuple[int, int], OrderFit], float]:
+def _screen_and_refit(
+    y: np.ndarray,
+    d: int,
+    trend: str,
+    orders: Sequence[tuple[int, int]],
+    prev: Mapping[tuple[int, int], OrderFit],
+    exact: dict[tuple[int, int], OrderFit],
+) -> tuple[dict[tuple[int, int], OrderFit], float]:
     """Warm route for the MA orders with a previous estimate: screen them all, refit the promising ones.
     ``exact`` holds the closed-form AR fits of this history (they bound the best AIC from above). Returns the
     fits and the largest AIC gain of a refit over its screened value."""
@@ -233,7 +256,9 @@ def _screen_and_refit(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[
     for key in ranked[:SCREEN_TOP]:
         refit(key)
     prev_best = min((f.aic for f in prev.values()), default=math.inf)
-    for key in ranked:  # competitive last time: its likelihood may be too sharp for the screened value to tell
+    for (
+        key
+    ) in ranked:  # competitive last time: its likelihood may be too sharp for the screened value to tell
         if key not in done and prev[key].aic <= prev_best + PREV_MARGIN:
             refit(key)
     for key in ranked:  # in screened order: the margin only shrinks as best falls
@@ -242,9 +267,15 @@ def _screen_and_refit(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[
     return out, gain
 
 
-def fit_grid_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int]] = ORDERS_APP_I, *,
-                  prev: Mapping[tuple[int, int], OrderFit] | None = None, cold: bool = True
-                  ) -> dict[tuple[int, int], OrderFit]:
+def fit_grid_item(
+    y: np.ndarray,
+    d: int,
+    trend: str,
+    orders: Sequence[tuple[int, int]] = ORDERS_APP_I,
+    *,
+    prev: Mapping[tuple[int, int], OrderFit] | None = None,
+    cold: bool = True,
+) -> dict[tuple[int, int], OrderFit]:
     """Fit one history's grid. ``cold``: fit every MA order from statsmodels' start values (the cold
     estimator, :func:`.estimator.fit_arima`); ``prev``: the previous vintage's fits, for the warm route
     (screen, refit the promising orders). With both, each order keeps the lower AIC. Pure AR orders are
@@ -253,9 +284,15 @@ def fit_grid_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int,
     return _fit_item(y, d, trend, orders, prev, cold, math.inf)[0]
 
 
-def _fit_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int]],
-              prev: Mapping[tuple[int, int], OrderFit] | None, cold: bool, cold_gain: float
-              ) -> tuple[dict[tuple[int, int], OrderFit], bool]:
+def _fit_item(
+    y: np.ndarray,
+    d: int,
+    trend: str,
+    orders: Sequence[tuple[int, int]],
+    prev: Mapping[tuple[int, int], OrderFit] | None,
+    cold: bool,
+    cold_gain: float,
+) -> tuple[dict[tuple[int, int], OrderFit], bool]:
     """:func:`fit_grid_item`, adding the cold fits anyway when a warm refit gained more than ``cold_gain``
     AIC units over its screened value (the data moved far from the previous vintage's). Returns the fits
     and whether the cold grid ran."""
@@ -288,8 +325,13 @@ def _fit_item(y: np.ndarray, d: int, trend: str, orders: Sequence[tuple[int, int
 # ------------------------------------------------------------------------------------------------
 
 
-def fit_series_chain(chain: SeriesChain, *, known: Mapping[str, GridFit] | None = None,
-                     cold_every: int = COLD_EVERY, progress: Callable[[int], None] | None = None) -> list[GridFit]:
+def fit_series_chain(
+    chain: SeriesChain,
+    *,
+    known: Mapping[str, GridFit] | None = None,
+    cold_every: int = COLD_EVERY,
+    progress: Callable[[int], None] | None = None,
+) -> list[GridFit]:
     """Fit every history of ``chain`` in vintage order (module docstring): a cold grid for the first one
     and whenever ``cold_every`` months have passed since the last cold grid, the warm route from the
     previous history's fits otherwise; a history whose :func:`content_hash` was fitted before (in this
@@ -307,17 +349,41 @@ def fit_series_chain(chain: SeriesChain, *, known: Mapping[str, GridFit] | None 
         h = content_hash(item.y, chain.d, chain.trend)
         hit = seen.get(h) or (known.get(h) if known is not None else None)
         if hit is not None and set(hit.orders) >= set(chain.orders):
-            g = GridFit(chain.series_id, h, chain.d, chain.trend, len(item.y), item.period, item.label,
-                        hit.cold_grid, {o: hit.orders[o] for o in chain.orders}, True, item.available_at)
+            g = GridFit(
+                chain.series_id,
+                h,
+                chain.d,
+                chain.trend,
+                len(item.y),
+                item.period,
+                item.label,
+                hit.cold_grid,
+                {o: hit.orders[o] for o in chain.orders},
+                True,
+                item.available_at,
+            )
         else:
             try:
                 _prepare(item.y, chain.d)
             except ArimaError as exc:
-                raise ArimaError(f"{chain.series_id}, items[{k}] ({item.label or item.period}): {exc}") from None
+                raise ArimaError(
+                    f"{chain.series_id}, items[{k}] ({item.label or item.period}): {exc}"
+                ) from None
             cold = prev is None or last_cold is None or item.period - last_cold >= cold_every
             orders, cold = _fit_item(item.y, chain.d, chain.trend, chain.orders, prev, cold, COLD_GAIN)
-            g = GridFit(chain.series_id, h, chain.d, chain.trend, len(item.y), item.period, item.label, cold,
-                        orders, False, item.available_at)
+            g = GridFit(
+                chain.series_id,
+                h,
+                chain.d,
+                chain.trend,
+                len(item.y),
+                item.period,
+                item.label,
+                cold,
+                orders,
+                False,
+                item.available_at,
+            )
         seen.setdefault(h, g)
         if g.cold_grid:
             last_cold = item.period if last_cold is None else max(last_cold, item.period)
@@ -333,8 +399,8 @@ _progress_queue = None  # in a pool worker: where it reports each fitted history
 
 def _limit_blas_threads(queue=None) -> None:
     """Pool initializer: one BLAS/OpenMP thread in this worker. threadpoolctl only reaches libraries already
-    loaded, so load the estimator (numpy's and scipy's OpenBLAS, statsforecast's kernels) first. ``queue``: the
-    parent's progress queue (one put per history fitted)."""
+    loaded, so load the estimator (numpy's and scipy's OpenBLAS, statsforecast's kernels) first. ``queue``:
+    the parent's progress queue (one put per history fitted)."""
     global _progress_queue
     import scipy.linalg  # noqa: F401
     import scipy.optimize  # noqa: F401
@@ -349,8 +415,12 @@ def _limit_blas_threads(queue=None) -> None:
 def _fit_chain_job(args: tuple[SeriesChain, Mapping[str, GridFit] | None, int]) -> list[GridFit]:
     chain, known, cold_every = args
     queue = _progress_queue
-    return fit_series_chain(chain, known=known, cold_every=cold_every,
-                            progress=None if queue is None else (lambda n: queue.put(n)))
+    return fit_series_chain(
+        chain,
+        known=known,
+        cold_every=cold_every,
+        progress=None if queue is None else (lambda n: queue.put(n)),
+    )
 
 
 def _all_known(chain: SeriesChain, known: Mapping[str, GridFit] | None) -> bool:
@@ -376,9 +446,14 @@ def chain_cost(chain: SeriesChain) -> float:
     return (1 + span / COLD_EVERY) * n_ma + 0.05 * len(chain.items) * n_ma
 
 
-def fit_chains(chains: Sequence[SeriesChain], *, known: Mapping[str, Mapping[str, GridFit]] | None = None,
-               workers: int = 1, cold_every: int = COLD_EVERY,
-               progress: Callable[[int], None] | None = None) -> list[list[GridFit]]:
+def fit_chains(
+    chains: Sequence[SeriesChain],
+    *,
+    known: Mapping[str, Mapping[str, GridFit]] | None = None,
+    workers: int = 1,
+    cold_every: int = COLD_EVERY,
+    progress: Callable[[int], None] | None = None,
+) -> list[list[GridFit]]:
     """:func:`fit_series_chain` for every chain; ``known``: ``{series_id: {content_hash: GridFit}}`` (a fit
     cache). ``workers > 1``: one process pool (spawn start method: polars' and Dagster's threads make a forked
     child deadlock) for the whole batch, the costliest chains first, one BLAS thread per worker; ``workers
@@ -406,6 +481,7 @@ def fit_chains(chains: Sequence[SeriesChain], *, known: Mapping[str, Mapping[str
     queue = ctx.SimpleQueue() if progress is not None else None
     drain = None
     if queue is not None:
+
         def forward() -> None:
             while (n := queue.get()) is not None:
                 progress(n)
@@ -413,8 +489,9 @@ def fit_chains(chains: Sequence[SeriesChain], *, known: Mapping[str, Mapping[str
         drain = threading.Thread(target=forward, name="arima-progress", daemon=True)
         drain.start()
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_limit_blas_threads,
-                                 initargs=(queue,)) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_limit_blas_threads, initargs=(queue,)
+        ) as pool:
             futures = {i: pool.submit(_fit_chain_job, jobs[i]) for i in order}
             for i, fut in futures.items():
                 results[i] = fut.result()

@@ -58,7 +58,6 @@ import numpy as np
 from scipy.optimize import minimize
 from statsforecast.arima import arima_css, arima_like
 
-
 TRENDS = ("n", "c", "t")
 P_MAX = 12
 Q_MAX = 3
@@ -75,7 +74,8 @@ class ArimaError(ValueError):
 
 
 def trend_for_d(d: int) -> str:
-    """App. I trend rule: constant ('c') when d = 0, linear time trend ('t') when d = 1, none ('n') when d = 2."""
+    """App. I trend rule: constant ('c') when d = 0, linear time trend ('t') when d = 1, none ('n') when d =
+    2."""
     try:
         return {0: "c", 1: "t", 2: "n"}[d]
     except KeyError:
@@ -89,12 +89,15 @@ def _check_spec(d: int, trend: str) -> int:
         raise ArimaError(f"trend={trend!r}: expected one of {TRENDS} (none, constant, linear time trend)")
     # statsmodels' rule: a trend term of lower order than d is differenced away and cannot be estimated
     if (trend == "c" and d != 0) or (trend == "t" and d != 1):
-        raise ArimaError(f"trend={trend!r} with d={d}: allowed are 'c' or 'n' for d=0, 't' or 'n' for d=1, 'n' for d=2")
+        raise ArimaError(
+            f"trend={trend!r} with d={d}: allowed are 'c' or 'n' for d=0, 't' or 'n' for d=1, 'n' for d=2"
+        )
     return 0 if trend == "n" else 1
 
 
 def _delta(d: int) -> np.ndarray:
-    """Coefficients of the differencing states: y_t = sum delta_i y_{t-i} + w_t (R/statsforecast convention)."""
+    """Coefficients of the differencing states: y_t = sum delta_i y_{t-i} + w_t (R/statsforecast
+    convention)."""
     poly = np.array([1.0])
     for _ in range(d):
         poly = np.convolve(poly, [1.0, -1.0])
@@ -110,7 +113,7 @@ def _system(phi: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     T[:p, 0] = phi
     R = np.zeros(r)
     R[0] = 1.0
-    R[1:q + 1] = theta
+    R[1 : q + 1] = theta
     Z = np.zeros(r)
     Z[0] = 1.0
     return T, np.outer(R, R), Z
@@ -180,7 +183,9 @@ class ArimaFit:
     _Z: np.ndarray = field(repr=False, default_factory=lambda: np.ones(1))
     _params: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     _tail: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))  # last d scaled levels
-    _hess_inv: np.ndarray | None = field(repr=False, default=None)  # BFGS inverse Hessian at the optimum (scaled)
+    _hess_inv: np.ndarray | None = field(
+        repr=False, default=None
+    )  # BFGS inverse Hessian at the optimum (scaled)
 
     @property
     def order(self) -> tuple[int, int, int]:
@@ -261,7 +266,7 @@ class _Problem:
 
     def split(self, params: np.ndarray):
         p, q = self.p, self.q
-        return params[:p], params[p:p + q], params[p + q:]
+        return params[:p], params[p : p + q], params[p + q :]
 
     def residual_series(self, params: np.ndarray) -> np.ndarray:
         _, _, beta = self.split(params)
@@ -269,7 +274,7 @@ class _Problem:
 
     def run(self, params: np.ndarray):
         p, q = self.p, self.q
-        return _filter(self.residual_series(params), params[:p], params[p:p + q], self.d, self.burn)
+        return _filter(self.residual_series(params), params[:p], params[p : p + q], self.d, self.burn)
 
     def valid(self, ssq: float, sumlog: float, nu: int) -> bool:
         # The kernel silently skips an observation whose prediction variance exceeds 1e4 sigma^2 (R's rule for
@@ -284,7 +289,7 @@ class _Problem:
         restricting to invertible MA loses no fit. AR stationarity is NOT enforced (App. I)."""
         if self.q == 0:
             return True
-        return _stationary([-float(t) for t in params[self.p:self.p + self.q]])
+        return _stationary([-float(t) for t in params[self.p : self.p + self.q]])
 
     def css_objective(self, params: np.ndarray) -> float:
         """Half the log of the conditional sum of squares (pre-sample innovations 0, first p values of the
@@ -293,7 +298,7 @@ class _Problem:
             return 1e10
         p, q = self.p, self.q
         w = self.z - params[p + q] if self.k else self.z
-        res, _ = arima_css(w, self.arma, params[:p], params[p:p + q])
+        res, _ = arima_css(w, self.arma, params[:p], params[p : p + q])
         if not (res > 0) or not math.isfinite(res):
             return 1e10
         return 0.5 * math.log(res)
@@ -303,7 +308,7 @@ class _Problem:
         if self.invertible(params):
             return params
         out = np.array(params, dtype=np.float64)
-        out[self.p:self.p + self.q] = _invertible_ma(out[self.p:self.p + self.q])
+        out[self.p : self.p + self.q] = _invertible_ma(out[self.p : self.p + self.q])
         return out
 
     def objective(self, params: np.ndarray) -> float:
@@ -361,7 +366,8 @@ def _invertible_ma(theta: np.ndarray) -> np.ndarray:
 
 
 def _lags(x: np.ndarray, m: int, start: int) -> np.ndarray:
-    """Rows t = start..len(x)-1 of [x_{t-1}, ..., x_{t-m}] (zeros before the sample, like statsmodels' lagmat)."""
+    """Rows t = start..len(x)-1 of [x_{t-1}, ..., x_{t-m}] (zeros before the sample, like statsmodels'
+    lagmat)."""
     rows = np.arange(start, len(x))
     out = np.zeros((len(rows), m))
     for i in range(1, m + 1):
@@ -548,10 +554,16 @@ def fit_arima(
                 if CSS_FIRST and css_stage:
                     # Conditional sum of squares first (statsforecast's C++ recursion, ~30x cheaper than the
                     # filter), then the likelihood from there (R's / statsforecast's "CSS-ML" scheme); the CSS
-                    # curvature, nearly the likelihood's, seeds the quasi-Newton steps so they start at full size.
+                    # curvature, nearly the likelihood's, seeds the quasi-Newton steps so they start at full
+                    # size.
                     css = _ForwardDiff(prob.css_objective)
-                    r0 = minimize(css.fun, x0, jac=css.jac, method="L-BFGS-B",
-                                  options={"maxiter": maxiter, "ftol": CSS_FTOL, "gtol": CSS_GTOL})
+                    r0 = minimize(
+                        css.fun,
+                        x0,
+                        jac=css.jac,
+                        method="L-BFGS-B",
+                        options={"maxiter": maxiter, "ftol": CSS_FTOL, "gtol": CSS_GTOL},
+                    )
                     x1 = prob.canonical(r0.x)
                     if np.all(np.isfinite(x1)) and prob.objective(x1) < prob.objective(x0):
                         x0 = x1
@@ -572,8 +584,15 @@ def fit_arima(
     return _result(prob, params, converged, x, scale, offset, None)
 
 
-def _result(prob: _Problem, params: np.ndarray, converged: bool, x: np.ndarray, scale: float, offset: float,
-            hess_inv: np.ndarray | None) -> ArimaFit:
+def _result(
+    prob: _Problem,
+    params: np.ndarray,
+    converged: bool,
+    x: np.ndarray,
+    scale: float,
+    offset: float,
+    hess_inv: np.ndarray | None,
+) -> ArimaFit:
     """The :class:`ArimaFit` of ``prob`` at the scaled parameters ``params`` (filter run once more for the
     state the forecasts start from); a failed fit when the likelihood is not defined there."""
     n = len(x)
@@ -595,16 +614,33 @@ def _result(prob: _Problem, params: np.ndarray, converged: bool, x: np.ndarray, 
     else:
         tc = float("nan")
     return ArimaFit(
-        p=int(p), d=d, q=int(q), trend=trend, ar=phi.copy(), ma=theta.copy(), trend_coef=tc,
-        sigma2=sigma2_scaled * scale**2, loglik=loglik, aic=aic, n=n, nobs=int(nu), converged=converged,
-        _scale=scale, _offset=offset, _a=a.copy(), _T=T, _Z=Z, _params=np.asarray(params, dtype=np.float64).copy(),
-        _tail=x[len(x) - d:].copy() if d else np.zeros(0),
+        p=int(p),
+        d=d,
+        q=int(q),
+        trend=trend,
+        ar=phi.copy(),
+        ma=theta.copy(),
+        trend_coef=tc,
+        sigma2=sigma2_scaled * scale**2,
+        loglik=loglik,
+        aic=aic,
+        n=n,
+        nobs=int(nu),
+        converged=converged,
+        _scale=scale,
+        _offset=offset,
+        _a=a.copy(),
+        _T=T,
+        _Z=Z,
+        _params=np.asarray(params, dtype=np.float64).copy(),
+        _tail=x[len(x) - d :].copy() if d else np.zeros(0),
         _hess_inv=None if hess_inv is None else np.asarray(hess_inv, dtype=np.float64).copy(),
     )
 
 
-def scaled_params(ar: np.ndarray, ma: np.ndarray, trend_coef: float, trend: str, scale: float, offset: float
-                  ) -> np.ndarray:
+def scaled_params(
+    ar: np.ndarray, ma: np.ndarray, trend_coef: float, trend: str, scale: float, offset: float
+) -> np.ndarray:
     """``[ar..., ma..., trend]`` in the internal scaled units of a series with ``_prepare``'s ``scale`` and
     ``offset`` (the inverse of what :class:`ArimaFit` reports): the mean ``(mu - offset) / scale`` for
     ``'c'``, the slope ``beta / scale`` for ``'t'``; AR and MA coefficients are scale free."""
@@ -612,8 +648,9 @@ def scaled_params(ar: np.ndarray, ma: np.ndarray, trend_coef: float, trend: str,
     return np.concatenate([np.asarray(ar, dtype=np.float64), np.asarray(ma, dtype=np.float64), beta])
 
 
-def evaluate_arima(y: np.ndarray, p: int, d: int, q: int, trend: str, ar: np.ndarray, ma: np.ndarray,
-                   trend_coef: float) -> ArimaFit:
+def evaluate_arima(
+    y: np.ndarray, p: int, d: int, q: int, trend: str, ar: np.ndarray, ma: np.ndarray, trend_coef: float
+) -> ArimaFit:
     """The burned likelihood, AIC and forecast state of ARIMA(p, d, q) with ``trend`` on ``y`` at the GIVEN
     parameters (units of ``y``, as :class:`ArimaFit` reports them), without optimizing: one filter pass.
     The chain engine uses it to screen orders at the previous vintage's estimates and to rebuild a cached
@@ -637,8 +674,23 @@ def evaluate_arima(y: np.ndarray, p: int, d: int, q: int, trend: str, ar: np.nda
 
 def _failed(prob: _Problem, n: int, scale: float, offset: float) -> ArimaFit:
     nan = float("nan")
-    return ArimaFit(prob.p, prob.d, prob.q, prob.trend, np.full(prob.p, nan), np.full(prob.q, nan), nan, nan,
-                    -math.inf, math.inf, n, 0, False, scale, offset)
+    return ArimaFit(
+        prob.p,
+        prob.d,
+        prob.q,
+        prob.trend,
+        np.full(prob.p, nan),
+        np.full(prob.q, nan),
+        nan,
+        nan,
+        -math.inf,
+        math.inf,
+        n,
+        0,
+        False,
+        scale,
+        offset,
+    )
 
 
 START_METHODS = ("css", "warm", "best")
@@ -674,7 +726,7 @@ def fit_grid(
                 candidates.append(fit_arima(y, p, d, q, trend))
             if q > 0 and start_method in ("warm", "best") and prev is not None and math.isfinite(prev.aic):
                 pp = prev._params
-                start = np.concatenate([pp[:p], pp[p:p + q - 1], [0.0], pp[p + q - 1:]])
+                start = np.concatenate([pp[:p], pp[p : p + q - 1], [0.0], pp[p + q - 1 :]])
                 candidates.append(fit_arima(y, p, d, q, trend, start=start))
             if not candidates:
                 candidates.append(fit_arima(y, p, d, q, trend))

@@ -32,7 +32,7 @@ the exponential").
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -40,8 +40,8 @@ import numpy as np
 import polars as pl
 
 from leaf_live.core.pit import first_per_period, period_index, period_start, require_columns
-from leaf_live.macro.catalog import Indicator
 from leaf_live.core.sources import SourceError
+from leaf_live.macro.catalog import Indicator
 from leaf_live.macro.forecasters.arima.estimator import ArimaError
 from leaf_live.macro.series_vintages import ALIASES, SOURCE_TEXT, VintageStore
 from leaf_live.macro.sources.fred_md import wanted_vintage
@@ -69,8 +69,9 @@ class SeriesHistory:
     vintage_gap_months: int = 0
 
 
-def regular_history(dates: Sequence[date], values: Sequence[float | None], *, quarterly: bool, log_fill: bool
-                    ) -> tuple[list[date], np.ndarray, int]:
+def regular_history(
+    dates: Sequence[date], values: Sequence[float | None], *, quarterly: bool, log_fill: bool
+) -> tuple[list[date], np.ndarray, int]:
     """Put observations on a consecutive monthly (or quarterly) grid from the first to the last non-missing
     value; interior gaps (e.g. October 2025 CPI, never published because of the shutdown) are filled by
     linear interpolation, of the logs when ``log_fill``. Returns ``(dates, levels, n_filled)``.
@@ -131,13 +132,15 @@ def fred_history(
     *,
     known_by: datetime | None = None,
 ) -> SeriesHistory:
-    """The indicator's FRED-MD (monthly) / FRED-QD (quarterly; real GDP from its real-time vintages) column from
-    the stored vintage preceding ``info_month`` (:func:`~leaf_live.macro.sources.fred_md.wanted_vintage`), as
-    :meth:`~leaf_live.macro.series_vintages.VintageStore.choose` picks it: the nearest earlier stored vintage when
-    the wanted one is missing (gap recorded), published by ``known_by``. Trailing months the vintage has not filled
-    yet (the ragged edge) are not stored; interior gaps are interpolated (:func:`regular_history`). Raises
-    :class:`~leaf_live.core.sources.SourceError` when no vintage qualifies, :class:`ArimaError` when its transform
-    code is not the catalog's."""
+    """The indicator's FRED-MD (monthly) / FRED-QD (quarterly; real GDP from its real-time vintages) column
+    from the stored vintage preceding ``info_month``
+    (:func:`~leaf_live.macro.sources.fred_md.wanted_vintage`), as
+    :meth:`~leaf_live.macro.series_vintages.VintageStore.choose` picks it: the nearest earlier stored vintage
+    when the wanted one is missing (gap recorded), published by ``known_by``. Trailing months the vintage has
+    not filled yet (the ragged edge) are not stored; interior gaps are interpolated (:func:`regular_history`).
+    Raises
+    :class:`~leaf_live.core.sources.SourceError` when no vintage qualifies, :class:`ArimaError` when its
+    transform code is not the catalog's."""
     kind = "qd" if ind.frequency == "quarterly" else "md"
     assert ind.fred_md_column is not None
     columns = (ind.fred_md_column, *ALIASES.get(ind.fred_md_column, ()))
@@ -145,17 +148,30 @@ def fred_history(
     pick = vintages.choose(columns, wanted, known_by)
     if pick is None:
         when = f" published by {known_by:%Y-%m-%d %H:%M} UTC" if known_by is not None else ""
-        raise SourceError(f"series_vintages holds no FRED-{kind.upper()} vintage of {ind.fred_md_column} at or before "
-                          f"{wanted} (the one preceding target month {info_month:%Y-%m}){when}; stored: "
-                          f"{vintages.describe(columns)}")
+        raise SourceError(
+            f"series_vintages holds no FRED-{kind.upper()} vintage of {ind.fred_md_column} at or before "
+            f"{wanted} (the one preceding target month {info_month:%Y-%m}){when}; stored: "
+            f"{vintages.describe(columns)}"
+        )
     dates, values, tcode = vintages.observations(pick)
     if tcode != ind.fred_md_tcode:
-        raise ArimaError(f"{SOURCE_TEXT.get(pick.source, pick.source)} vintage {pick.vintage}: tcode of "
-                         f"{pick.series_id} is {tcode}, catalog says {ind.fred_md_tcode}")
-    dates, vals, filled = regular_history(dates, values.tolist(), quarterly=kind == "qd",
-                                          log_fill=ind.fred_md_tcode in _LOG_TCODES)
-    return SeriesHistory(dates, vals, filled, f"{SOURCE_TEXT.get(pick.source, pick.source)} {pick.series_id}",
-                         pick.series_id, pick.vintage, pick.wanted, pick.gap_months)
+        raise ArimaError(
+            f"{SOURCE_TEXT.get(pick.source, pick.source)} vintage {pick.vintage}: tcode of "
+            f"{pick.series_id} is {tcode}, catalog says {ind.fred_md_tcode}"
+        )
+    dates, vals, filled = regular_history(
+        dates, values.tolist(), quarterly=kind == "qd", log_fill=ind.fred_md_tcode in _LOG_TCODES
+    )
+    return SeriesHistory(
+        dates,
+        vals,
+        filled,
+        f"{SOURCE_TEXT.get(pick.source, pick.source)} {pick.series_id}",
+        pick.series_id,
+        pick.vintage,
+        pick.wanted,
+        pick.gap_months,
+    )
 
 
 def release_history(
@@ -167,11 +183,13 @@ def release_history(
 ) -> SeriesHistory:
     """First-release history of an indicator that is not in FRED-MD (ISM PMIs, existing and new home sales)
     from a ``releases`` frame (``indicator_id, reference_period, actual, available_at``; the ``releases``
-    table, or :func:`leaf_live.macro.scoring.surprises.first_releases` of the release calendar), in the catalog's
-    reporting unit. Point in time: only values released at or before ``issued_at`` (``available_at``) and
-    for reference periods up to ``last_period`` (the last month the preceding FRED-MD vintage would hold)
-    are used. Raises :class:`ArimaError` when nothing is left."""
-    require_columns(releases, ("indicator_id", "reference_period", "actual", "available_at"), "releases", ArimaError)
+    table, or :func:`leaf_live.macro.scoring.surprises.first_releases` of the release calendar), in the
+    catalog's reporting unit. Point in time: only values released at or before ``issued_at``
+    (``available_at``) and for reference periods up to ``last_period`` (the last month the preceding FRED-MD
+    vintage would hold) are used. Raises :class:`ArimaError` when nothing is left."""
+    require_columns(
+        releases, ("indicator_id", "reference_period", "actual", "available_at"), "releases", ArimaError
+    )
     known = releases.filter(
         (pl.col("indicator_id") == ind.id)
         & (pl.col("available_at") <= issued_at)
@@ -180,7 +198,10 @@ def release_history(
     )
     sub = first_per_period(known, ["reference_period"], time_col="available_at").sort("reference_period")
     if sub.height == 0:
-        raise ArimaError(f"no first releases of {ind.id} up to {last_period:%Y-%m} known at {issued_at:%Y-%m-%d %H:%M} UTC")
-    dates, vals, filled = regular_history(sub["reference_period"].to_list(), sub["actual"].to_list(),
-                                          quarterly=False, log_fill=True)
+        raise ArimaError(
+            f"no first releases of {ind.id} up to {last_period:%Y-%m} known at {issued_at:%Y-%m-%d %H:%M} UTC"
+        )
+    dates, vals, filled = regular_history(
+        sub["reference_period"].to_list(), sub["actual"].to_list(), quarterly=False, log_fill=True
+    )
     return SeriesHistory(dates, vals, filled, f"first releases of {ind.id}", ind.id)

@@ -13,17 +13,29 @@ from datetime import date, datetime
 import numpy as np
 import polars as pl
 
-from leaf_live.core.progress import Advance, Task
 from leaf_live.core.pit import (
-    UTC, et_month_key, et_month_start, month_index, month_start_of_index, period_index, require_columns,
+    UTC,
+    et_month_key,
+    et_month_start,
+    month_index,
+    month_start_of_index,
+    period_index,
+    require_columns,
 )
+from leaf_live.core.progress import Advance, Task
 from leaf_live.core.sources import SourceError
 from leaf_live.core.storage import empty_frame, polars_schema
 from leaf_live.macro.catalog import Indicator, get_indicator
 from leaf_live.macro.forecasters.arima.engine import ORDERS_AR1, ChainItem, GridFit, SeriesChain, fit_chains
 from leaf_live.macro.forecasters.arima.estimator import MIN_OBS, P_MAX, Q_MAX, ArimaError, trend_for_d
 from leaf_live.macro.forecasters.arima.histories import (
-    _LOG_TCODES, _TCODE_D, AR1_LOG_INDICATORS, SeriesHistory, fred_history, release_history, to_reporting,
+    _LOG_TCODES,
+    _TCODE_D,
+    AR1_LOG_INDICATORS,
+    SeriesHistory,
+    fred_history,
+    release_history,
+    to_reporting,
 )
 from leaf_live.macro.nowcasts import build_nowcasts
 from leaf_live.macro.series_vintages import VintageStore
@@ -78,8 +90,9 @@ class PreparedTarget:
     h: int
 
 
-def _prepare_target(indicator_id: str, reference_period: date, issued_at: datetime, history: SeriesHistory,
-                    min_obs: int) -> PreparedTarget | ArimaNowcast:
+def _prepare_target(
+    indicator_id: str, reference_period: date, issued_at: datetime, history: SeriesHistory, min_obs: int
+) -> PreparedTarget | ArimaNowcast:
     """App. I's data rules before any fit: at least ``min_obs`` observations, a horizon h >= 1, positive
     levels where logs are modelled. Returns the prepared target or the invalid :class:`ArimaNowcast`."""
     ind = get_indicator(indicator_id)
@@ -93,12 +106,16 @@ def _prepare_target(indicator_id: str, reference_period: date, issued_at: dateti
 
     n = len(history.levels)
     if n < min_obs:
-        return fail(f"only {n} observations in {src} (App. I requires at least {min_obs}); no forecast issued")
+        return fail(
+            f"only {n} observations in {src} (App. I requires at least {min_obs}); no forecast issued"
+        )
     last = history.dates[-1]
     h = period_index(reference_period, quarterly) - period_index(last, quarterly)
     if h < 1:
-        return fail(f"{src} already holds {reference_period:%Y-%m} (last observation {last:%Y-%m}); "
-                    "a nowcast from it would not be a forecast")
+        return fail(
+            f"{src} already holds {reference_period:%Y-%m} (last observation {last:%Y-%m}); "
+            "a nowcast from it would not be a forecast"
+        )
     levels = history.levels
     if log and np.any(levels <= 0):
         k = int(np.argmax(levels <= 0))
@@ -139,9 +156,16 @@ def _finish(t: PreparedTarget, grid: GridFit) -> ArimaNowcast:
     if history.vintage is not None:
         vint = f", vintage {history.vintage}"
         if history.vintage_gap_months:
-            vint += f" (wanted {history.wanted_vintage}, not stored: {history.vintage_gap_months} months older)"
-    model = "AR(1)+const on log level" if t.ar1 else (
-        f"ARIMA({fit.p},{fit.d},{fit.q}) trend={fit.trend}{' on log level' if t.log else ''}, AIC={fit.aic:.2f}"
+            vint += (
+                f" (wanted {history.wanted_vintage}, not stored: {history.vintage_gap_months} months older)"
+            )
+    model = (
+        "AR(1)+const on log level"
+        if t.ar1
+        else (
+            f"ARIMA({fit.p},{fit.d},{fit.q}) trend={fit.trend}{' on log level' if t.log else ''},"
+            f" AIC={fit.aic:.2f}"
+        )
     )
     unit = "quarters" if quarterly else "months"
     n, last = len(levels), history.dates[-1]
@@ -153,9 +177,15 @@ def _finish(t: PreparedTarget, grid: GridFit) -> ArimaNowcast:
     if not math.isfinite(value):
         return fail(f"forecast is not finite ({value}); {rationale}")
     if not ind.guardrail.check(value):
-        return ArimaNowcast(ind.id, t.reference_period, t.issued_at, None,
-                            f"forecast {value:.6g} outside the scale guardrail [{ind.guardrail.lo}, {ind.guardrail.hi}]",
-                            var, rationale)
+        return ArimaNowcast(
+            ind.id,
+            t.reference_period,
+            t.issued_at,
+            None,
+            f"forecast {value:.6g} outside the scale guardrail [{ind.guardrail.lo}, {ind.guardrail.hi}]",
+            var,
+            rationale,
+        )
     return ArimaNowcast(ind.id, t.reference_period, t.issued_at, float(value), None, var, rationale)
 
 
@@ -168,7 +198,8 @@ def _orders(t: PreparedTarget, p_max: int, q_max: int) -> tuple[tuple[int, int],
 def series_id(ind: Indicator) -> str:
     """The chain / fit-cache identity of an indicator's modelled series: ``'<indicator>:<FRED column or
     indicator id>'`` (the catalog column, so PPI's pre-2016 name PPIFGS stays in one chain)."""
-    return f"{ind.id}:{ind.fred_md_column if ind.fred_md_column and ind.id not in AR1_LOG_INDICATORS else ind.id}"
+    column = ind.fred_md_column if ind.fred_md_column and ind.id not in AR1_LOG_INDICATORS else ind.id
+    return f"{ind.id}:{column}"
 
 
 def _history_period(history: SeriesHistory, issued_at: datetime) -> int:
@@ -178,9 +209,15 @@ def _history_period(history: SeriesHistory, issued_at: datetime) -> int:
     return month_index(et_month_start(issued_at))
 
 
-def fit_prepared(prepared: Sequence[PreparedTarget], *, p_max: int = P_MAX, q_max: int = Q_MAX, workers: int = 1,
-                 known: Mapping[str, Mapping[str, GridFit]] | None = None,
-                 progress: Advance | None = None) -> list[GridFit]:
+def fit_prepared(
+    prepared: Sequence[PreparedTarget],
+    *,
+    p_max: int = P_MAX,
+    q_max: int = Q_MAX,
+    workers: int = 1,
+    known: Mapping[str, Mapping[str, GridFit]] | None = None,
+    progress: Advance | None = None,
+) -> list[GridFit]:
     """Fit the grids of prepared targets as one chain per series (:func:`.engine.fit_chains`, one process
     pool for the batch when ``workers > 1``; ``progress(n)`` as histories are done); returns the
     :class:`GridFit` of each target, in order."""
@@ -189,10 +226,22 @@ def fit_prepared(prepared: Sequence[PreparedTarget], *, p_max: int = P_MAX, q_ma
         groups.setdefault((series_id(t.ind), t.d, t.trend, _orders(t, p_max, q_max)), []).append(i)
     chains, members = [], []
     for (sid, d, trend, orders), idx in groups.items():
-        idx = sorted(idx, key=lambda i: (_history_period(prepared[i].history, prepared[i].issued_at),
-                                         prepared[i].issued_at))
-        items = tuple(ChainItem(prepared[i].y, _history_period(prepared[i].history, prepared[i].issued_at),
-                                prepared[i].history.vintage, prepared[i].issued_at) for i in idx)
+        idx = sorted(
+            idx,
+            key=lambda i: (
+                _history_period(prepared[i].history, prepared[i].issued_at),
+                prepared[i].issued_at,
+            ),
+        )
+        items = tuple(
+            ChainItem(
+                prepared[i].y,
+                _history_period(prepared[i].history, prepared[i].issued_at),
+                prepared[i].history.vintage,
+                prepared[i].issued_at,
+            )
+            for i in idx
+        )
         chains.append(SeriesChain(sid, d, trend, items, orders))
         members.append(idx)
     out: list[GridFit | None] = [None] * len(prepared)
@@ -212,18 +261,25 @@ def nowcast_one(
     p_max: int = P_MAX,
     q_max: int = Q_MAX,
 ) -> ArimaNowcast:
-    """Fit App. I's model on ``history`` and forecast ``reference_period`` (h steps past the last observation),
-    converted to the catalog's reporting transformation and checked against the scale guardrail. One history
-    alone is a chain of one: the full cold grid (:mod:`.engine`). Never raises for data problems: they come
-    back as ``value=None`` with ``reason``."""
+    """Fit App. I's model on ``history`` and forecast ``reference_period`` (h steps past the last
+    observation), converted to the catalog's reporting transformation and checked against the scale guardrail.
+    One history alone is a chain of one: the full cold grid (:mod:`.engine`). Never raises for data problems:
+    they come back as ``value=None`` with ``reason``."""
     t = _prepare_target(indicator_id, reference_period, issued_at, history, min_obs)
     if isinstance(t, ArimaNowcast):
         return t
     try:
         grid = fit_prepared([t], p_max=p_max, q_max=q_max)[0]
     except ArimaError as exc:
-        return ArimaNowcast(indicator_id, reference_period, issued_at, None, f"ARIMA fit failed on "
-                            f"{history.source}: {exc}", history.variable or history.source, None)
+        return ArimaNowcast(
+            indicator_id,
+            reference_period,
+            issued_at,
+            None,
+            f"ARIMA fit failed on {history.source}: {exc}",
+            history.variable or history.source,
+            None,
+        )
     return _finish(t, grid)
 
 
@@ -242,9 +298,9 @@ def prepare_targets(
     min_obs: int = MIN_OBS,
     progress: Advance | None = None,
 ) -> list[tuple[str, PreparedTarget | ArimaNowcast]]:
-    """Everything :func:`arima_nowcast_batch` does before fitting: per target ``(partition_key, prepared)``, the
-    history (from the stored vintages) checked against App. I's data rules, or the invalid :class:`ArimaNowcast`
-    saying why there is none; ``progress(1)`` after each target. Arguments and errors as
+    """Everything :func:`arima_nowcast_batch` does before fitting: per target ``(partition_key, prepared)``,
+    the history (from the stored vintages) checked against App. I's data rules, or the invalid
+    :class:`ArimaNowcast` saying why there is none; ``progress(1)`` after each target. Arguments and errors as
     :func:`arima_nowcast_batch`."""
     plan = []
     for indicator_id, ref in targets:
@@ -254,7 +310,9 @@ def prepare_targets(
         if opens is None:
             opens = window_open(indicator_id, ref)
         if not isinstance(opens, datetime) or opens.tzinfo is None:
-            raise ValueError(f"window_opens_at[{indicator_id!r}, {ref}]={opens!r}: expected a tz-aware datetime")
+            raise ValueError(
+                f"window_opens_at[{indicator_id!r}, {ref}]={opens!r}: expected a tz-aware datetime"
+            )
         opens = opens.astimezone(UTC)
         info_month = min(tm, et_month_start(opens))
         if isinstance(partition_key, str):
@@ -266,12 +324,16 @@ def prepare_targets(
         plan.append((ind, ref, opens, info_month, pk))
 
     rel_error = None
-    if releases is None and any(ind.fred_md_column is None or ind.id in AR1_LOG_INDICATORS for ind, *_ in plan):
-        rel_error = "no first-release history for indicators outside FRED-MD: pass releases= (the releases table)"
+    if releases is None and any(
+        ind.fred_md_column is None or ind.id in AR1_LOG_INDICATORS for ind, *_ in plan
+    ):
+        rel_error = (
+            "no first-release history for indicators outside FRED-MD: pass releases= (the releases table)"
+        )
 
     # One history per target, checked against the data rules.
     results: list[PreparedTarget | ArimaNowcast] = []
-    for ind, ref, opens, info_month, pk in plan:
+    for ind, ref, opens, info_month, _pk in plan:
         try:
             if ind.fred_md_column is not None and ind.id not in AR1_LOG_INDICATORS:
                 hist = fred_history(ind, info_month, vintages, known_by=opens)
@@ -293,8 +355,8 @@ def prepare_targets(
 @dataclass(frozen=True)
 class NowcastBatch:
     """What :func:`arima_nowcast_batch` computed: ``frame`` (the ``nowcasts`` rows), per target ``targets``
-    (``(partition_key, PreparedTarget or the invalid ArimaNowcast)``) and ``grids`` (its :class:`GridFit`, None
-    where nothing was fitted; ``reused`` grids came from ``known`` or an earlier identical history)."""
+    (``(partition_key, PreparedTarget or the invalid ArimaNowcast)``) and ``grids`` (its :class:`GridFit`,
+    None where nothing was fitted; ``reused`` grids came from ``known`` or an earlier identical history)."""
 
     frame: pl.DataFrame
     targets: list[tuple[str, PreparedTarget | ArimaNowcast]]
@@ -329,53 +391,71 @@ def arima_nowcast_batch(
     known: Mapping[str, Mapping[str, GridFit]] | None = None,
     progress: Mapping[str, Task] | None = None,
 ) -> NowcastBatch:
-    """Auto-ARIMA nowcasts (LiveMacroEval App. I) for ``targets`` = ``[(indicator_id, reference_period), ...]``.
+    """Auto-ARIMA nowcasts (LiveMacroEval App. I) for ``targets`` = ``[(indicator_id, reference_period),
+    ...]``.
 
     For each target: ``issued_at`` = the window open (``window_opens_at[(id, period)]``, tz-aware; default
     :func:`leaf_live.macro.windows.window_open`, the 25th 00:00 New York of the target month); the
     information month is the target month (the quarter's last month for GDP), or the month of ``issued_at`` if
     that is earlier; the model is fitted on the vintage immediately preceding it among the stored vintages
-    ``vintages`` (:class:`~leaf_live.macro.series_vintages.VintageStore` of the ``series_vintages`` table: FRED-MD,
-    FRED-QD, real-time GDP), published by ``issued_at``; without it, the nearest earlier one, gap stated in
-    ``rationale``.
+    ``vintages`` (:class:`~leaf_live.macro.series_vintages.VintageStore` of the ``series_vintages`` table:
+    FRED-MD, FRED-QD, real-time GDP), published by ``issued_at``; without it, the nearest earlier one, gap
+    stated in ``rationale``.
     Indicators not in FRED-MD (ISM PMIs, existing and new home sales) use their first-release history
-    (:func:`release_history`) from ``releases`` (the ``releases`` table) up to the same last month, released by
-    ``issued_at``; without ``releases`` those targets get an invalid row saying so. The forecast reaches the
-    target period ``h`` steps past the last observation and is converted to the reporting transformation.
+    (:func:`release_history`) from ``releases`` (the ``releases`` table) up to the same last month, released
+    by ``issued_at``; without ``releases`` those targets get an invalid row saying so. The forecast reaches
+    the target period ``h`` steps past the last observation and is converted to the reporting transformation.
 
-    Returns a :class:`NowcastBatch` whose ``frame`` is a ``nowcasts`` frame (``schemas.NOWCASTS``), one row per
-    target: ``model_id='baseline/auto-arima'``,
+    Returns a :class:`NowcastBatch` whose ``frame`` is a ``nowcasts`` frame (``schemas.NOWCASTS``), one row
+    per target: ``model_id='baseline/auto-arima'``,
     ``value`` in the reporting unit, ``valid``; targets that get no forecast (fewer than ``min_obs``
     observations, no vintage, failed fit, guardrail) are rows with ``valid=False``, ``value`` NULL and
     ``invalid_reason``; ``source_variable`` = the FRED-MD/QD column (``CPIAUCSL``; ``PPIFGS`` in pre-2016
     vintages) or, for first-release histories, the indicator id; ``rationale`` = order, AIC, vintage, sample,
-    horizon; ``available_at = issued_at``; ``partition_key`` = ``partition_key`` (one string, or per target) or
-    the New York month of ``issued_at``. ``after_release`` is False (mark it with
+    horizon; ``available_at = issued_at``; ``partition_key`` = ``partition_key`` (one string, or per target)
+    or the New York month of ``issued_at``. ``after_release`` is False (mark it with
     :func:`leaf_live.macro.windows.mark_after_release`).
 
     Fitting (:mod:`.engine`): the targets' histories are grouped into one chain per series in vintage
     order and fitted together, ``workers`` processes (one pool for the whole batch; 1 = in this process);
     ``known`` = ``{series_id: {content_hash: GridFit}}`` grids already fitted (a fit cache,
     :func:`.fit_cache.grids_from_frame`), reused. ``progress``: ``{'histories': task, 'fits': task}``
-    (:class:`~leaf_live.core.progress.Task`), advanced per target prepared (closed when all are) and per history
-    fitted (the fits task's total is set to the number of valid histories).
+    (:class:`~leaf_live.core.progress.Task`), advanced per target prepared (closed when all are) and per
+    history fitted (the fits task's total is set to the number of valid histories).
 
     Raises :class:`ValueError` (unknown indicator, bad period, naive timestamp); data problems never raise,
     they become invalid rows.
     """
     progress = progress or {}
     histories, fits = progress.get("histories"), progress.get("fits")
-    prepared = prepare_targets(targets, vintages=vintages, releases=releases, window_opens_at=window_opens_at,
-                               partition_key=partition_key, min_obs=min_obs,
-                               progress=histories.advance if histories is not None else None)
+    prepared = prepare_targets(
+        targets,
+        vintages=vintages,
+        releases=releases,
+        window_opens_at=window_opens_at,
+        partition_key=partition_key,
+        min_obs=min_obs,
+        progress=histories.advance if histories is not None else None,
+    )
     results = [r for _, r in prepared]
     todo = [r for r in results if isinstance(r, PreparedTarget)]
     if histories is not None:
         histories.close()
     if fits is not None:
         fits.set_total(len(todo))
-    fitted = dict(zip(map(id, todo), fit_prepared(todo, p_max=p_max, q_max=q_max, workers=workers, known=known,
-                                                  progress=fits.advance if fits is not None else None)))
+    fitted = dict(
+        zip(
+            map(id, todo),
+            fit_prepared(
+                todo,
+                p_max=p_max,
+                q_max=q_max,
+                workers=workers,
+                known=known,
+                progress=fits.advance if fits is not None else None,
+            ),
+        )
+    )
     grids = [fitted.get(id(r)) for r in results]
     rows = []
     for (pk, r), grid in zip(prepared, grids):
@@ -407,7 +487,8 @@ def arima_nowcast_batch(
 def window_targets(windows: pl.DataFrame) -> dict:
     """``targets``, ``window_opens_at`` and ``partition_key`` arguments of :func:`arima_nowcast_batch` for a
     ``nowcast_windows`` frame (``indicator_id, reference_period, opens_at, partition_key``): one nowcast per
-    window, issued at ``opens_at``, in the window's partition. Raises :class:`ValueError` for missing columns."""
+    window, issued at ``opens_at``, in the window's partition. Raises :class:`ValueError` for missing columns.
+    """
     need = ("indicator_id", "reference_period", "opens_at", "partition_key")
     require_columns(windows, need, "windows")
     targets, opens, pks = [], {}, {}
@@ -427,17 +508,25 @@ def arima_nowcasts_for_windows(windows: pl.DataFrame, **kwargs) -> pl.DataFrame:
 class AutoArima:
     """The App. I auto-ARIMA baseline under the forecaster contract (:mod:`leaf_live.core.forecaster`):
     ``forecast(windows)`` = :func:`arima_nowcasts_for_windows` on the stored vintages (``vintages``, a
-    :class:`~leaf_live.macro.series_vintages.VintageStore` of the ``series_vintages`` table) and the ``releases``
-    table, all windows as one batch: each series fitted as one chain over its vintages, the chains spread over one
-    pool of ``workers`` processes (:func:`.engine.fit_chains`; 1 = in this process); ``known`` is a fit cache
-    (:mod:`.fit_cache`); ``progress`` maps ``'histories'`` / ``'fits'`` to progress tasks
-    (:class:`~leaf_live.core.progress.Task`). Rows come back in partition order; ``last_batch`` keeps the batch's grids for writing the cache."""
+    :class:`~leaf_live.macro.series_vintages.VintageStore` of the ``series_vintages`` table) and the
+    ``releases`` table, all windows as one batch: each series fitted as one chain over its vintages, the
+    chains spread over one pool of ``workers`` processes (:func:`.engine.fit_chains`; 1 = in this process);
+    ``known`` is a fit cache (:mod:`.fit_cache`); ``progress`` maps ``'histories'`` / ``'fits'`` to progress
+    tasks (:class:`~leaf_live.core.progress.Task`). Rows come back in partition order; ``last_batch`` keeps
+    the batch's grids for writing the cache.
+    """
 
     model_id = MODEL_ID
 
-    def __init__(self, vintages: VintageStore, releases: pl.DataFrame | None, *, workers: int = 1,
-                 known: Mapping[str, Mapping[str, GridFit]] | None = None,
-                 progress: Mapping[str, Task] | None = None) -> None:
+    def __init__(
+        self,
+        vintages: VintageStore,
+        releases: pl.DataFrame | None,
+        *,
+        workers: int = 1,
+        known: Mapping[str, Mapping[str, GridFit]] | None = None,
+        progress: Mapping[str, Task] | None = None,
+    ) -> None:
         self.vintages = vintages
         self.releases = releases
         self.workers = max(1, workers)
@@ -449,8 +538,13 @@ class AutoArima:
         if tasks.height == 0:
             return empty_frame("nowcasts")
         require_columns(tasks, ("partition_key",), "windows")
-        batch = arima_nowcast_batch(**window_targets(tasks.sort("partition_key")), vintages=self.vintages,
-                                    releases=self.releases, workers=self.workers, known=self.known,
-                                    progress=self.progress)
+        batch = arima_nowcast_batch(
+            **window_targets(tasks.sort("partition_key")),
+            vintages=self.vintages,
+            releases=self.releases,
+            workers=self.workers,
+            known=self.known,
+            progress=self.progress,
+        )
         self.last_batch = batch
         return batch.frame
