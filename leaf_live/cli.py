@@ -721,9 +721,21 @@ def summary(db: str | Path) -> str:
         con.close()
 
 
+TABLES_DOC = "docs/tables.md"
+
+
 def tables_markdown() -> str:
-    """Markdown documentation of every registered table (name, grain, columns, units)."""
-    out = []
+    """Markdown documentation of every registered table (name, grain, columns, units): the whole of
+    ``docs/tables.md``, which ``leaf-live tables > docs/tables.md`` regenerates (``tests/test_readme.py``
+    fails when it is stale)."""
+    out = [
+        "# Tables",
+        "",
+        "Generated from the schema registry (`leaf_live/core/storage.py` and each track's `schemas.py`) by "
+        "`leaf-live tables > docs/tables.md`; a test fails when this file is out of date. How to open the "
+        "store and query it: [operations.md](operations.md#querying-the-tables).",
+        "",
+    ]
     for t in storage.TABLES.values():
         part = f" Partitioned by `{', '.join(t.partition_by)}`." if t.partition_by else ""
         out.append(f"### `{t.name}`\n{t.doc}\n\nGrain: {t.grain}.{part}\n")
