@@ -9,11 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 from dagster import DagsterInstance, materialize
-from llm_wire_server import (
-    WireReply,
-    WireRequest,
-    reply_ok,
-)  # noqa: F401 (fixtures)
+from llm_wire_server import WireReply, WireRequest, provider_env, reply_ok, wire_server  # noqa: F401
 
 from assets.macro_nowcasts import llm_nowcasts
 from leaf_live.core import storage
