@@ -20,6 +20,7 @@ from dagster import (
     asset,
     define_asset_job,
 )
+from dagster_shared.check import CheckError
 
 from resources.event_log import PooledSqliteEventLogStorage, pooled_instance
 
@@ -122,7 +123,7 @@ def test_a_failing_batch_stores_nothing(instance):
             error_info=None, level=20, user_message="", run_id="r1", timestamp=1.0e9, dagster_event=ev
         )
 
-    with pytest.raises(AttributeError):
+    with pytest.raises(CheckError):
         storage.store_event_batch([entry("a"), entry("b"), "not an event"])
     assert storage.get_logs_for_run("r1") == []
     assert instance.get_materialized_partitions(AssetKey("x")) == set()
