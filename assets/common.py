@@ -22,11 +22,9 @@ from dagster import (
     AssetsDefinition,
     BackfillPolicy,
     DagsterInvariantViolationError,
-    In,
     MetadataValue,
     MonthlyPartitionsDefinition,
     OpDefinition,
-    Out,
     TableColumn,
     TableColumnConstraints,
     TableConstraints,
@@ -58,54 +56,46 @@ DUCKDB_POOL = "duckdb"
 DUCKDB_RESOURCE_KEYS = frozenset({"db", "dbt"})
 
 
-def _op_in_pool(op: OpDefinition, pool: str) -> OpDefinition:
-    # OpDefinition.with_replaced_properties keeps the pool but cannot set it; same copy, pool replaced.
-    return OpDefinition.dagster_internal_init(
-        name=op.name,
-        ins={d.name: In.from_definition(d) for d in op.input_defs},
-        outs={d.name: Out.from_definition(d) for d in op.output_defs},
-        compute_fn=op.compute_fn,
-        config_schema=op.config_schema,
-        description=op.description,
-        tags=op.tags,
-        required_resource_keys=op.required_resource_keys,
-        code_version=op._version,  # what with_replaced_properties passes (the public `version` is deprecated)
-        retry_policy=op.retry_policy,
-        version=None,
-        pool=pool,
-    )
-
-
 def in_duckdb_pool(defs: Sequence[AssetsDefinition], pool: str = DUCKDB_POOL) -> list[AssetsDefinition]:
-    """``defs`` with every asset / asset-check op that requires a DuckDB resource
-    (:data:`DUCKDB_RESOURCE_KEYS`) assigned to the concurrency ``pool``; the others unchanged. Applied once,
-    where Definitions are assembled (``leaf_live/definitions.py``), so an asset module never has to remember
-    it.
+    """``defs`` unchanged, once checked: every asset / asset-check op that requires a DuckDB resource
+    (:data:`DUCKDB_RESOURCE_KEYS`) declares the concurrency ``pool`` (Dagster's public ``pool=`` argument on
+    ``@asset`` / ``@multi_asset`` / ``@asset_check`` / ``@dbt_assets``), and no other op claims it. Applied
+    once, where Definitions are assembled (``leaf_live/definitions.py``), so a new DuckDB asset that forgets
+    ``pool=`` fails at load instead of opening the file beside another writer.
 
-    Raises ``ValueError`` for a DuckDB op already in another pool, or one backed by a graph (a graph's ops
-    would each need the pool; none exists today).
+    Raises ``ValueError`` naming the op and its pool for a DuckDB op outside ``pool``, an op in ``pool`` that
+    opens no DuckDB resource, or a DuckDB step backed by a graph (a graph's ops would each need the pool;
+    none exists today).
     """
-    out = []
     for ad in defs:
-        if not (set(ad.required_resource_keys) & DUCKDB_RESOURCE_KEYS):
-            out.append(ad)
-            continue
         op = ad.node_def
-        if not isinstance(op, OpDefinition):
-            raise ValueError(f"{ad.node_def.name}: graph-backed DuckDB steps need the pool on each op")
-        if op.pool not in (None, pool):
-            raise ValueError(f"{op.name}: already in pool {op.pool!r}, but it opens DuckDB (pool {pool!r})")
-        out.append(
-            ad
-            if op.pool == pool
-            else ad.__class__(**{**ad.get_attributes_dict(), "node_def": _op_in_pool(op, pool)})
-        )
-    return out
+        opens_db = bool(set(ad.required_resource_keys) & DUCKDB_RESOURCE_KEYS)
+        if opens_db and not isinstance(op, OpDefinition):
+            raise ValueError(f"{op.name}: graph-backed DuckDB steps need the pool on each op")
+        op_pool = getattr(op, "pool", None)
+        if opens_db and op_pool != pool:
+            raise ValueError(f"{op.name}: pool {op_pool!r}, but it opens DuckDB (needs pool={pool!r})")
+        if not opens_db and op_pool == pool:
+            raise ValueError(f"{op.name}: in pool {pool!r} but opens no DuckDB resource")
+    return list(defs)
 
 
 # Metadata key listing the registered tables an asset writes (comma-separated): the dbt translator maps a
 # dbt source to the assets that write its table (assets/dbt_marts.py).
 TABLES_KEY = "leaf_live/tables"
+
+
+def process_workers(requested: int) -> int:
+    """Worker processes a step may start for its own pool (ARIMA chains, statsforecast ``n_jobs``, where -1
+    means every core): the ``requested`` count, or 1 inside a daemonic process. A Celery prefork child (the
+    production profile's executor worker) is daemonic and may not have children (``AssertionError:
+    daemonic processes are not allowed to have children``): there the step fits in its own process and the
+    parallelism comes from the executor fanning out steps and partitions (issue 20 item 1)."""
+    import multiprocessing
+
+    if requested != 1 and multiprocessing.current_process().daemon:  # statsforecast: -1 = every core
+        return 1
+    return requested
 
 
 def table_schema(name: str) -> TableSchema:
@@ -171,6 +161,8 @@ def write_partitions(
     frame: pl.DataFrame,
     keys: Sequence[str],
     extra_where: Mapping[str, Any] | None = None,
+    *,
+    keep_unanswered: bool = False,
 ) -> dict[str, int]:
     """Replace the partitions in ``keys`` with their rows of ``frame`` (empty slices delete stale rows), all
     in one transaction (``storage.replace_partition`` with the list of keys): a run's range is written whole
@@ -179,21 +171,84 @@ def write_partitions(
     Rows of ``frame`` outside ``keys`` raise :class:`leaf_live.core.storage.StorageError` before any write.
     Returns rows written per key. Inside a partitioned asset's run, each key's count is recorded on that
     partition's materialization (``dagster/row_count`` and ``rows``), so a single-run backfill shows every
-    month's own count, not the run's total.
+    month's own count, not the run's total. Several tables of one step: :func:`write_tables`.
+    ``keep_unanswered`` (source tables): a key the frame has no row for keeps its stored rows.
     """
+    return write_tables(con, {table: frame}, keys, extra_where, keep_unanswered=keep_unanswered)[table]
+
+
+def write_tables(
+    con: duckdb.DuckDBPyConnection,
+    frames: Mapping[str, pl.DataFrame],
+    keys: Sequence[str],
+    extra_where: Mapping[str, Any] | None = None,
+    *,
+    then: Sequence[str] = (),
+    keep_unanswered: bool = False,
+    refuse_removal: Sequence[str] = (),
+    also: Sequence[storage.Slice] = (),
+) -> dict[str, dict[str, int]]:
+    """Replace the partitions ``keys`` of every table in ``frames`` (table -> its rows) in ONE transaction
+    (``storage.replace_partitions``), so a step writing several tables that must agree (tasks and their
+    outcomes, questions and their price paths) leaves the store either as before or as after, never half
+    (also when the process is killed mid-write). ``then``: SQL run in the same transaction after the inserts.
+    ``refuse_removal``: tables whose replace fails (:class:`leaf_live.core.storage.WiderReplaceError`, nothing
+    written) rather than remove stored rows the new frame does not hold (span-exact reruns). ``also``: slices
+    of other tables keyed otherwise (a fit cache by series) written in the same transaction.
+
+    Rows outside ``keys`` raise :class:`leaf_live.core.storage.StorageError` naming the table before any
+    write. Returns table -> rows written per key; the first table's counts are recorded on the partitions'
+    materializations (as :func:`write_partitions`)."""
     keys = list(dict.fromkeys(keys))
     keyset = set(keys)
-    stray = frame.filter(~pl.col("partition_key").is_in(keys)) if frame.height else frame
-    if stray.height:
-        raise storage.StorageError(
-            f"table {table}: row with partition_key={stray.get_column('partition_key')[0]!r} outside this"
-            f" run's partitions {min(keyset)}..{max(keyset)}"
+    slices, counts = [], {}
+    for table, frame in frames.items():
+        stray = frame.filter(~pl.col("partition_key").is_in(keys)) if frame.height else frame
+        if stray.height:
+            raise storage.StorageError(
+                f"table {table}: row with partition_key={stray.get_column('partition_key')[0]!r} outside"
+                f" this run's partitions {min(keyset)}..{max(keyset)}"
+            )
+        got = dict(frame.group_by("partition_key").len().iter_rows()) if frame.height else {}
+        counts[table] = {k: got.get(k, 0) for k in keys}
+        slices.append(
+            storage.Slice(
+                table,
+                frame,
+                {"partition_key": keys, **(extra_where or {})},
+                keep_unanswered=keep_unanswered,
+                refuse_removal=table in refuse_removal,
+            )
         )
-    counts = dict(frame.group_by("partition_key").len().iter_rows()) if frame.height else {}
-    storage.replace_partition(con, table, frame, {"partition_key": keys, **(extra_where or {})})
-    written = {k: counts.get(k, 0) for k in keys}
-    record_partition_rows(written)
-    return written
+    refuse_if_run_finished()  # last check before the one transaction: a redelivered step of a dead run
+    storage.replace_partitions(con, [*slices, *also], then=then)
+    if counts:
+        record_partition_rows(next(iter(counts.values())))
+    return counts
+
+
+class RunFinishedError(storage.StorageError):
+    """A step of a run the instance already records as finished (failed, succeeded, canceled or canceling)
+    tried to write: nothing written."""
+
+
+FINISHED_RUN_STATUSES = ("SUCCESS", "FAILURE", "CANCELING", "CANCELED")
+
+
+def refuse_if_run_finished() -> None:
+    """Inside a Dagster step, read this run's status from the instance and raise :class:`RunFinishedError`
+    (one line: run id, status) when it is finished or being canceled: a Celery step redelivered after its run
+    already failed (``task_acks_late``, the broker's visibility timeout, deploy/production/celery.yaml) must
+    not rewrite DuckDB and record success inside a FAILED run (issue 20 item 2). Outside a run: no check."""
+    context = _current_context()
+    if context is None:
+        return
+    run = context.instance.get_run_by_id(context.run_id)
+    if run is not None and run.status.value in FINISHED_RUN_STATUSES:
+        raise RunFinishedError(
+            f"run {context.run_id}: already {run.status.value}; step {context.op_handle} refuses to write "
+            "(a redelivered step of a finished run)"
+        )
 
 
 def _current_context() -> AssetExecutionContext | None:
@@ -285,7 +340,7 @@ def sql_check(
     key columns first; ``params`` bound to its ``?``) returns no row. Metadata: the violation count, the first
     offending rows and ``extra``."""
 
-    @asset_check(asset=asset, name=name, blocking=True, description=description)
+    @asset_check(pool=DUCKDB_POOL, asset=asset, name=name, blocking=True, description=description)
     def _check(db: LeafLiveDB) -> AssetCheckResult:
         with db.get_connection() as con:
             rows = con.execute(violations_sql, list(params)).fetchall()

@@ -1,5 +1,11 @@
-"""dbt marts: the dbt project (``dbt_project/``: staging views and the leaderboard mart over the DuckDB file)
+"""dbt marts: the dbt project (``dbt_project/``: staging views and the leaderboard marts over the DuckDB file)
 as Dagster assets through dagster-dbt, downstream of the assets that write the tables its sources name.
+
+Two assets on the one project and manifest, split by the dbt tag ``event`` (:data:`EVENT_TAG`):
+``dbt_marts`` (every model but the event track's: the macro staging views, ``leaderboard``, ``macro_board``)
+runs in the macro main job; ``dbt_event_marts`` (the models tagged ``event``: ``event_board``, built from
+``event_rankings`` and ``leaf_scores``) runs in the event jobs right after ``event_rankings``. One asset would
+put the event assets upstream of the macro marts, and the main job runs before no event job.
 
 A dbt source ``leaf_live.<table>`` maps to every asset whose metadata says it writes ``<table>``
 (:func:`assets.common.table_metadata`): ``releases`` -> the ``releases`` asset, ``nowcasts`` -> each of its
@@ -17,7 +23,8 @@ from typing import Any
 from dagster import AssetDep, AssetExecutionContext, AssetKey, AssetSpec
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, dbt_assets
 
-from assets.common import table_writers
+from assets.common import DUCKDB_POOL, table_writers
+from assets.event_scoring import EVENT_SCORING_ASSETS
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
 from assets.macro_releases import MACRO_RELEASE_ASSETS
 from assets.macro_scoring import MACRO_SCORING_ASSETS
@@ -25,6 +32,7 @@ from resources import LeafLiveDB
 from resources.dbt import DBT_PROJECT, LeafLiveDbt, prepare_dbt_project
 
 GROUP = "dbt_marts"
+EVENT_TAG = "event"  # dbt tag of the event track's models and tests (dbt_project.yml)
 
 
 class LeafLiveDbtTranslator(DagsterDbtTranslator):
@@ -66,7 +74,9 @@ class LeafLiveDbtTranslator(DagsterDbtTranslator):
 
 
 TRANSLATOR = LeafLiveDbtTranslator(
-    table_writers([*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS])
+    table_writers(
+        [*MACRO_RELEASE_ASSETS, *MACRO_NOWCAST_ASSETS, *MACRO_SCORING_ASSETS, *EVENT_SCORING_ASSETS]
+    )
 )
 
 
@@ -76,11 +86,9 @@ def _db_file(db: LeafLiveDB) -> str:
     return str(Path(db.database).resolve())
 
 
-@dbt_assets(
-    manifest=prepare_dbt_project(), project=DBT_PROJECT, dagster_dbt_translator=TRANSLATOR, name="dbt_marts"
-)
-def dbt_marts(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) -> Iterator:
-    """``dbt build`` of the selected models (views) and their tests on the ``db`` resource's file."""
+def _build(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) -> Iterator:
+    """``dbt build`` of the asset's selected models and their tests on the ``db`` resource's file
+    (dagster-dbt adds the asset's ``--select`` / ``--exclude``)."""
     # DuckDB has one writer: the in-process executor runs this step alone, after the writing steps closed
     # their connections, and dbt's own process writes the views.
     with tempfile.TemporaryDirectory(prefix="leaf_live_dbt_") as target:
@@ -88,4 +96,33 @@ def dbt_marts(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) 
         yield from dbt.cli(args, context=context, target_path=Path(target)).stream()
 
 
-DBT_ASSETS = [dbt_marts]
+@dbt_assets(
+    pool=DUCKDB_POOL,
+    manifest=prepare_dbt_project(),
+    project=DBT_PROJECT,
+    dagster_dbt_translator=TRANSLATOR,
+    name="dbt_marts",
+    exclude=f"tag:{EVENT_TAG}",
+)
+def dbt_marts(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) -> Iterator:
+    """``dbt build`` of the macro track's models (views, marts) and their tests: every model not tagged
+    ``event``."""
+    yield from _build(context, dbt, db)
+
+
+@dbt_assets(
+    pool=DUCKDB_POOL,
+    manifest=prepare_dbt_project(),
+    project=DBT_PROJECT,
+    dagster_dbt_translator=TRANSLATOR,
+    name="dbt_event_marts",
+    select=f"tag:{EVENT_TAG}",
+)
+def dbt_event_marts(context: AssetExecutionContext, dbt: LeafLiveDbt, db: LeafLiveDB) -> Iterator:
+    """``dbt build`` of the event track's board (``event_board``, tag ``event``) and its tests, after
+    ``event_rankings``."""
+    yield from _build(context, dbt, db)
+
+
+DBT_ASSETS = [dbt_marts]  # the macro main job's
+DBT_EVENT_ASSETS = [dbt_event_marts]  # the event jobs' (sensors/event.py, sensors/scores.py)

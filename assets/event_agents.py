@@ -49,19 +49,21 @@ from dagster import (
 from pydantic import Field
 
 from assets.common import (
+    DUCKDB_POOL,
     SAMPLE,
     SINGLE_RUN,
     record_partition_rows,
     run_partition_keys,
+    sql_check,
     table_metadata,
     unique_key_check,
     write_partitions,
 )
-from assets.event_data import EVENT_DAYS, leaf_targets, market_prices
+from assets.event_data import EVENT_DAYS, EVENT_QUESTIONS, leaf_targets, market_prices, prediction_markets
 from assets.event_tasks import event_tasks, forecast_tasks
 from leaf_live.core import storage
 from leaf_live.core.llm import LLMClient, ModelSpec, llm_calls_frame, no_models_message
-from leaf_live.event import analyses, catalog
+from leaf_live.event import analyses, bundles, catalog
 from leaf_live.event.agents.factcheck import fact_check_events
 from leaf_live.event.agents.forecasters import (
     TRIALS,
@@ -69,7 +71,13 @@ from leaf_live.event.agents.forecasters import (
     context_leaks,
     rate_predictability,
 )
-from leaf_live.event.agents.retrieval import DEFAULT_ROUNDS, RetrievalTarget, retrieve_events
+from leaf_live.event.agents.retrieval import (
+    DEFAULT_ROUNDS,
+    RetrievalTarget,
+    question_target,
+    question_weeks,
+    retrieve_events,
+)
 from leaf_live.event.dedup import find_merges
 from leaf_live.event.sources import recorded_events as seer
 from resources import EventSearchResource, LeafLiveDB, LLMResource, RecordedEventsResource
@@ -101,10 +109,44 @@ RETRIEVAL_PARTITIONS = MultiPartitionsDefinition(
 )
 
 
-def _week_target(key: str) -> tuple[date, date, RetrievalTarget]:
+# Prediction-market questions are retrieval targets too (weekly, per question; LEAF C.2.5): week x question,
+# the question dimension being the questions' own dynamic partitions, so a key reads "<Monday>|<question_id>".
+QUESTION_RETRIEVAL_PARTITIONS = MultiPartitionsDefinition(
+    {"date": RETRIEVAL_WEEKS, "question": EVENT_QUESTIONS}
+)
+
+
+def _week_target(key: str, con=None) -> tuple[date, date, RetrievalTarget]:
     day, target = key.split("|", 1)
     start = date.fromisoformat(day)
     return start, start + timedelta(days=6), RETRIEVAL_TARGETS[target]
+
+
+def _week_question(key: str, con) -> tuple[date, date, RetrievalTarget] | str:
+    """A question week's interval and target from the stored ``prediction_markets`` row, or the one-line
+    reason there is nothing to search (question not stored, not open that week, week not over)."""
+    day, qid = key.split("|", 1)
+    start = date.fromisoformat(day)
+    q = storage.read_table(con, "prediction_markets", "question_id = ?", [qid])
+    if q.height == 0:
+        return f"question {qid}: not in prediction_markets (materialize its prediction_markets partition)"
+    r = q.row(0, named=True)
+    if not question_weeks(r["open_at"], r["resolve_at"], [start], now=datetime.now(UTC)):
+        return (
+            f"question {qid} is not open in the week of {day} (opened {r['open_at']}, resolves"
+            f" {r['resolve_at']}) or the week has not ended"
+        )
+    return start, start + timedelta(days=6), question_target(qid, r["question"], r["category"])
+
+
+def _question_names(con, ids: list[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    q = storage.read_table(con, "prediction_markets", f"question_id IN ({', '.join('?' for _ in ids)})", ids)
+    return {
+        r["question_id"]: question_target(r["question_id"], r["question"], r["category"]).name
+        for r in q.iter_rows(named=True)
+    }
 
 
 def _configured(llm: LLMResource, context: AssetExecutionContext):
@@ -136,6 +178,11 @@ def _write_calls(con, client: LLMClient, start: int, key: str) -> int:
     return calls.height
 
 
+def _every_partition_of(*assets) -> list[AssetDep]:
+    """Deps on every partition of ``assets`` (other partitionings than the day's)."""
+    return [AssetDep(a, partition_mapping=AllPartitionMapping()) for a in assets]
+
+
 # ---------------------------------------------------------------------------------------------
 # retrieval and fact-check (week x target)
 # ---------------------------------------------------------------------------------------------
@@ -154,6 +201,7 @@ class RetrievalConfig(Config):
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=RETRIEVAL_PARTITIONS,
     deps=[leaf_targets],
@@ -174,6 +222,12 @@ def retrieved_events(
     llm: LLMResource,
     event_search: EventSearchResource,
 ) -> MaterializeResult:
+    return _retrieve(context, config, db, llm, event_search, _week_target)
+
+
+def _retrieve(context, config: RetrievalConfig, db: LeafLiveDB, llm: LLMResource, event_search, target_of):
+    """The retrieval of every partition key of the run (``target_of(key, con)``: interval and target, or the
+    reason there is nothing to search, which empties the key's slice and is logged)."""
     got = _configured(llm, context)
     if got is None:
         return MaterializeResult(metadata={"status": "no model configured"})
@@ -181,8 +235,17 @@ def retrieved_events(
     spec = _pick(cfg, [config.retriever] if config.retriever else [], "retriever")[0]
     store = event_search.client()
     rows = merged = calls = 0
+    skipped: list[str] = []
     for key in run_partition_keys(context):
-        start, end, target = _week_target(key)
+        with db.get_connection() as con:
+            got_target = target_of(key, con)
+        if isinstance(got_target, str):
+            context.log.info(got_target)
+            skipped.append(got_target)
+            with db.get_connection() as con:
+                write_partitions(con, "retrieved_events", storage.empty_frame("retrieved_events"), [key])
+            continue
+        start, end, target = got_target
         n0 = len(client.records)
         ev = asyncio.run(
             retrieve_events(
@@ -195,15 +258,16 @@ def retrieved_events(
             written = write_partitions(con, "retrieved_events", ev, [key])
             storage.replace_partition(con, "event_merges", merges, {"partition_key": key})
         rows, merged = rows + written[key], merged + merges.height
-    return MaterializeResult(
-        metadata={
-            "rows": rows,
-            "merged": merged,
-            "calls": calls,
-            "retriever": spec.model_id,
-            "backend": "offline_store" if store is not None else "web_search",
-        }
-    )
+    meta = {
+        "rows": rows,
+        "merged": merged,
+        "calls": calls,
+        "retriever": spec.model_id,
+        "backend": "offline_store" if store is not None else "web_search",
+    }
+    if skipped:
+        meta["skipped"] = MetadataValue.json(skipped[:SAMPLE])
+    return MaterializeResult(metadata=meta)
 
 
 class FactCheckConfig(Config):
@@ -233,6 +297,7 @@ def _checkers(cfg, config: FactCheckConfig) -> tuple[ModelSpec, ModelSpec] | str
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=RETRIEVAL_PARTITIONS,
     deps=[retrieved_events],
@@ -249,6 +314,15 @@ def _checkers(cfg, config: FactCheckConfig) -> tuple[ModelSpec, ModelSpec] | str
 def fact_checked_events(
     context: AssetExecutionContext, config: FactCheckConfig, db: LeafLiveDB, llm: LLMResource
 ) -> MaterializeResult:
+    def names(con, ids: list[str]) -> dict[str, str]:
+        return {t: RETRIEVAL_TARGETS[t].name for t in ids if t in RETRIEVAL_TARGETS}
+
+    return _fact_check(context, config, db, llm, names)
+
+
+def _fact_check(context, config: FactCheckConfig, db: LeafLiveDB, llm: LLMResource, names_of):
+    """The dual fact-check of every partition key of the run (``names_of(con, target_ids)``: the names the
+    checkers are told)."""
     got = _configured(llm, context)
     if got is None:
         return MaterializeResult(metadata={"status": "no model configured"})
@@ -263,9 +337,7 @@ def fact_checked_events(
         with db.get_connection() as con:
             ev = storage.read_table(con, "retrieved_events", "partition_key = ?", [key])
             merges = storage.read_table(con, "event_merges", "partition_key = ?", [key])
-        names = {
-            t: RETRIEVAL_TARGETS[t].name for t in ev["target_id"].unique().to_list() if t in RETRIEVAL_TARGETS
-        }
+            names = names_of(con, ev["target_id"].unique().to_list())
         n0 = len(client.records)
         checks, decided = asyncio.run(fact_check_events(client, a, b, ev, merges=merges, target_names=names))
         with db.get_connection() as con:
@@ -279,21 +351,67 @@ def fact_checked_events(
     )
 
 
+@asset(
+    pool=DUCKDB_POOL,
+    group_name=GROUP,
+    partitions_def=QUESTION_RETRIEVAL_PARTITIONS,
+    deps=[prediction_markets],
+    metadata=table_metadata("retrieved_events", "event_merges", "llm_calls"),
+    description=(
+        "Retrieval agent for one week (Monday..Sunday) and prediction-market question (LEAF C.2.5: events per"
+        " question, weekly): the question text is the search target, domain event, target_id = the question"
+        " id (the event tasks' target, so kept events reach its bundles). A week the question is not open"
+        " (or that has not ended) empties its slice and says so. Same backends, rows and calls as"
+        " retrieved_events (slice retrieval:<Monday>|<question_id>)."
+    ),
+)
+def question_retrieved_events(
+    context: AssetExecutionContext,
+    config: RetrievalConfig,
+    db: LeafLiveDB,
+    llm: LLMResource,
+    event_search: EventSearchResource,
+) -> MaterializeResult:
+    return _retrieve(context, config, db, llm, event_search, _week_question)
+
+
+@asset(
+    pool=DUCKDB_POOL,
+    group_name=GROUP,
+    partitions_def=QUESTION_RETRIEVAL_PARTITIONS,
+    deps=[question_retrieved_events],
+    metadata=table_metadata("fact_checked_events", "fact_checks", "llm_calls"),
+    description=(
+        "Dual fact-check of a question week's valid retrieved events (the rules of fact_checked_events), the"
+        " checkers told the question text."
+    ),
+)
+def question_fact_checked_events(
+    context: AssetExecutionContext, config: FactCheckConfig, db: LeafLiveDB, llm: LLMResource
+) -> MaterializeResult:
+    return _fact_check(context, config, db, llm, _question_names)
+
+
 # ---------------------------------------------------------------------------------------------
 # the recorded SEER case
 # ---------------------------------------------------------------------------------------------
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
-    deps=[market_prices],
-    metadata=table_metadata("recorded_case_checks", "retrieved_events", "fact_checked_events"),
+    deps=[market_prices, forecast_tasks],
+    metadata=table_metadata(
+        "recorded_case_checks", "retrieved_events", "fact_checked_events", "selective_predictions"
+    ),
     description=(
         "The recorded SEER case Stock-Basket50 (cutoff 2026-03-25; 3,871 distinct fact-checked events of 50 "
         "large caps) as retriever recorded/seer rows of retrieved_events and fact_checked_events (check_mode "
-        "'recorded', available at the cutoff close), one slice per stock (<window start>|<ticker>), and "
-        "recorded_case_checks: its closes against market_prices and its realised next-day labels against the "
-        "App. C.1 labels our trend tasks compute (needs market_prices for 2026-02-20 .. 2026-04-10)."
+        "'recorded': the source fact-checked them with LEAF's dual check; never counted in a filter rate), "
+        "available at the cutoff close, one slice per stock (<window start>|<ticker>); recorded_case_checks: "
+        "its closes against market_prices and its realised next-day labels against the App. C.1 labels our "
+        "trend tasks compute; and SEER's recorded answer (its selective picks with reasons) as model "
+        "recorded/seer in selective_predictions, scored against our labels. Part of leaf-live run."
     ),
 )
 def recorded_events(
@@ -315,24 +433,99 @@ def recorded_events(
                 "SELECT DISTINCT partition_key FROM retrieved_events WHERE retriever = ?", [seer.RETRIEVER]
             ).fetchall()
         }
-        prices = storage.read_table(con, "market_prices")
-        checks = seer.case_checks(case, prices.filter(pl.col("symbol").is_in(case.tickers)))
+        prices = storage.read_table(
+            con, "market_prices", "symbol IN (SELECT unnest(?::VARCHAR[]))", [list(case.tickers)]
+        )
+        checks = seer.case_checks(case, prices)
+        lo = datetime.combine(case.cutoff, datetime.min.time(), tzinfo=UTC)
+        tasks = storage.read_table(
+            con,
+            "forecast_tasks",
+            "cutoff >= ? AND cutoff < ? AND task_kind = 'trend5' AND horizon = '1d'",
+            [lo, lo + timedelta(days=1)],
+        ).drop("bundle")
+        outcomes = (
+            storage.read_table(
+                con, "task_outcomes", "task_id IN (SELECT unnest(?::VARCHAR[]))", [tasks["task_id"].to_list()]
+            )
+            if tasks.height
+            else storage.empty_frame("task_outcomes")
+        )
+        picks = seer.selective_predictions(case, outcomes, tasks)
         all_keys = sorted(old | set(keys))
-        write_partitions(con, "retrieved_events", retrieved, all_keys)
-        write_partitions(con, "fact_checked_events", checked, all_keys)
-        storage.replace_partition(con, "recorded_case_checks", checks, {"partition_key": seer.CASE_NAME})
+        case_key = {"partition_key": seer.CASE_NAME}
+        # the four tables of the case in ONE transaction: a killed step leaves the case as before or after
+        storage.replace_partitions(
+            con,
+            [
+                storage.Slice("retrieved_events", retrieved, {"partition_key": all_keys}),
+                storage.Slice("fact_checked_events", checked, {"partition_key": all_keys}),
+                storage.Slice("recorded_case_checks", checks, case_key),
+                storage.Slice("selective_predictions", picks, case_key),
+            ],
+        )
     agree = int(checks["agree"].fill_null(False).sum())
     if checks["our_label"].null_count():
         context.log.warning(
             f"{checks['our_label'].null_count()} stocks have no label from our prices: materialize "
             "market_prices for the days around 2026-03-25"
         )
+    board = seer.selective_board(picks)
     return MaterializeResult(
         metadata={
             "events": retrieved.height,
             "stocks": len(keys),
             "labels_agree": agree,
             "labels_compared": checks.height - checks["our_label"].null_count(),
+            "picks": picks.height,
+            "picks_correct": int(picks["correct"].fill_null(False).sum()),
+            "candidates": int(board["candidates"][0]) if board.height else 0,
+        }
+    )
+
+
+@asset(
+    pool=DUCKDB_POOL,
+    group_name=GROUP,
+    deps=[
+        forecast_tasks,
+        *_every_partition_of(event_tasks, fact_checked_events, question_fact_checked_events),
+        recorded_events,
+    ],
+    metadata=table_metadata("event_bundles"),
+    description=(
+        "The with-events bundle of every stored task (leaf_live.event.bundles): the kept fact-checked events"
+        " of its target dated in its event look-back (14 days; mid caps: the series' 3 months; questions:"
+        " all earlier) and on or before the cutoff day, stored by the cutoff (the LLM forecasters' rule),"
+        " frozen with a hash; a task whose look-back no retrieval covers says so in note. Part of leaf-live"
+        " run, so the bundles of the SEER cutoff 2026-03-25 exist for its 50 stocks."
+    ),
+)
+def event_bundles(db: LeafLiveDB) -> MaterializeResult:
+    with db.get_connection() as con:
+        tasks = storage.read_table(con, "forecast_tasks").drop("bundle")
+        events = storage.read_table(con, "fact_checked_events", "kept")
+        retrieved = storage.read_table(con, "retrieved_events", "valid")
+        keys = [
+            r[0].removeprefix("retrieval:")
+            for r in con.execute(
+                "SELECT DISTINCT partition_key FROM llm_calls WHERE partition_key LIKE 'retrieval:%'"
+            ).fetchall()
+        ]
+        out = bundles.event_bundles(tasks, events, bundles.retrieval_coverage(retrieved, keys))
+        old = [r[0] for r in con.execute("SELECT DISTINCT partition_key FROM event_bundles").fetchall()]
+        write_partitions(con, "event_bundles", out, sorted(set(old) | set(out["partition_key"])))
+    summary = bundles.coverage_summary(out) if out.height else pl.DataFrame()
+    return MaterializeResult(
+        metadata={
+            "tasks": out.height,
+            "with_events": int((out["n_events"] > 0).sum()) if out.height else 0,
+            "by_domain": MetadataValue.json(
+                {
+                    r["domain"]: {k: r[k] for k in ("tasks", "with_events", "no_retrieval")}
+                    for r in summary.to_dicts()
+                }
+            ),
         }
     )
 
@@ -353,11 +546,6 @@ TASK_COLUMNS = (
     "bundle",
     "bundle_hash",
 )
-
-
-def _every_partition_of(*assets) -> list[AssetDep]:
-    """Deps on every partition of ``assets`` (other partitionings than the day's)."""
-    return [AssetDep(a, partition_mapping=AllPartitionMapping()) for a in assets]
 
 
 class LLMForecastsConfig(Config):
@@ -411,7 +599,11 @@ def _forecasters(
     bad = [k for k in config.context_kinds if k not in CONTEXT_KINDS]
     if bad:
         raise ValueError(f"context_kinds: {bad[0]!r} is not one of {list(CONTEXT_KINDS)}")
-    kw = dict(trials=config.trials, require_known_by_cutoff=config.require_known_by_cutoff)
+    kw = dict(
+        trials=config.trials,
+        require_known_by_cutoff=config.require_known_by_cutoff,
+        timezones={t.target_id: t.timezone for t in catalog.ALL_TARGETS},
+    )
     names = {t.target_id: t.name for t in catalog.ALL_TARGETS}
     kept = (
         _events(con, "fact_checked_events", config.retrievers) if set(config.context_kinds) - {"ts"} else None
@@ -475,11 +667,16 @@ def _forecasters(
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
     # a day reads its own tasks, and events of any week, question or recorded case
-    deps=[forecast_tasks, *_every_partition_of(event_tasks, fact_checked_events), recorded_events],
+    deps=[
+        forecast_tasks,
+        *_every_partition_of(event_tasks, fact_checked_events, question_fact_checked_events),
+        recorded_events,
+    ],
     metadata=table_metadata("leaf_forecasts", "leaf_forecast_trials", "llm_calls"),
     description=(
         "LLM forecasters through the forecaster contract (LEAF §4.1-4.3, App. C.3) for the tasks whose cutoff"
@@ -545,10 +742,15 @@ class PredictabilityConfig(Config):
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
-    deps=[forecast_tasks, *_every_partition_of(fact_checked_events), recorded_events],
+    deps=[
+        forecast_tasks,
+        *_every_partition_of(fact_checked_events, question_fact_checked_events),
+        recorded_events,
+    ],
     metadata=table_metadata("predictability_ratings", "llm_calls"),
     description=(
         "Predictability levels (LEAF §3.2, §4.4, Fig. 20): at each cutoff of the day, one call rates every"
@@ -590,6 +792,7 @@ def predictability_ratings(
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset=leaf_llm_forecasts,
     name="context_leaks",
     blocking=True,
@@ -620,15 +823,37 @@ def context_leaks_check(db: LeafLiveDB) -> AssetCheckResult:
     )
 
 
+# every event of a with-events bundle must be a stored fact-checked event stored by the task's cutoff: the
+# events component of the frozen bundles (the task's own bundle, question and prices, is
+# forecast_tasks_point_in_time's). One row per violation: task, event, its available_at (NULL: not stored).
+EVENT_BUNDLE_LEAKS_SQL = (
+    'WITH ev AS (SELECT task_id, cutoff, unnest(from_json(events, \'[{"event_id": "VARCHAR"}]\')) AS e'
+    " FROM event_bundles) SELECT ev.task_id, ev.e.event_id, f.available_at FROM ev"
+    " LEFT JOIN fact_checked_events f ON f.event_id = ev.e.event_id"
+    " WHERE f.event_id IS NULL OR f.available_at > ev.cutoff"
+)
+event_bundles_point_in_time = sql_check(
+    event_bundles,
+    "event_bundles_point_in_time",
+    "Point in time: every event in a stored with-events bundle is a fact-checked event stored"
+    " (available_at) by the task's cutoff. Blocking.",
+    EVENT_BUNDLE_LEAKS_SQL,
+)
+
+
 EVENT_AGENT_ASSETS = [
     retrieved_events,
     fact_checked_events,
+    question_retrieved_events,
+    question_fact_checked_events,
     recorded_events,
+    event_bundles,
     leaf_llm_forecasts,
     predictability_ratings,
 ]
 EVENT_AGENT_CHECKS = [
     context_leaks_check,
+    event_bundles_point_in_time,
     unique_key_check(leaf_llm_forecasts, "leaf_forecasts", ("model_id", "task_id"), producer=LLM_PRODUCER),
     unique_key_check(fact_checked_events, "fact_checked_events", ("event_id",)),
 ]

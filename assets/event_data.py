@@ -10,7 +10,7 @@ are added from the source's question list (:func:`register_questions`: ``leaf-li
 """
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 
 import polars as pl
 from dagster import (
@@ -18,12 +18,21 @@ from dagster import (
     DagsterInstance,
     DailyPartitionsDefinition,
     DynamicPartitionsDefinition,
+    Failure,
     MaterializeResult,
     asset,
 )
 
-from assets.common import SINGLE_RUN, run_partition_keys, table_metadata, unique_key_check, write_partitions
+from assets.common import (
+    DUCKDB_POOL,
+    SINGLE_RUN,
+    run_partition_keys,
+    table_metadata,
+    unique_key_check,
+    write_partitions,
+)
 from leaf_live.core import storage
+from leaf_live.core.sources import incomplete_days
 from leaf_live.event import catalog
 from leaf_live.event.pipeline import targets_frame
 from leaf_live.event.sources.markets import to_market_prices
@@ -34,7 +43,21 @@ GROUP = "event"
 # today is included (end_offset=1) because a day's data lands while it runs.
 EVENT_DAYS = DailyPartitionsDefinition(start_date="2018-01-01", end_offset=1)
 EVENT_QUESTIONS = DynamicPartitionsDefinition(name="event_questions")
-MARKET_SYMBOLS = [t.symbol for t in (*catalog.LARGE_CAPS, *catalog.MID_CAPS, *catalog.COMMODITIES)]
+MARKET_SYMBOLS = [
+    t.symbol
+    for t in (*catalog.LARGE_CAPS, *catalog.MID_CAPS, *catalog.COMMODITIES, *catalog.RECORDED_CASE_STOCKS)
+]
+
+
+# the snapshot files label hours in each city's local time (sources.weather); futures trade on days the
+# stock exchanges are closed (Thanksgiving) and CBOT grains close on days the others trade, so each group
+# has its own session days (core.sources.incomplete_days)
+PRICE_CONTEXT = timedelta(days=14)
+CITY_ZONES = {c.target_id: c.timezone for c in catalog.CITIES}
+EXCHANGE_GROUPS = {
+    s: ("stocks" if not s.endswith("=F") else "grain futures" if s.startswith("Z") else "futures")
+    for s in MARKET_SYMBOLS
+}
 
 
 def day_span(keys: Sequence[str]) -> tuple[date, date]:
@@ -52,12 +75,43 @@ def result(written: dict[str, int], **extra) -> MaterializeResult:
 
 
 def write_days(
-    db: LeafLiveDB, table: str, rows: pl.DataFrame, keys: Sequence[str], **extra
+    db: LeafLiveDB,
+    table: str,
+    rows: pl.DataFrame,
+    keys: Sequence[str],
+    *,
+    entity: str,
+    time_col: str | None = None,
+    timezones: dict[str, str] | None = None,
+    groups: dict[str, str] | None = None,
+    **extra,
 ) -> MaterializeResult:
     """Replace the run's day partitions of ``table`` with their ``rows`` (rows of other days are dropped: a
-    source answers for whole days around the range)."""
+    source answers for whole days around the range). A day the source answered nothing for keeps its stored
+    rows (an empty answer never replaces good rows).
+
+    A day the source answered only in part (``leaf_live.core.sources.incomplete_days``: 24 hourly rows per
+    ``entity`` with ``time_col``, or a close for every ticker still trading) is not written either (its stored
+    rows stay), and after the whole days are written the step fails with a :class:`dagster.Failure` naming
+    each such day and its count, so the run's partitions are not materialized and the days sensor asks
+    again with backoff (``sensors.event.event_days_tick``)."""
+    day_rows = rows.filter(pl.col("partition_key").is_in(list(keys)))
+    answered = incomplete_days(rows, entity=entity, time_col=time_col, timezones=timezones, groups=groups)
+    partial = {day: why for day, why in answered.items() if day in set(keys)}
+    whole = day_rows.filter(~pl.col("partition_key").is_in(list(partial)))
     with db.get_connection() as con:
-        written = write_partitions(con, table, rows.filter(pl.col("partition_key").is_in(list(keys))), keys)
+        written = write_partitions(con, table, whole, keys, keep_unanswered=True)
+    if partial:
+        lines = [f"{table} {day}: {why}" for day, why in partial.items()]
+        shown = "; ".join(lines[:5]) + (f"; ... and {len(lines) - 5} more" if len(lines) > 5 else "")
+        raise Failure(
+            description=(
+                f"{len(partial)} of {len(keys)} days incomplete at the source, not stored (stored rows kept;"
+                f" {sum(written.values())} rows of the whole days written): {shown}"
+            ),
+            metadata={"incomplete_days": len(partial), "first_incomplete": min(partial)},
+            allow_retries=False,
+        )
     return result(written, **extra)
 
 
@@ -79,11 +133,13 @@ def register_questions(instance: DagsterInstance, markets: EventMarketsResource)
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     metadata=table_metadata("leaf_targets"),
     description=(
         "LEAF forecasting targets (App. C.2): 30 large caps, 40 mid caps, 10 commodity "
-        "futures, 10 US cities with coordinates, 3 electricity load areas, from leaf_live.event.catalog."
+        "futures, 10 US cities with coordinates, 3 electricity load areas, from leaf_live.event.catalog, and "
+        "the 20 other large caps of the recorded SEER case (tasks at its cutoff only)."
     ),
 )
 def leaf_targets(db: LeafLiveDB) -> MaterializeResult:
@@ -93,26 +149,39 @@ def leaf_targets(db: LeafLiveDB) -> MaterializeResult:
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
     deps=[leaf_targets],
     metadata=table_metadata("market_prices"),
     description=(
-        "Daily OHLCV bars of the 70 stocks and 10 commodity futures (yfinance live; the yfinance-style"
-        " snapshot CSVs with their folder precedence and back-adjusted splice), close on the series' newest"
-        " basis. available_at = the session close (16:00 / 17:00 New York). Partition = session date."
+        "Daily OHLCV bars of the 90 stocks (70 of App. C.2.1, 20 more of the SEER case) and 10 commodity"
+        " futures (yfinance live; the yfinance-style snapshot CSVs with their folder precedence and"
+        " back-adjusted splice), close on the series' newest basis. available_at = the session close"
+        " (16:00 / 17:00 New York). Partition = session date."
     ),
 )
 def market_prices(
     context: AssetExecutionContext, db: LeafLiveDB, daily_prices: DailyPricesResource
 ) -> MaterializeResult:
     keys = run_partition_keys(context)
-    bars = to_market_prices(daily_prices.client().daily_bars(MARKET_SYMBOLS, *day_span(keys)))
-    return write_days(db, "market_prices", bars, keys, symbols=bars["symbol"].n_unique())
+    first, last = day_span(keys)
+    # read a fortnight before the range too: the tickers trading before a day are the ones it should have
+    bars = to_market_prices(daily_prices.client().daily_bars(MARKET_SYMBOLS, first - PRICE_CONTEXT, last))
+    return write_days(
+        db,
+        "market_prices",
+        bars,
+        keys,
+        entity="symbol",
+        groups=EXCHANGE_GROUPS,
+        symbols=bars["symbol"].n_unique(),
+    )
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
@@ -129,10 +198,20 @@ def weather_hourly(
 ) -> MaterializeResult:
     keys = run_partition_keys(context)
     rows = weather.client().hourly(catalog.CITIES, *day_span(keys))
-    return write_days(db, "weather_hourly", rows, keys, cities=rows["city"].n_unique())
+    return write_days(
+        db,
+        "weather_hourly",
+        rows,
+        keys,
+        entity="city",
+        time_col="ts",
+        timezones=CITY_ZONES,
+        cities=rows["city"].n_unique(),
+    )
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
@@ -149,10 +228,19 @@ def electricity_load(
 ) -> MaterializeResult:
     keys = run_partition_keys(context)
     rows = grid_load.client().hourly_load(catalog.ELECTRICITY_AREAS, *day_span(keys))
-    return write_days(db, "electricity_load", rows, keys, areas=rows["area"].n_unique())
+    return write_days(
+        db,
+        "electricity_load",
+        rows,
+        keys,
+        entity="area",
+        time_col="interval_start",
+        areas=rows["area"].n_unique(),
+    )
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_QUESTIONS,
     backfill_policy=SINGLE_RUN,

@@ -9,6 +9,8 @@ own producer slices. ``leaf_scores`` scores every model's valid forecasts made f
 Both are unpartitioned: one statsforecast call covers every stored task series.
 """
 
+from datetime import UTC, datetime
+
 import polars as pl
 from dagster import (
     AssetExecutionContext,
@@ -20,6 +22,8 @@ from dagster import (
 from pydantic import Field
 
 from assets.common import (
+    DUCKDB_POOL,
+    process_workers,
     replace_producer,
     sql_check,
     table_metadata,
@@ -30,7 +34,9 @@ from assets.event_data import prediction_markets
 from assets.event_tasks import event_tasks, forecast_tasks
 from leaf_live.core import storage
 from leaf_live.core.forecaster import run_forecasters
-from leaf_live.event import baselines, scoring
+from leaf_live.core.participation import label_boards, read_receipts
+from leaf_live.event import baselines, rankings, scoring
+from leaf_live.event.agents.forecasters import discard_report
 from leaf_live.event.pipeline import BASELINE_PRODUCER, DEFAULT_STATISTICAL
 from resources import LeafLiveDB
 
@@ -76,7 +82,9 @@ def _tasks(con) -> pl.DataFrame:
 
 def event_forecasters(config: LeafForecastsConfig, resolutions: pl.DataFrame) -> list:
     """The baselines (``baselines.default_forecasters``) and the configured foundation models."""
-    out = baselines.default_forecasters(resolutions, statistical=config.statistical, n_jobs=config.n_jobs)
+    out = baselines.default_forecasters(
+        resolutions, statistical=config.statistical, n_jobs=process_workers(config.n_jobs)
+    )
     if config.tsfm:
         from leaf_live.event import tsfm
 
@@ -85,6 +93,7 @@ def event_forecasters(config: LeafForecastsConfig, resolutions: pl.DataFrame) ->
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     deps=[forecast_tasks, event_tasks, prediction_markets],
     metadata=table_metadata("leaf_forecasts"),
@@ -140,6 +149,7 @@ def leaf_forecasts(
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     deps=[
         leaf_forecasts,
@@ -158,6 +168,9 @@ def leaf_scores(db: LeafLiveDB) -> MaterializeResult:
         tasks = _tasks(con)
         outcomes = storage.read_table(con, "task_outcomes")
         forecasts = storage.read_table(con, "leaf_forecasts", "valid")
+        forecasts = label_boards(
+            forecasts, read_receipts(con)
+        )  # issue 21: external rows not live -> @retrospective
         scores = scoring.score_forecasts(tasks, outcomes, forecasts)
         old = [r[0] for r in con.execute("SELECT DISTINCT partition_key FROM leaf_scores").fetchall()]
         keys = sorted(set(old) | set(scores["partition_key"].unique().to_list()))
@@ -166,6 +179,44 @@ def leaf_scores(db: LeafLiveDB) -> MaterializeResult:
         metadata={
             "rows": scores.height,
             "models": MetadataValue.json({k: v for k, v in written.items() if v}),
+        }
+    )
+
+
+@asset(
+    pool=DUCKDB_POOL,
+    group_name=GROUP,
+    deps=[leaf_scores],
+    metadata=table_metadata("event_rankings"),
+    description=(
+        "The stored event-track boards (issue 16; leaf_live.event.rankings): per (domain, task kind, horizon,"
+        " metric) of leaf_scores and per domain a pooled headline board, the coverage-robust two-way"
+        " fixed-effects ranking (each model on its own tasks; skill 1 - L/L_ref against the last value, or"
+        " the market price for event questions), cluster-bootstrap intervals over cutoff days (questions),"
+        " P(rank 1), the paired interval vs the reference, n, the largest single-task share of the loss and"
+        " the common-set view over the ranked models; a model with over 1/3 of its LLM outputs invalid"
+        " (forecasters.discard_report, §4.1) is listed as discarded, not ranked. Partition key = domain."
+        " What `leaf-live scores --track event`, the site and the run summary print."
+    ),
+)
+def event_rankings(db: LeafLiveDB) -> MaterializeResult:
+    with db.get_connection() as con:
+        scores = storage.read_table(con, "leaf_scores")
+        tasks = storage.read_table(con, "forecast_tasks").select("task_id", "cutoff", "last_value_age_days")
+        trials = storage.read_table(con, "leaf_forecast_trials").select("model_id", "valid")
+        frame = rankings.rankings_frame(
+            scores, tasks, available_at=datetime.now(UTC), discards=discard_report(trials)
+        )
+        old = [r[0] for r in con.execute("SELECT DISTINCT partition_key FROM event_rankings").fetchall()]
+        keys = sorted(set(old) | set(frame["partition_key"].unique().to_list()))
+        written = write_partitions(con, "event_rankings", frame, keys)
+    return MaterializeResult(
+        metadata={
+            "rows": frame.height,
+            "boards": frame.select("domain", "task_kind", "horizon", "metric").n_unique()
+            if frame.height
+            else 0,
+            "domains": MetadataValue.json({k: v for k, v in written.items() if v}),
         }
     )
 
@@ -182,9 +233,12 @@ forecasts_use_stored_bundles = sql_check(
 )
 
 
-EVENT_SCORING_ASSETS = [leaf_forecasts, leaf_scores]
+EVENT_SCORING_ASSETS = [leaf_forecasts, leaf_scores, event_rankings]
 EVENT_SCORING_CHECKS = [
     forecasts_use_stored_bundles,
     unique_key_check(leaf_forecasts, "leaf_forecasts", ("model_id", "task_id"), producer=BASELINE_PRODUCER),
     unique_key_check(leaf_scores, "leaf_scores", ("model_id", "task_id", "metric")),
+    unique_key_check(
+        event_rankings, "event_rankings", ("domain", "task_kind", "horizon", "metric", "model_id")
+    ),
 ]

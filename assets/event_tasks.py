@@ -32,13 +32,14 @@ from dagster import (
 from pydantic import Field
 
 from assets.common import (
+    DUCKDB_POOL,
     SAMPLE,
     SINGLE_RUN,
     run_partition_keys,
     sql_check,
     table_metadata,
     unique_key_check,
-    write_partitions,
+    write_tables,
 )
 from assets.event_data import (
     EVENT_DAYS,
@@ -91,6 +92,17 @@ class EventSpansConfig(Config):
     electricity_end: str = Field(
         default=_DEFAULT.electricity[1].isoformat(), description="electricity: last local span day"
     )
+    replace_wider: bool = Field(
+        default=False,
+        description=(
+            "allow the run to remove stored tasks of its day partitions that these spans no longer build"
+            " (leaf-live run --replace-wider); off: such a run fails before writing"
+        ),
+    )
+    case_days: list[str] = Field(
+        default=[d.isoformat() for d in _DEFAULT.case_days],
+        description="recorded case cutoff days: large-cap tasks of the case's 50 stocks at that close only",
+    )
 
     def spans(self) -> Spans:
         """The science's :class:`~leaf_live.event.pipeline.Spans`; raises :class:`ValueError` naming the
@@ -122,6 +134,12 @@ def spans_from_fields(values: dict[str, str]) -> Spans:
             except (TypeError, ValueError):
                 raise ValueError(f"{name}={text!r}: expected a date YYYY-MM-DD") from None
         parsed[span] = tuple(bounds)
+    days = values.get("case_days")
+    if days is not None:
+        try:
+            parsed["case_days"] = tuple(date.fromisoformat(d) for d in days)
+        except (TypeError, ValueError):
+            raise ValueError(f"case_days={days!r}: expected dates YYYY-MM-DD") from None
     return Spans(**parsed)
 
 
@@ -131,7 +149,39 @@ def _read_days(con, table: str, first: date, last: date) -> pl.DataFrame:
     )
 
 
+# rows left without their partner (an outcome without its task or a task without an outcome), e.g. by a
+# writer from before the two tables were written in one transaction, killed between them
+_ORPHANS = {
+    "task_outcomes": "task_id NOT IN (SELECT task_id FROM forecast_tasks)",
+    "forecast_tasks": "task_id NOT IN (SELECT task_id FROM task_outcomes)",
+}
+
+
+def write_task_tables(
+    con, tasks_frame: pl.DataFrame, outcomes: pl.DataFrame, keys: list[str], *, span_exact: bool = False
+) -> tuple[dict[str, int], int]:
+    """Write the tasks and their outcomes of partitions ``keys`` in ONE transaction
+    (:func:`assets.common.write_tables`), and in that transaction remove rows anywhere in the store left
+    without their partner (a store damaged by an older, two-transaction writer), so the store-wide blocking
+    check ``tasks_have_one_outcome`` judges a repaired store instead of failing every later run. Returns the
+    tasks written per key and the number of orphan rows removed (counted before the write, outside ``keys``
+    only those are repairs; inside ``keys`` they are replaced anyway)."""
+    storage.ensure_tables(con, ["forecast_tasks", "task_outcomes"])
+    repaired = sum(
+        con.execute(f"SELECT count(*) FROM {t} WHERE {w}").fetchone()[0] for t, w in _ORPHANS.items()
+    )
+    written = write_tables(
+        con,
+        {"forecast_tasks": tasks_frame, "task_outcomes": outcomes},
+        keys,
+        then=[f"DELETE FROM {t} WHERE {w}" for t, w in _ORPHANS.items()],
+        refuse_removal=("forecast_tasks",) if span_exact else (),
+    )
+    return written["forecast_tasks"], int(repaired)
+
+
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_DAYS,
     backfill_policy=SINGLE_RUN,
@@ -158,13 +208,15 @@ def forecast_tasks(context: AssetExecutionContext, config: EventSpansConfig, db:
         built = series_tasks(
             inputs["market_prices"], inputs["weather_hourly"], inputs["electricity_load"], spans, days=keys
         )
-        written = write_partitions(con, "forecast_tasks", built.tasks, keys)
-        write_partitions(con, "task_outcomes", built.outcomes, keys)
+        # a narrower span over wider day partitions never removes stored tasks unless replace_wider is set
+        exact = not config.replace_wider
+        written, repaired = write_task_tables(con, built.tasks, built.outcomes, keys, span_exact=exact)
     counts = built.tasks.group_by("domain").len().sort("domain")
-    return result(written, by_domain=MetadataValue.json(dict(counts.iter_rows())))
+    return result(written, by_domain=MetadataValue.json(dict(counts.iter_rows())), repaired_rows=repaired)
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     partitions_def=EVENT_QUESTIONS,
     backfill_policy=SINGLE_RUN,
@@ -184,19 +236,21 @@ def event_tasks(context: AssetExecutionContext, db: LeafLiveDB):
         questions = storage.read_table(con, "prediction_markets", where, keys)
         path = storage.read_table(con, "market_price_path", where, keys)
         built = tasks.event_tasks(questions, path)
-        written = write_partitions(con, "forecast_tasks", built.tasks, keys)
-        write_partitions(con, "task_outcomes", built.outcomes, keys)
-    return result(written, questions_with_tasks=built.tasks["target_id"].n_unique())
+        written, repaired = write_task_tables(con, built.tasks, built.outcomes, keys)
+    return result(written, questions_with_tasks=built.tasks["target_id"].n_unique(), repaired_rows=repaired)
 
 
 def _bundle_check(asset_def, name: str):
     @asset_check(
+        pool=DUCKDB_POOL,
         asset=asset_def,
         name=name,
         blocking=True,
         description=(
             "Point in time: no stored task bundle holds a row knowable after the task's cutoff "
-            "(tasks.bundle_leaks: max_input_available_at > cutoff), over every task in forecast_tasks. "
+            "(tasks.bundle_leaks: max_input_available_at > cutoff; for event questions the question text's "
+            "publication counts beside the prices), over every task in forecast_tasks; the events component "
+            "is event_bundles_point_in_time's. "
             "Blocking: a failure stops leaf_forecasts and leaf_scores."
         ),
     )

@@ -14,7 +14,7 @@ import polars as pl
 from dagster import AssetCheckResult, AssetKey, AssetSpec, Config, MaterializeResult, asset_check, multi_asset
 from pydantic import Field
 
-from assets.common import table_metadata, write_partitions
+from assets.common import DUCKDB_POOL, table_metadata, write_partitions
 from leaf_live.core import storage
 from leaf_live.macro.analyses import copying as F
 from leaf_live.macro.analyses import cross_model as Q
@@ -60,6 +60,7 @@ def _result(table: str, frame: pl.DataFrame, written: int) -> MaterializeResult:
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="post_release_recovery_analysis",
     group_name=GROUP,
     specs=[
@@ -112,6 +113,7 @@ class CopyingConfig(Config):
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="copying_tests",
     group_name=GROUP,
     specs=[
@@ -186,6 +188,7 @@ class RationaleConfig(Config):
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="rationale_audit_analysis",
     group_name=GROUP,
     specs=[
@@ -267,6 +270,7 @@ def _day(text: str, field: str) -> date:
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="cross_model_analysis",
     group_name=GROUP,
     specs=[
@@ -359,6 +363,7 @@ def _instant(text: str, field: str) -> datetime:
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="revision_attribution_analysis",
     group_name=GROUP,
     specs=[
@@ -402,6 +407,7 @@ def revision_attribution_analysis(config: RevisionConfig, db: LeafLiveDB) -> Ite
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset="copying_convergence",
     description=(
         "Point in time: every copying-test series stops strictly "
@@ -419,6 +425,7 @@ def copying_before_release(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset="cross_model_errors",
     description=(
         "Point in time: each final nowcast was issued strictly before "

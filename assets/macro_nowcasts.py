@@ -22,14 +22,17 @@ from dagster import (
 from pydantic import Field
 
 from assets.common import (
+    DUCKDB_POOL,
     RELEASE_MONTHS,
     SINGLE_RUN,
+    process_workers,
     record_partition_rows,
     replace_producer,
     run_partition_keys,
     step_progress,
     table_metadata,
     write_partitions,
+    write_tables,
 )
 from assets.macro_releases import release_calendar, releases
 from leaf_live.core import storage
@@ -75,6 +78,7 @@ def _plugin(con, windows: pl.DataFrame):
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcast_windows"),
     partitions_def=RELEASE_MONTHS,
@@ -104,6 +108,7 @@ def nowcast_windows(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcasts"),
     deps=[nowcast_windows],
@@ -126,6 +131,7 @@ def recorded_nowcasts(db: LeafLiveDB, recorded_nowcasts: RecordedNowcastsResourc
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcasts"),
     deps=[releases, nowcast_windows],
@@ -162,6 +168,7 @@ def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> Ma
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro_nowcasts",
     metadata=table_metadata("series_vintages"),
     partitions_def=RELEASE_MONTHS,
@@ -220,6 +227,7 @@ class ArimaConfig(Config):
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcasts", "arima_fits"),
     partitions_def=RELEASE_MONTHS,
@@ -264,7 +272,7 @@ def arima_nowcasts(context: AssetExecutionContext, config: ArimaConfig, db: Leaf
     win = win.filter(pl.col("partition_key").is_in(todo))
     # One batch for the whole span: each series is fitted as one chain over its stored vintages, the chains
     # spread over one process pool for the run; cached grids are not refitted.
-    workers = config.workers or os.cpu_count() or 1
+    workers = process_workers(config.workers or os.cpu_count() or 1)  # 1 inside a Celery prefork child
     with (
         step_progress("histories built", win.height, "windows") as hist,
         step_progress("histories fitted", win.height, "histories") as fits,
@@ -280,11 +288,19 @@ def arima_nowcasts(context: AssetExecutionContext, config: ArimaConfig, db: Leaf
     new = fit_cache.grids_frame(model.last_batch.fitted_grids()) if model.last_batch else cached.clear()
     with db.get_connection() as con:
         # Months outside [first_month, last_month] keep their rows: they are outside this run's scope.
-        written = write_partitions(con, "nowcasts", frame, todo, extra_where={"producer": "arima_nowcasts"})
-        for (series,), rows in new.group_by("series_id", maintain_order=True):
-            # the series' cache slice: its current-version rows plus the new ones (older versions are dropped)
-            keep = cached.filter(pl.col("series_id") == series)
-            storage.replace_partition(con, "arima_fits", pl.concat([keep, rows]), {"series_id": series})
+        # the nowcasts and the fit cache they came from in ONE transaction (issue 17): each series' cache
+        # slice is its current-version rows plus the new ones (older versions are dropped)
+        fits = [
+            storage.Slice(
+                "arima_fits",
+                pl.concat([cached.filter(pl.col("series_id") == series), rows]),
+                {"series_id": series},
+            )
+            for (series,), rows in new.group_by("series_id", maintain_order=True)
+        ]
+        written = write_tables(
+            con, {"nowcasts": frame}, todo, extra_where={"producer": "arima_nowcasts"}, also=fits
+        )["nowcasts"]
     valid = int(frame["valid"].sum()) if frame.height else 0
     return MaterializeResult(
         metadata={
@@ -302,6 +318,7 @@ NOWCAST_HOURS = HourlyPartitionsDefinition(start_date="2025-11-01-00:00", end_of
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro_nowcasts",
     metadata=table_metadata("nowcasts", "llm_calls"),
     partitions_def=NOWCAST_HOURS,
@@ -350,6 +367,7 @@ def llm_nowcasts(context: AssetExecutionContext, db: LeafLiveDB, llm: LLMResourc
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset=comparator_nowcasts,
     description=(
         "Point-in-time: comparator nowcasts flagged after_release exactly when issued at/after release."

@@ -6,6 +6,8 @@ Monthly assets use the single-run backfill policy: one run materializes any rang
 their rows replaced month by month in one transaction.
 """
 
+from datetime import UTC, datetime
+
 import polars as pl
 from dagster import (
     AssetCheckResult,
@@ -18,9 +20,18 @@ from dagster import (
     asset_check,
 )
 
-from assets.common import RELEASE_MONTHS, SINGLE_RUN, run_partition_keys, table_metadata, write_partitions
+from assets.common import (
+    DUCKDB_POOL,
+    RELEASE_MONTHS,
+    SINGLE_RUN,
+    run_partition_keys,
+    table_metadata,
+    write_partitions,
+)
 from leaf_live.core import storage
 from leaf_live.core.pit import shift_month_key
+from leaf_live.core.settings import parse_clock
+from leaf_live.core.sources import check_facts_kept
 from leaf_live.macro.catalog import catalog_frame
 from leaf_live.macro.scoring import surprises
 from resources import LeafLiveDB, ReleaseCalendarResource, WindowPricesResource
@@ -28,6 +39,9 @@ from resources import LeafLiveDB, ReleaseCalendarResource, WindowPricesResource
 # The first-release rule looks back at earlier months (a GDP third estimate lands ~3 months after the
 # advance); 12 months covers every revision in the panel.
 FIRST_RELEASE_LOOKBACK_MONTHS = 12
+# a published release of the calendar: its actual must come back unchanged on every reload (a corrected
+# release time is not a lost release)
+FACT_KEY, FACT = ("source", "indicator_id", "period_label"), "stored release"
 
 
 def _result(written: dict[str, int], **extra) -> MaterializeResult:
@@ -44,6 +58,7 @@ def _result(written: dict[str, int], **extra) -> MaterializeResult:
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro",
     metadata=table_metadata("indicator_catalog"),
     description=(
@@ -58,6 +73,7 @@ def indicator_catalog(db: LeafLiveDB) -> MaterializeResult:
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro",
     metadata=table_metadata("release_calendar"),
     partitions_def=RELEASE_MONTHS,
@@ -75,11 +91,22 @@ def release_calendar(
     cal = calendar.client().calendar(months=keys)
     cal = cal.filter(pl.col("partition_key").is_in(keys))
     with db.get_connection() as con:
-        written = write_partitions(con, "release_calendar", cal, keys)
+        # before any write: a month the calendar answered nothing for keeps its rows; in the months it
+        # answered, no stored release may be lost or changed without a revision marker
+        answered = sorted(set(cal["partition_key"].to_list()))
+        stored = storage.read_table(con, "release_calendar", "list_contains(?, partition_key)", [answered])
+        # point in time: only what the source can know by now must come back (a snapshot replayed at an
+        # earlier clock does not yet hold a later release stored by a run at a later clock)
+        known = getattr(calendar, "known_at", None)
+        as_of = parse_clock(known, name="calendar.known_at") if known else datetime.now(UTC)
+        stored = stored.filter(pl.col("available_at") <= as_of)
+        check_facts_kept(stored, cal, key=FACT_KEY, value="actual", marker="marked_revision", what=FACT)
+        written = write_partitions(con, "release_calendar", cal, keys, keep_unanswered=True)
     return _result(written)
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro",
     metadata=table_metadata("releases"),
     partitions_def=RELEASE_MONTHS,
@@ -108,6 +135,7 @@ def releases(context: AssetExecutionContext, db: LeafLiveDB) -> MaterializeResul
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro",
     metadata=table_metadata("announcement_returns"),
     partitions_def=RELEASE_MONTHS,
@@ -132,6 +160,7 @@ def announcement_returns(
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro",
     metadata=table_metadata("surprise_scales"),
     deps=[releases],
@@ -159,6 +188,7 @@ def surprise_scales(db: LeafLiveDB) -> MaterializeResult:
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name="macro",
     metadata=table_metadata("surprise_events"),
     partitions_def=RELEASE_MONTHS,
@@ -182,7 +212,10 @@ def surprise_events(context: AssetExecutionContext, db: LeafLiveDB) -> Materiali
 
 
 @asset_check(
-    asset=releases, description="At most one first release per indicator and period label.", blocking=True
+    pool=DUCKDB_POOL,
+    asset=releases,
+    description="At most one first release per indicator and period label.",
+    blocking=True,
 )
 def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
     with db.get_connection() as con:
@@ -193,6 +226,7 @@ def releases_first_release_unique(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset=surprise_events,
     description=(
         "Point-in-time: every event is knowable no earlier than its window closes; r_g is present "
@@ -212,6 +246,7 @@ def surprise_events_point_in_time(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset=releases,
     blocking=True,  # an unlisted split report would put one report's surprises in two events
     description=(

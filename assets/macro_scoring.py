@@ -39,10 +39,11 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.common import table_metadata
+from assets.common import DUCKDB_POOL, table_metadata
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
 from assets.macro_releases import announcement_returns, releases, surprise_events, surprise_scales
 from leaf_live.core import storage
+from leaf_live.core.participation import label_boards, read_receipts
 from leaf_live.core.pit import as_of, check_month, month_index, month_keys, month_start_of_index
 from leaf_live.macro.scoring import betas as B
 from leaf_live.macro.scoring import evaluation as E
@@ -127,6 +128,7 @@ def _ts(text: str, field: str) -> int:
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     metadata=table_metadata("prediction_market_prices"),
     description=(
@@ -235,6 +237,7 @@ def _lambda_rule(f: FitWindow) -> str:
 
 
 @asset(
+    pool=DUCKDB_POOL,
     group_name=GROUP,
     metadata=table_metadata("market_betas", "market_beta_fits"),
     deps=[surprise_events],
@@ -398,6 +401,10 @@ class ScoringConfig(Config):
         default=L.SAMPLING_K,
         description="K.3 sampling CI over the forecast standing 0..k-1 hours before each release (0 = off)",
     )
+    rank_boot: int = Field(
+        default=1000,
+        description="replicates of the coverage-robust ranking bootstrap (effects re-estimated in each)",
+    )
     min_events: int = Field(
         default=E.MIN_EVENTS,
         description=(
@@ -424,13 +431,16 @@ def _span_nowcasts(con, mode: E.EvaluationMode) -> pl.DataFrame:
     """Valid nowcasts issued before their release (after_release = false) for the mode's releases."""
     cond = "r.partition_key >= ?" + (" AND r.partition_key <= ?" if mode.last_month else "")
     params = [mode.first_month] + ([mode.last_month] if mode.last_month else [])
-    return storage.read_table(
+    rows = storage.read_table(
         con,
         "nowcasts",
         "valid AND NOT after_release AND EXISTS (SELECT 1 FROM releases r WHERE r.indicator_id ="
         f" nowcasts.indicator_id AND r.reference_period = nowcasts.reference_period AND {cond})",
         params,
     )
+    return label_boards(
+        rows, read_receipts(con)
+    )  # issue 21: external rows not live-verified -> @retrospective
 
 
 _SCORE_DEPS = [
@@ -444,6 +454,7 @@ _SCORE_DEPS = [
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="macro_scores",
     group_name=GROUP,
     specs=[
@@ -476,13 +487,38 @@ _SCORE_DEPS = [
                 "model, indicator, reference period and day before release (App. J), per evaluation mode."
             ),
         ),
+        AssetSpec(
+            "livemacro_event_losses",
+            metadata=table_metadata("livemacro_event_losses"),
+            deps=_SCORE_DEPS,
+            description=(
+                "Per-event losses behind every LiveMacro Score (each model's own events, the consensus's"
+                " loss beside each), from which every board is recomputable in SQL."
+            ),
+        ),
+        AssetSpec(
+            "livemacro_rankings",
+            metadata=table_metadata("livemacro_rankings"),
+            deps=_SCORE_DEPS,
+            description=(
+                "Coverage-robust LiveMacro ranking (two-way fixed effects, ForecastBench's difficulty"
+                " adjustment) with a bootstrap that re-estimates the effects per replicate, P(rank 1),"
+                " paired intervals against the consensus; full and ex-COVID windows."
+            ),
+        ),
     ],
 )
 def macro_scores(
     context: AssetExecutionContext, config: ScoringConfig, db: LeafLiveDB
 ) -> Iterator[MaterializeResult]:
     modes = [_mode(m) for m in config.modes]
-    meta: dict[str, dict] = {"livemacro_scores": {}, "score_decompositions": {}, "relative_errors": {}}
+    meta: dict[str, dict] = {
+        "livemacro_scores": {},
+        "score_decompositions": {},
+        "relative_errors": {},
+        "livemacro_event_losses": {},
+        "livemacro_rankings": {},
+    }
     with db.get_connection() as con:
         fits = current_fits(con)
         rel = storage.read_table(con, "releases")
@@ -502,11 +538,16 @@ def macro_scores(
                 seed=config.seed,
                 sampling_k=config.sampling_k,
                 min_events=config.min_events,
+                rank_boot=config.rank_boot,
             )
             where = {"partition_key": mode.name}
             n1 = storage.replace_partition(con, "livemacro_scores", res.scores, where)
             n2 = storage.replace_partition(con, "score_decompositions", res.decompositions, where)
             n3 = storage.replace_partition(con, "relative_errors", res.relative_errors, where)
+            n4 = storage.replace_partition(con, "livemacro_event_losses", res.event_losses, where)
+            n5 = storage.replace_partition(con, "livemacro_rankings", res.rankings, where)
+            meta["livemacro_event_losses"][mode.name] = f"{n4} rows"
+            meta["livemacro_rankings"][mode.name] = f"{n5} rows"
             for skipped, reason in res.skipped.items():
                 context.log.info(f"{mode.name}: {skipped} not scored: {reason}")
             meta["livemacro_scores"][mode.name] = f"{n1} rows; models {res.models}; coverage {res.coverage}"
@@ -522,6 +563,7 @@ def macro_scores(
 
 
 @multi_asset(
+    pool=DUCKDB_POOL,
     name="livebetting",
     group_name=GROUP,
     specs=[
@@ -557,6 +599,7 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
             "valid AND NOT after_release AND (indicator_id, reference_period) IN "
             "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)",
         )
+        nc = label_boards(nc, read_receipts(con))  # issue 21: the live / retrospective boards
         windows = storage.read_table(
             con,
             "nowcast_windows",
@@ -600,6 +643,7 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset="livemacro_scores",
     description=(
         "The consensus (S_hat = 0) scores exactly 0, with a zero-width "
@@ -618,6 +662,7 @@ def consensus_scores_zero(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset="score_decompositions",
     description=(
         "Exact Shapley contributions (App. M) sum to the score they "
@@ -641,6 +686,7 @@ def shapley_sums_to_score(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset="livemacro_scores",
     description=(
         "Theme scores use only their theme's events: the theme scopes partition the overall scope's own"
@@ -657,6 +703,7 @@ def theme_scopes_partition_releases(db: LeafLiveDB) -> AssetCheckResult:
 
 
 @asset_check(
+    pool=DUCKDB_POOL,
     asset="livebetting_bets",
     description=(
         "Point in time: every bet hour lies inside the prediction window "

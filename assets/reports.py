@@ -1,8 +1,9 @@
 """Report figures and the static leaderboard site, the last stage of the main job.
 
-Wiring only: both assets read the stored tables and the dbt mart ``leaderboard`` through the ``db`` resource
-and hand frames to the science (:mod:`leaf_live.macro.figures`, :mod:`leaf_live.event.figures`,
-:mod:`leaf_live.macro.site`, :mod:`leaf_live.event.site`, :mod:`leaf_live.core.site`).
+Wiring only: both assets read the stored tables and the dbt marts ``leaderboard`` and ``event_board`` (the
+event track's board) through the ``db`` resource and hand frames to the science
+(:mod:`leaf_live.macro.figures`, :mod:`leaf_live.event.figures`, :mod:`leaf_live.macro.site`,
+:mod:`leaf_live.event.site`, :mod:`leaf_live.core.site`).
 
 * ``report_figures`` writes the PNG figures to ``site/figures/`` next to the DuckDB file, plus a manifest
   (``figures.json``: name, title, caption, rows drawn), and attaches each figure to its materialization: the
@@ -15,7 +16,7 @@ month),
 
 One op materializes both (the event bootstrap statistics they share are computed once); it is built by
 :func:`build_report_assets` from the assets it follows: it depends on every asset that writes a table it reads
-(:func:`assets.common.table_writers`) and on the dbt mart, so a sensor or a backfill that refreshes scores
+(:func:`assets.common.table_writers`) and on the dbt marts, so a sensor or a backfill that refreshes scores
 refreshes the figures and the site after them.
 """
 
@@ -39,11 +40,12 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.common import table_writers
+from assets.common import DUCKDB_POOL, table_writers
 from leaf_live.core import storage
 from leaf_live.core.figures import Plot, new_figure, note, png_base64, save_png
 from leaf_live.core.site import FigureBlock, Page, Tab, TableBlock, TextBlock, render_site, site_dir
 from leaf_live.event import figures as event_figures
+from leaf_live.event.board import read_board
 from leaf_live.event.site import event_page
 from leaf_live.macro import figures as macro_figures
 from leaf_live.macro.figures import PATH_TARGETS, board_rows
@@ -55,7 +57,8 @@ FIGURES_DIR = "figures"
 MANIFEST = "figures.json"
 SITE_TITLE = "leaf_live"
 LEADERBOARD_MART = AssetKey("leaderboard")  # dbt model dbt_project/models/marts/leaderboard.sql
-# Tables the report stages read (besides the mart): their writers are the stages' upstream assets.
+EVENT_BOARD_MART = AssetKey("event_board")  # dbt model dbt_project/models/event/event_board.sql
+# Tables the report stages read (besides the marts): their writers are the stages' upstream assets.
 TABLES_READ = (
     "releases",
     "nowcasts",
@@ -105,12 +108,13 @@ class ReportInputs:
     forecasts: pl.DataFrame
     outcomes: pl.DataFrame
     tasks: pl.DataFrame
+    rankings: pl.DataFrame  # event_board (dbt): the stored event boards (issue 16)
 
 
 def read_inputs(con) -> ReportInputs:
-    """Read every input of the report stages: the ``leaderboard`` mart (empty when dbt has not built it), the
-    macro score tables, the nowcasts of the Fig. 5 / 7 targets and the event scores, probability forecasts and
-    their outcomes, and the tasks' cutoffs."""
+    """Read every input of the report stages: the ``leaderboard`` and ``event_board`` marts (empty when dbt
+    has not built them), the macro score tables, the nowcasts of the Fig. 5 / 7 targets and the event scores,
+    probability forecasts and their outcomes, and the tasks' cutoffs."""
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     board = (
         pl.from_arrow(con.sql("SELECT * FROM leaderboard").to_arrow_table())
@@ -133,6 +137,7 @@ def read_inputs(con) -> ReportInputs:
         forecasts=storage.read_table(con, "leaf_forecasts", "probability IS NOT NULL"),
         outcomes=storage.read_table(con, "task_outcomes", "outcome IS NOT NULL"),
         tasks=pl.from_arrow(con.sql("SELECT task_id, domain, cutoff FROM forecast_tasks").to_arrow_table()),
+        rankings=read_board(con),
     )
 
 
@@ -227,12 +232,13 @@ def index_page(x: ReportInputs, figures: dict[str, FigureBlock], db_path: str) -
 def build_report_assets(upstream: Sequence[AssetsDefinition]) -> list[AssetsDefinition]:
     """The report step: one op materializing ``report_figures`` and then ``leaderboard_site`` (the event
     statistics both show are computed once), downstream of the assets in ``upstream`` that write a table of
-    :data:`TABLES_READ` and of the ``leaderboard`` mart."""
+    :data:`TABLES_READ` and of the ``leaderboard`` and ``event_board`` marts."""
     writers = table_writers(upstream)
     deps = sorted({k for t in TABLES_READ for k in writers.get(t, [])}, key=lambda k: k.to_user_string())
-    deps.append(LEADERBOARD_MART)
+    deps += [LEADERBOARD_MART, EVENT_BOARD_MART]
 
     @multi_asset(
+        pool=DUCKDB_POOL,
         name="reports",
         group_name=GROUP,
         specs=[
@@ -307,6 +313,7 @@ def build_report_assets(upstream: Sequence[AssetsDefinition]) -> list[AssetsDefi
             figures,
             month_limit=config.month_tabs or None,
             facts={"task cutoffs": _span(inputs.tasks, "cutoff")},
+            rankings=inputs.rankings,
         )
         index = index_page(inputs, figures, str(Path(db.database).resolve()))
         written = render_site(

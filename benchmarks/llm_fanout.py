@@ -31,6 +31,7 @@ from leaf_live.core.llm import CallRequest, LLMClient, LLMConfig, ModelSpec  # n
 from leaf_live.macro.agents.parsing import parse_nowcast_answer  # noqa: E402
 from leaf_live.macro.agents.prompts import nowcast_messages  # noqa: E402
 from leaf_live.macro.catalog import get_indicator, indicators_in_group  # noqa: E402
+from leaf_live.process import prepare_process  # noqa: E402
 
 GROUP = "output_core"
 VALUES = {
@@ -141,4 +142,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    prepare_process()  # an entry point: litellm's local cost map, the log redaction
     raise SystemExit(main())

@@ -33,37 +33,18 @@ from pathlib import Path
 
 import polars as pl
 
-import leaf_live  # noqa: F401  (no-network switches)
 import leaf_live.event  # noqa: F401  (registers the event tables, after the macro ones: README order)
 import leaf_live.macro  # noqa: F401  (registers the macro tables)
-from leaf_live.commands import scores, sql, status, submit
+from leaf_live.commands import event_models, participation, scores, sql, status, submit
 from leaf_live.commands.common import CommandError
-from leaf_live.commands.run_checks import check_run_args
+from leaf_live.commands.run_checks import check_run_args, check_sigma_history
+from leaf_live.commands.run_report import report_failures
 from leaf_live.core import storage
 from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
 from leaf_live.core.submissions import SubmissionError
-
-# The project's Dagster instance (telemetry off, runs under dagster_home/storage): what
-# `DAGSTER_HOME=$PWD/dagster_home dagster dev` shows.
-PROJECT_DAGSTER_HOME = Path(__file__).resolve().parents[1] / "dagster_home"
-
-
-def _instance():
-    """``DAGSTER_HOME``'s instance when it is set, else the project's ``dagster_home/`` (so CLI runs appear in
-    the UI), opened with :func:`resources.event_log.pooled_instance` (a default SQLite event log is written
-    through pooled connections, in batches); an ephemeral one (telemetry off) only when neither exists (e.g. a
-    non-editable install)."""
-    from dagster import DagsterInstance
-
-    from resources.event_log import pooled_instance
-
-    home = os.environ.get("DAGSTER_HOME")
-    if home:
-        return pooled_instance(home)
-    if (PROJECT_DAGSTER_HOME / "dagster.yaml").is_file():
-        return pooled_instance(PROJECT_DAGSTER_HOME)
-    return DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}})
+from leaf_live.instance import instance_for
+from leaf_live.process import prepare_process
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -74,14 +55,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     import leaf_live.definitions  # noqa: F401  (timed as the "load definitions" stage)
 
     event_plan = check_event_args(args)  # event-track flags, checked before anything runs
+    models_plan = event_models.check_args(args)  # --event-models flags, likewise
     plan = check_run_args(args)  # every flag, path and span checked before any work: one line each
     db = plan.db
     storage.connect(db).close()  # a file built by another schema version stops here, in one line
+    check_span_exact(db, event_plan)  # a narrower rerun never removes what it was not asked to rebuild
     with storage.writer_lock(db):  # one leaf-live writer per database for the whole run
-        return _run(args, clock, plan, event_plan)
+        check_sigma_history(db, plan.start, plan.end)  # a span the scores cannot be built from: one line
+        return _run(args, clock, plan, event_plan, models_plan)
 
 
-def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
+def _run(args: argparse.Namespace, clock, plan, event_plan, models_plan=None) -> int:
     from assets.macro_scoring import scoring_run_config
     from leaf_live.definitions import MAIN_JOB, build_definitions
 
@@ -101,6 +85,12 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
     clock.stage_finished("event track", failed=not event_ok)
     if not event_ok:
         return 1
+    if models_plan is not None:  # real models on the event track: planned, costed, then run or refused
+        clock.stage_started("event models")
+        code = event_models.run_event_models(db, resources, models_plan)
+        clock.stage_finished("event models", failed=code != 0)
+        if code:
+            return code
     clock.stage_started("macro job definitions")
     run_config = scoring_run_config(
         fit_cutoff=args.fit_cutoff,
@@ -122,23 +112,12 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
         job,
         clock,
         run_config=run_config,
-        instance=_instance(),
+        instance=instance_for(db),
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
     )
     checks = result.get_asset_check_evaluations()
     failed = [e for e in checks if not e.passed]
-    for e in failed:
-        meta = {k: getattr(v, "value", v) for k, v in e.metadata.items()}
-        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name} {meta}", file=sys.stderr)
-    if not result.success:
-        for ev in result.all_events:
-            if ev.is_step_failure and ev.step_failure_data.error:
-                err = ev.step_failure_data.error
-                if err.cls_name == "DagsterAssetCheckFailedError":
-                    continue  # a blocking check: named above
-                while err.cause is not None:  # Dagster wraps the asset's own exception
-                    err = err.cause
-                print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
+    if report_failures(result):
         done = {ev.asset_key for ev in result.get_asset_materialization_events()}
         skipped = sorted(k.to_user_string() for k in job.asset_layer.executable_asset_keys if k not in done)
         if skipped:
@@ -154,7 +133,10 @@ def _run(args: argparse.Namespace, clock, plan, event_plan) -> int:
     print()
     print(event_boards(db, event_plan.boot_draws))
     out = write_analysis_report(db)
-    print(f"\nPaper's remaining analyses (App. E, F, G, Q, R) beside the paper's figures: {out}")
+    print(
+        "\nPaper's remaining analyses (App. E, F, G, Q, R) and the LEAF analyses (Tables 2, 9, 12, §3.2,"
+        f" Fig. 6; each ran or says why not) beside the papers' figures: {out}"
+    )
     print(f"Leaderboard site (open in a browser; figures in its figures/): {site_dir(db) / 'index.html'}")
     clock.stage_finished("summary and report")
     print()
@@ -177,6 +159,7 @@ EVENT_TABLES = (
     "task_outcomes",
     "leaf_forecasts",
     "leaf_scores",
+    "event_rankings",
 )
 # the metrics the printed board shows (leaf_scores holds every metric)
 EVENT_BOARD_METRICS = ("accuracy", "mape", "mae_z", "mse_z", "brier", "crps")
@@ -193,6 +176,7 @@ class EventPlan:
     n_jobs: int
     tsfm: tuple[str, ...]
     boot_draws: int
+    replace_wider: bool = False  # --replace-wider: the run may remove stored tasks its spans no longer build
 
     def span_config(self) -> dict:
         s = self.spans
@@ -205,6 +189,8 @@ class EventPlan:
             "weather_end": s.weather[1].isoformat(),
             "electricity_start": s.electricity[0].isoformat(),
             "electricity_end": s.electricity[1].isoformat(),
+            "case_days": [d.isoformat() for d in s.case_days],
+            "replace_wider": self.replace_wider,
         }
 
 
@@ -251,6 +237,14 @@ def add_event_arguments(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument(
         "--event-boot-draws", type=int, help="bootstrap draws of the event board's intervals (default 2000)"
+    )
+    r.add_argument(
+        "--replace-wider",
+        action="store_true",
+        help=(
+            "let a run whose spans are narrower than the stored ones remove the stored tasks of its day"
+            " partitions that the new spans no longer build (without it such a run stops before any write)"
+        ),
     )
 
 
@@ -321,8 +315,75 @@ def check_event_args(args: argparse.Namespace) -> EventPlan:
             )
     statistical = (*DEFAULT_STATISTICAL, "AutoARIMA") if args.event_arima else DEFAULT_STATISTICAL
     return EventPlan(
-        plan_spans, tuple(statistical), args.event_jobs or 1, tuple(args.tsfm), args.event_boot_draws or 2000
+        plan_spans,
+        tuple(statistical),
+        args.event_jobs or 1,
+        tuple(args.tsfm),
+        args.event_boot_draws or 2000,
+        bool(getattr(args, "replace_wider", False)),
     )
+
+
+# the task domains each cutoff family of ``leaf_live.event.pipeline.cutoff_days`` builds ("case:<day>": the
+# recorded case's large caps)
+FAMILY_DOMAINS = {
+    "markets": ("large_cap", "commodity"),
+    "mid_cap": ("mid_cap",),
+    "weather": ("weather",),
+    "electricity": ("electricity",),
+}
+
+
+def wider_than_asked(con, spans) -> list[tuple[str, str, str, int]]:
+    """The stored tasks a run with ``spans`` would remove without being asked to: tasks in the day partitions
+    the run replaces (:func:`event_day_runs`) whose domain no cutoff family of ``spans`` builds on that day
+    (a narrower ``--event-from/--event-to`` inside the mid caps' wider day range). Returns (domain, first
+    day, last day, tasks) per domain; empty when the run is span-exact."""
+    from leaf_live.event.pipeline import cutoff_days
+
+    fams = cutoff_days(spans)
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if "forecast_tasks" not in present:
+        return []
+    lost: dict[str, list] = {}
+    for (a, b), names in event_day_runs(spans):
+        if "forecast_tasks" not in names:
+            continue
+        stored = con.execute(
+            "SELECT partition_key, domain, count(*) FROM forecast_tasks WHERE partition_key BETWEEN ? AND ?"
+            " AND regexp_full_match(partition_key, '\\d{4}-\\d{2}-\\d{2}') GROUP BY 1, 2 ORDER BY 1, 2",
+            [a, b],
+        ).fetchall()
+        for day, domain, n in stored:
+            built = any(
+                lo.isoformat() <= day <= hi.isoformat()
+                and domain in FAMILY_DOMAINS.get(fam, ("large_cap",) if fam.startswith("case:") else ())
+                for fam, (lo, hi) in fams.items()
+            )
+            if not built:
+                got = lost.setdefault(domain, [day, day, 0])
+                got[0], got[1], got[2] = min(got[0], day), max(got[1], day), got[2] + n
+    return [(d, lo, hi, n) for d, (lo, hi, n) in sorted(lost.items())]
+
+
+def check_span_exact(db, plan: EventPlan) -> None:
+    """Before any write: refuse (one line) a run whose day partitions would remove stored tasks its spans do
+    not rebuild (:func:`wider_than_asked`), unless ``--replace-wider`` was given."""
+    if plan.replace_wider or not Path(db).exists():
+        return
+    con = storage.connect_read_only(db)
+    try:
+        lost = wider_than_asked(con, plan.spans)
+    finally:
+        con.close()
+    if lost:
+        total = sum(n for *_, n in lost)
+        parts = "; ".join(f"{d} {lo} .. {hi} ({n:,})" for d, lo, hi, n in lost)
+        raise CommandError(
+            f"the event spans are narrower than the day partitions this run replaces: {total:,} stored tasks"
+            f" outside the spans would be removed ({parts}); give spans that cover them, or --replace-wider"
+            " to remove them"
+        )
 
 
 def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
@@ -350,25 +411,6 @@ def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
     return [((a.isoformat(), b.isoformat()), sorted(names)) for (_, a, b), names in sorted(runs.items())]
 
 
-def _run_failed(result) -> bool:
-    """Print a failed run's step errors (the asset's own exception) and failed checks; True if it failed."""
-    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
-    for e in failed:
-        meta = {k: getattr(v, "value", v) for k, v in e.metadata.items()}
-        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name} {meta}", file=sys.stderr)
-    if result.success:
-        return False
-    for ev in result.all_events:
-        if ev.is_step_failure and ev.step_failure_data.error:
-            err = ev.step_failure_data.error
-            if err.cls_name == "DagsterAssetCheckFailedError":
-                continue  # a blocking check, named above
-            while err.cause is not None:  # Dagster wraps the asset's own exception
-                err = err.cause
-            print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
-    return True
-
-
 def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
     """Materialize the event track from the configured sources with its three jobs (``sensors/event.py``), in
     the same Dagster instance as the macro run: the question partitions (registered from the source's question
@@ -378,10 +420,16 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
 
     from assets.event_data import register_questions
     from leaf_live.definitions import build_definitions
-    from sensors.event import event_days_job, event_questions_job, event_scores_job
+    from sensors.event import (
+        event_analyses_job,
+        event_days_job,
+        event_questions_job,
+        event_recorded_job,
+        event_scores_job,
+    )
 
     t0 = time.monotonic()
-    instance = instance or _instance()
+    instance = instance or instance_for(resources["db"].database)
     defs = build_definitions(resources)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     s = plan.spans
@@ -417,7 +465,10 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
                 names,
             )
         )
+    # the recorded SEER case and every task's with-events bundle, then the scores, then the analyses
+    runs.append(("recorded events and bundles", event_recorded_job.name, {}, None))
     runs.append(("forecasts and scores", event_scores_job.name, {}, None))
+    runs.append(("analyses", event_analyses_job.name, {}, None))
     ops = {
         "forecast_tasks": {"config": plan.span_config()},
         "leaf_forecasts": {
@@ -440,7 +491,7 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         evals = result.get_asset_check_evaluations()
         n_checks += len(evals)
         n_failed += sum(not e.passed for e in evals)
-        if _run_failed(result):
+        if report_failures(result):
             print(f"leaf-live run: event track FAILED in the {job_name} run of {label}", file=sys.stderr)
             return False
         print(
@@ -455,50 +506,90 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
 
 
 def event_boards(db: str | Path, n_draws: int = 2000) -> str:
-    """The event-track boards from the stored scores (read-only): task counts beside LEAF §4.1's, the
-    leaderboard (model x domain x task kind x horizon, models compared on the tasks they all forecast, 95%
-    bootstrap intervals, n) and, for the prediction-market questions, the Brier score per §4.1 cutoff with the
-    ForecastBench difficulty-adjusted Brier and Brier Index."""
-    from leaf_live.event import catalog, scoring
+    """The event-track boards from the stored tables (read-only): task counts beside LEAF §4.1's, the stored
+    coverage-robust boards (``event_board``, the dbt model over ``event_rankings``: the headline matrix
+    models x domains and each domain's headline board, :func:`leaf_live.event.rankings.render_event_boards`)
+    and, for the prediction-market questions, the Brier score per §4.1 cutoff with the ForecastBench
+    difficulty-adjusted Brier and Brier Index (``n_draws`` bootstrap draws)."""
+    from leaf_live.core.boards import terminal_width
+    from leaf_live.event.board import read_board
+    from leaf_live.event.rankings import render_event_boards
 
     con = storage.connect_read_only(db)
     try:
         scores = storage.read_table(con, "leaf_scores")
-        counts = con.execute(
-            "SELECT domain, horizon, count(*) FROM forecast_tasks WHERE task_kind = 'series' OR "
-            "(domain = 'large_cap' AND horizon IN ('1d', '2d') AND task_kind = 'trend5') OR "
-            "(domain = 'mid_cap' AND task_kind = 'trend5') GROUP BY ALL ORDER BY ALL"
-        ).fetchall()
+        rankings = read_board(con)
+        count_lines = event_sample_counts(con)
+        selective = storage.read_table(con, "selective_predictions")
     finally:
         con.close()
     if scores.height == 0:
         return "Event track (LEAF): no scores yet"
     lines = [
         "Event track (LEAF) tasks per domain and horizon (series tasks; mid caps and the large caps' 1/2-day "
-        "horizons: trend tasks), LEAF §4.1 in brackets:"
+        "horizons: trend tasks), LEAF §4.1 in brackets, and why a count differs:",
+        *count_lines,
     ]
-    lines.append(
-        "  "
-        + "   ".join(
-            f"{d} {h} {n}"
-            + (f" [{catalog.PAPER_SAMPLE_COUNTS[(d, h)]}]" if (d, h) in catalog.PAPER_SAMPLE_COUNTS else "")
-            for d, h, n in counts
-        )
-    )
-    board = scoring.leaderboard(
-        scores.filter(pl.col("metric").is_in(list(EVENT_BOARD_METRICS))), n_draws=n_draws
-    )
     lines += [
         "",
-        (
-            "Event track (LEAF) leaderboard: domain / task / horizon / metric; models ranked on the tasks"
-            " they all forecast; mean, 95% bootstrap interval (tasks resampled; events: questions), n tasks"
-        ),
-        scoring.format_leaderboard(board),
+        "Event track (LEAF) leaderboard (stored event_board; `leaf-live scores --track event --scope D"
+        " --horizon H` for every board):",
+        render_event_boards(rankings.filter(pl.col("headline")), width=min(terminal_width(), 120))
+        if rankings.height
+        else "no event board stored (dbt did not build event_board)",
     ]
     if scores.filter(pl.col("metric") == "brier").height:
         lines += ["", format_event_brier(scores, n_draws)]
+    lines += ["", format_selective_board(selective)]
     return "\n".join(lines)
+
+
+def event_sample_counts(con) -> list[str]:
+    """The count lines of :func:`leaf_live.event.pipeline.sample_count_report` from the stored tasks (tasks on
+    a recorded case day outside the markets span are reported apart)."""
+    from leaf_live.event import pipeline
+
+    spans = pipeline.Spans()
+    lo, hi = spans.markets
+    case_days = [d.isoformat() for d in spans.case_days if not lo <= d <= hi]
+    rows = con.execute(
+        "SELECT domain, horizon, target_id, domain = 'large_cap' AND partition_key IN "
+        "(SELECT unnest(?::VARCHAR[])) FROM forecast_tasks WHERE task_kind = 'series' OR "
+        "(domain = 'large_cap' AND horizon IN ('1d', '2d') AND task_kind = 'trend5') OR "
+        "(domain = 'mid_cap' AND task_kind = 'trend5')",
+        [case_days],
+    ).fetchall()
+    counts = pl.DataFrame(
+        rows,
+        schema={"domain": pl.Utf8, "horizon": pl.Utf8, "target_id": pl.Utf8, "case": pl.Boolean},
+        orient="row",
+    )
+    ev = con.execute(
+        "SELECT count(DISTINCT target_id), count(*) FROM forecast_tasks WHERE domain = 'event'"
+    ).fetchall()[0]
+    q = storage.read_table(con, "prediction_markets")
+    path = storage.read_table(con, "market_price_path")
+    curated = pipeline.curated_questions(q, path).height if q.height else 0
+    return pipeline.sample_count_report(counts, spans, questions=ev[0], curated=curated, event_tasks=ev[1])
+
+
+def format_selective_board(picks: pl.DataFrame) -> str:
+    """The selective-prediction board (recorded models that forecast only the stocks they pick): picks,
+    candidates, precision of picks with its 95% Wilson interval, coverage."""
+    from leaf_live.event.sources.recorded_events import selective_board
+
+    head = "Selective-prediction board (recorded models that pick the stocks they forecast; 3-way calls):"
+    if picks.height == 0:
+        return head + "\n  not materialized: no selective_predictions rows (the recorded_events asset)"
+    out = [head]
+    for r in selective_board(picks).iter_rows(named=True):
+        prec = "n/a" if r["precision"] is None else f"{r['precision']:.3f}"
+        ci = "" if r["precision_lo"] is None else f" [{r['precision_lo']:.3f}, {r['precision_hi']:.3f}]"
+        out.append(
+            f"  {r['model_id']} on {r['case_name']}: {r['picks']} picks of {r['candidates']} stocks, "
+            f"{r['correct']} correct; precision {prec}{ci}; coverage {r['coverage']:.3f}"
+        )
+    return "\n".join(out)
 
 
 def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
@@ -641,9 +732,20 @@ def analysis_report(db: str | Path) -> str:
             if "releases" in present
             else None
         )
+        event = event_analysis_report(con, present)
     finally:
         con.close()
-    return render_report(tables, models_in_store=agents, releases=releases)
+    return render_report(tables, models_in_store=agents, releases=releases) + "\n\n" + event
+
+
+def event_analysis_report(con, present: set[str]) -> str:
+    """The LEAF analyses part of the report (``leaf_live.event.analyses.render_report``): each analysis's
+    rows, or ``not materialized: <reason>`` from ``event_analysis_status``."""
+    from leaf_live.event import analyses
+
+    tables = {t: storage.read_table(con, t) if t in present else None for t in analyses.REPORT_SECTIONS}
+    status = storage.read_table(con, "event_analysis_status") if "event_analysis_status" in present else None
+    return analyses.render_report(tables, status)
 
 
 def write_analysis_report(db: str | Path, out: str | Path | None = None) -> Path:
@@ -688,9 +790,15 @@ def leaderboards(db: str | Path) -> str:
                 "JOIN market_betas b ON b.fit_id = f.fit_id AND b.position = 0"
             ).to_arrow_table()
         )
+        # the stored macro board (dbt mart macro_board), when dbt has built it
+        board = (
+            pl.from_arrow(con.sql("SELECT * FROM macro_board").to_arrow_table())
+            if "macro_board" in present
+            else None
+        )
     finally:
         con.close()
-    return render_leaderboards(scores, decomps, betting, fits)
+    return render_leaderboards(scores, decomps, betting, fits, board=board, width=110)
 
 
 def summary(db: str | Path) -> str:
@@ -750,7 +858,14 @@ def cmd_tables(args: argparse.Namespace) -> int:
     return 0
 
 
+SHOWN_REJECTIONS = 50  # rejected rows printed per refused submission; the rest counted
+
+
 def main(argv: list[str] | None = None) -> int:
+    prepare_process()  # the entry point: environment defaults and log redaction, once
+    from resources.secrets import register_environment_secrets
+
+    register_environment_secrets()  # the environment's secret values never reach a stored row or a log
     p = argparse.ArgumentParser(
         prog="leaf-live", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -780,23 +895,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--arima-to", help="last release month that gets auto-ARIMA nowcasts (default: no bound)")
     add_event_arguments(r)
+    event_models.add_arguments(r)
     r.set_defaults(func=cmd_run)
-    rp = sub.add_parser("report", help="write the App. E/F/G/Q/R analyses report from the stored tables")
+    rp = sub.add_parser(
+        "report", help="write the App. E/F/G/Q/R and LEAF analyses report from the stored tables"
+    )
     rp.add_argument("--db", help="DuckDB file (default LEAF_LIVE_DB)")
     rp.add_argument("--out", help="Markdown file (default macro_analyses.md next to the database)")
     rp.set_defaults(func=cmd_report)
     t = sub.add_parser("tables", help="print the analyst-facing table documentation")
     t.set_defaults(func=cmd_tables)
-    for module in (submit, status, scores, sql):
+    for module in (submit, status, scores, sql, participation):
         module.add_parser(sub)
     args = p.parse_args(argv)
     try:
         return args.func(args)
-    except SubmissionError as exc:  # every rejected row on its own line; nothing stored
+    except (
+        SubmissionError
+    ) as exc:  # the rejected rows, one a line (the first SHOWN_REJECTIONS); nothing stored
+        lines = list(exc.lines())
+        shown = lines[: SHOWN_REJECTIONS + 1]  # the message and the first rows
+        if len(lines) > len(shown):
+            shown.append(f"... and {len(lines) - len(shown):,} more rejected rows")
         print(
             "\n".join(
-                f"leaf-live {args.cmd}: {line}" if k == 0 else f"  {line}"
-                for k, line in enumerate(exc.lines())
+                f"leaf-live {args.cmd}: {line}" if k == 0 else f"  {line}" for k, line in enumerate(shown)
             ),
             file=sys.stderr,
         )
@@ -807,6 +930,18 @@ def main(argv: list[str] | None = None) -> int:
         SettingsError,
     ) as exc:  # a bad flag, path, file or state: one line
         print(f"leaf-live {args.cmd}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"leaf-live {args.cmd}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never a traceback: the cause in one line (LEAF_LIVE_DEBUG=1 re-raises)
+        if os.environ.get("LEAF_LIVE_DEBUG"):
+            raise
+        from leaf_live.core.redaction import redact
+
+        text = " ".join(str(exc).split())[:500] or "no message"
+        hint = "(LEAF_LIVE_DEBUG=1 shows the traceback)"
+        print(f"leaf-live {args.cmd}: {type(exc).__name__}: {redact(text)} {hint}", file=sys.stderr)
         return 1
 
 

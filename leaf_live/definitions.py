@@ -8,7 +8,8 @@ Assembled from ``assets/``, ``resources/`` and ``sensors/``. Resources come from
 Deployment profile (README "Deployment"): ``LEAF_LIVE_EXECUTOR=in_process`` (default, the embedded profile)
 or ``celery`` (production: steps go to ``dagster-celery`` workers, configured by the YAML at
 ``LEAF_LIVE_CELERY_CONFIG``, default ``deploy/production/celery.yaml``). Either way every step that opens
-DuckDB is in the concurrency pool ``duckdb`` (:func:`assets.common.in_duckdb_pool`, applied here once).
+DuckDB is in the concurrency pool ``duckdb`` (declared by ``pool=`` on its decorator; checked here once by
+:func:`assets.common.in_duckdb_pool`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from typing import Any
 import yaml
 from dagster import AssetSelection, Definitions, ExecutorDefinition, define_asset_job, in_process_executor
 
-import leaf_live  # noqa: F401  (sets the no-network switches before dagster/litellm start)
 from assets.common import in_duckdb_pool
-from assets.dbt_marts import DBT_ASSETS
+from assets.dbt_marts import DBT_ASSETS, DBT_EVENT_ASSETS
 from assets.event_agents import EVENT_AGENT_ASSETS, EVENT_AGENT_CHECKS
 from assets.event_analyses import EVENT_ANALYSIS_ASSETS
 from assets.event_data import EVENT_DATA_ASSETS, EVENT_DATA_CHECKS
@@ -38,11 +38,17 @@ from assets.macro_releases import (
     releases,
 )
 from assets.macro_scoring import MACRO_SCORING_ASSETS, MACRO_SCORING_CHECKS
+from assets.participation import PARTICIPATION_ASSETS
 from assets.reports import build_report_assets
 from leaf_live.core.settings import Settings, SettingsError, get_settings
+from leaf_live.process import prepare_process
 from resources import default_resources
 from resources.dbt import dbt_resource
 from sensors import living_service
+
+# the code location's entry point: the no-network switches and the log redaction, before Dagster builds
+# an instance (importing leaf_live itself changes nothing)
+prepare_process()
 
 _TRACK_ASSETS = [
     *MACRO_RELEASE_ASSETS,
@@ -55,19 +61,20 @@ _EVENT_TRACK_ASSETS = [
     *EVENT_DATA_ASSETS,
     *EVENT_TASK_ASSETS,
     *EVENT_SCORING_ASSETS,
+    *DBT_EVENT_ASSETS,  # event_board, after event_rankings (in the event jobs, not the main job)
     *EVENT_AGENT_ASSETS,
     *EVENT_ANALYSIS_ASSETS,
 ]
 # The report figures and the site follow every asset (both tracks) that writes a table they read
 # (assets/reports.py).
 REPORT_ASSETS = build_report_assets([*_TRACK_ASSETS, *_EVENT_TRACK_ASSETS])
-# in_duckdb_pool: every asset and check that opens the DuckDB file (db or dbt resource) runs in the pool of 1.
+# in_duckdb_pool: every asset and check that opens the DuckDB file (db or dbt resource) is in the pool of 1.
 MACRO_ASSETS = in_duckdb_pool([*_TRACK_ASSETS, *REPORT_ASSETS])
 EVENT_ASSETS = in_duckdb_pool(_EVENT_TRACK_ASSETS)
 EVENT_CHECKS = in_duckdb_pool(
     [*EVENT_DATA_CHECKS, *EVENT_TASK_CHECKS, *EVENT_SCORING_CHECKS, *EVENT_AGENT_CHECKS]
 )
-ALL_ASSETS = [*MACRO_ASSETS, *EVENT_ASSETS]
+ALL_ASSETS = [*MACRO_ASSETS, *EVENT_ASSETS, *in_duckdb_pool(PARTICIPATION_ASSETS)]
 # Every check is blocking: a failure stops what is downstream of its asset in the same run.
 ALL_CHECKS = [
     *in_duckdb_pool(

@@ -9,8 +9,10 @@ from typing import Any
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from leaf_live.core.llm import LLMClient, LLMConfig, load_llm_config
+from leaf_live.core import storage
+from leaf_live.core.llm import LLMClient, LLMConfig, load_llm_config, records_from_frame
 from leaf_live.core.settings import LLM_VARIABLES, Settings
+from resources.secrets import register_environment_secrets
 
 # resource field -> the setting it carries (the parser names the variable in its errors)
 FIELD_VARIABLES = {name.removeprefix("LEAF_LIVE_LLM_").lower(): name for name in LLM_VARIABLES}
@@ -42,6 +44,18 @@ class LLMResource(ConfigurableResource):
         default=None, description="1/0: provider web search (LEAF_LIVE_LLM_WEB_SEARCH, 1)"
     )
 
+    replay_db: str = Field(
+        default="",
+        description=(
+            "DuckDB file whose stored ok llm_calls answer identical requests again instead of a new call"
+            " (a resumed costed run: leaf-live run --event-models); empty = every call is made"
+        ),
+    )
+    budget_usd: str | None = Field(
+        default=None,
+        description="USD this run's new calls may spend (litellm's price map); None = no limit",
+    )
+
     _client: Any = PrivateAttr(default=None)
 
     def config(self) -> LLMConfig:
@@ -51,13 +65,22 @@ class LLMResource(ConfigurableResource):
         return load_llm_config(values)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
+        register_environment_secrets()  # the provider keys litellm reads are hidden in records and logs
         self._client = None
 
     def client(self) -> LLMClient:
         """The run's call path (one per resource instance: every model call of the run shares its RPM limiters
         and concurrency bound)."""
         if self._client is None:
-            self._client = LLMClient(self.config())
+            register_environment_secrets()
+            replay = []
+            if self.replay_db:
+                with storage.open_db(self.replay_db) as con:
+                    replay = records_from_frame(
+                        storage.read_table(con, "llm_calls", "status = 'ok' AND response_json IS NOT NULL")
+                    )
+            budget = float(self.budget_usd) if self.budget_usd not in (None, "") else None
+            self._client = LLMClient(self.config(), replay=replay, budget_usd=budget)
         return self._client
 
 

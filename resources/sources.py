@@ -24,7 +24,7 @@ from typing import Any
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field, PrivateAttr
 
-from leaf_live.core.settings import Settings, parse_clock
+from leaf_live.core.settings import Settings
 from leaf_live.event.docstore import DocumentStore  # noqa: E402
 
 # after the macro sources: importing a track registers its tables, macro first (the README's order)
@@ -43,6 +43,7 @@ from leaf_live.macro.sources import (
     recorded_nowcasts,
     releases,
 )
+from resources.clock import simulated_instant
 
 
 class SourceResource(ConfigurableResource):
@@ -92,13 +93,17 @@ class ReleaseCalendarSnapshotResource(ReleaseCalendarResource):
             "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later actuals are not released yet"
         ),
     )
+    known_at_file: str | None = Field(
+        default=None,
+        description="file holding that instant, read at each build (LEAF_LIVE_CLOCK_FILE; over known_at)",
+    )
 
     def build(self) -> releases.ReleaseCalendarSnapshot:
         return releases.ReleaseCalendarSnapshot(
             _path(self.snapshot_dir),
             sources=self.calendar_sources,
             calendar_file=self.calendar_file,
-            known_at=parse_clock(self.known_at, name="calendar.known_at"),
+            known_at=simulated_instant(self.known_at, self.known_at_file, name="calendar.known_at"),
         )
 
 
@@ -385,10 +390,15 @@ class EventMarketsSnapshotResource(EventMarketsResource):
             "(ISO 8601 with a zone; LEAF_LIVE_CLOCK): later questions and resolutions unseen"
         ),
     )
+    known_at_file: str | None = Field(
+        default=None,
+        description="file holding that instant, read at each build (LEAF_LIVE_CLOCK_FILE; over known_at)",
+    )
 
     def build(self) -> event_markets.SnapshotPredictionMarkets:
         return event_markets.SnapshotPredictionMarkets(
-            _path(self.snapshot_dir), known_at=parse_clock(self.known_at, name="event_markets.known_at")
+            _path(self.snapshot_dir),
+            known_at=simulated_instant(self.known_at, self.known_at_file, name="event_markets.known_at"),
         )
 
 
@@ -461,6 +471,10 @@ def _clock(s: Settings) -> str | None:
     return s.clock.isoformat() if s.clock is not None else None
 
 
+def _clock_file(s: Settings) -> str | None:
+    return str(s.clock_file) if s.clock_file is not None else None
+
+
 def _fred_key(s: Settings) -> Any:
     return EnvVar("FRED_API_KEY") if "FRED_API_KEY" in s.secrets_set else None
 
@@ -468,7 +482,9 @@ def _fred_key(s: Settings) -> Any:
 # resource key -> (snapshot builder, live builder)
 SOURCES: dict[str, tuple[Builder, Builder]] = {
     "calendar": (
-        lambda s: ReleaseCalendarSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
+        lambda s: ReleaseCalendarSnapshotResource(
+            snapshot_dir=_snap(s), known_at=_clock(s), known_at_file=_clock_file(s)
+        ),
         lambda s: ReleaseCalendarLiveResource(archive_dir=_snap(s)),
     ),
     "window_prices": (
@@ -521,7 +537,9 @@ SOURCES: dict[str, tuple[Builder, Builder]] = {
         lambda s: GridLoadLiveResource(),
     ),
     "event_markets": (
-        lambda s: EventMarketsSnapshotResource(snapshot_dir=_snap(s), known_at=_clock(s)),
+        lambda s: EventMarketsSnapshotResource(
+            snapshot_dir=_snap(s), known_at=_clock(s), known_at_file=_clock_file(s)
+        ),
         lambda s: EventMarketsLiveResource(),
     ),
     "recorded_events": (

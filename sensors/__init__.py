@@ -27,9 +27,11 @@ from sensors.macro import (
     release_landing_job,
     windows_ahead_job,
 )
+from sensors.participation import build_participation_sensors, submission_store_job
 from sensors.scores import SCORE_JOBS
 
 JOBS = [llm_nowcast_job, release_landing_job, windows_ahead_job, *SCORE_JOBS.values(), *EVENT_JOBS]
+JOBS.append(submission_store_job)  # issue 21: accepted submissions into the store
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ def living_service(settings: Settings) -> LivingService:
             build_release_landed_sensor(sensor_status),
             build_windows_ahead_sensor(sensor_status),
             *build_event_sensors(sensor_status),
+            *build_participation_sensors(sensor_status),
         ],
         schedules=[build_llm_nowcast_schedule(schedule_status), *build_event_schedules(schedule_status)],
     )

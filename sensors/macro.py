@@ -46,12 +46,14 @@ from leaf_live.core.pit import UTC, et_month_key, shift_month_key
 from leaf_live.macro.landing import LANDING_LOOKBACK, landing_status, watched_months
 from leaf_live.macro.windows import open_windows
 from resources import ClockResource, LeafLiveDB, LLMResource, ReleaseCalendarResource
+from sensors.priority import priority_tags
 
 LANDING_JOB = "macro_release_landed"
 # release_calendar and everything downstream of it on release months (the hourly LLM nowcasts have their own
 # schedule and partitions; everything else downstream is monthly or unpartitioned).
 release_landing_job = define_asset_job(
     LANDING_JOB,
+    tags=priority_tags(LANDING_JOB),
     selection=AssetSelection.assets(release_calendar).downstream() - AssetSelection.assets(llm_nowcasts),
     description=(
         "A landed release's month: release calendar, first releases and everything downstream (windows, "
@@ -67,6 +69,7 @@ WINDOWS_JOB = "macro_windows_ahead"
 # month, so the hourly nowcasts need it stored before its release month's first landing.
 windows_ahead_job = define_asset_job(
     WINDOWS_JOB,
+    tags=priority_tags(WINDOWS_JOB),
     selection=AssetSelection.assets(release_calendar, releases, nowcast_windows),
     description=(
         "A release month's calendar, the first releases landed so far and the nowcast windows (landed and "
@@ -76,7 +79,9 @@ windows_ahead_job = define_asset_job(
 WINDOWS_SENSOR_INTERVAL_S = 3600
 
 # the hourly nowcast job (one partition per UTC hour); its schedule ticks five minutes past each hour
-llm_nowcast_job = define_asset_job("llm_nowcasts_hourly", selection=[llm_nowcasts])
+llm_nowcast_job = define_asset_job(
+    "llm_nowcasts_hourly", tags=priority_tags("llm_nowcasts_hourly"), selection=[llm_nowcasts]
+)
 
 
 T = TypeVar("T")
@@ -94,8 +99,9 @@ def read_stored(db: LeafLiveDB, read: Callable[[duckdb.DuckDBPyConnection], T]) 
         return None
     try:
         con = storage.connect_read_only(path)
-    except (duckdb.IOException, duckdb.ConnectionException) as exc:
-        # another process holds the write lock (IOException), or this process has it open for writing
+    except (duckdb.IOException, duckdb.ConnectionException, storage.DatabaseLockedError) as exc:
+        # another process holds the write lock (the storage layer's DatabaseLockedError, naming it), or this
+        # process has it open for writing (ConnectionException): the tick skips, the next one retries
         raise DatabaseBusy(f"{path}: held by a writer ({exc}); retrying at the next tick") from None
     try:
         return read(con)

@@ -9,9 +9,11 @@ from dagster import AssetSelection, define_asset_job
 
 from assets.event_scoring import leaf_scores
 from assets.macro_scoring import livebetting, macro_scores
+from sensors.priority import priority_tags
 
 macro_scores_job = define_asset_job(
     "leaf_live_macro_scores",
+    tags=priority_tags("leaf_live_macro_scores"),
     selection=AssetSelection.assets(macro_scores, livebetting).downstream(),
     description=(
         "Macro track: the LiveMacro Score family, decompositions, relative errors and LiveBetting of every"
@@ -21,11 +23,12 @@ macro_scores_job = define_asset_job(
 )
 event_scores_rescore_job = define_asset_job(
     "leaf_live_event_rescore",
+    tags=priority_tags("leaf_live_event_rescore"),
     selection=AssetSelection.assets(leaf_scores).downstream(),
     description=(
         "Event track: the scores of every model in leaf_forecasts from the stored tasks and outcomes (after"
-        " the blocking checks on the forecasts' bundles), then what reads them: analyses, figures and the"
-        " site."
+        " the blocking checks on the forecasts' bundles), then what reads them: the stored boards"
+        " (event_rankings, the dbt model event_board), analyses, figures and the site."
     ),
 )
 

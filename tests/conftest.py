@@ -15,6 +15,9 @@ import pytest
 
 import leaf_live.cli  # noqa: F401  (registers every table in the CLI's order, as README documents them)
 from leaf_live.core.settings import get_settings
+from leaf_live.process import prepare_process
+
+prepare_process()  # the test process is an entry point like the CLI (tests/test_import_effects.py)
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,18 @@
 # A private PostgreSQL and Redis on 127.0.0.1 for the production profile: what .ci/run starts for the
 # production-profile tests, and what a developer can start to run them (or to try the profile) locally.
 #
-#   deploy/production/services.sh start   # (re)creates both in $LEAF_LIVE_SERVICES_DIR, waits until ready
+#   deploy/production/services.sh start   # starts both from $LEAF_LIVE_SERVICES_DIR, creating them on first use
+#   deploy/production/services.sh fresh   # a throwaway pair: wipes the directory first (what .ci/run uses)
 #   . "${LEAF_LIVE_SERVICES_DIR:-/tmp/leaf_live_services}/env"   # exports DAGSTER_PG_*, LEAF_LIVE_CELERY_*, LEAF_LIVE_PROD_TESTS=1
-#   deploy/production/services.sh stop    # stops both (idempotent)
+#   . "${LEAF_LIVE_SERVICES_DIR:-/tmp/leaf_live_services}/inbox.env"   # LEAF_LIVE_INBOX + PGPASSWORD: the
+#                                 # submission service's inbox in database leaf_live_inbox (production profile)
+#   deploy/production/services.sh stop    # stops both (idempotent; keeps the data)
 #
-# Idempotent: `start` first stops whatever an earlier start left in the same directory (even after a
-# crash), then builds a fresh cluster, so reruns never see old runs. Nothing listens beyond 127.0.0.1.
+# `start` keeps an existing cluster: the runs, event logs and schedules in PostgreSQL and the queued Celery
+# tasks in Redis survive a stop, a crash or a reboot (PostgreSQL with fsync on; Redis with its append-only
+# file, fsync every second). `fresh` builds a new cluster with fsync off and Redis in memory only: fast, and
+# nothing survives, which is what tests want. Both first stop whatever an earlier start left in the same
+# directory (even after a crash). Nothing listens beyond 127.0.0.1.
 # Installs the Debian packages `postgresql` and `redis-server` when they are missing and we are root
 # (CI runs as root on a clean clone); PostgreSQL refuses to run as root, so as root the server runs as
 # the `postgres` system user the package creates.
@@ -18,6 +24,7 @@ PG_PORT="${LEAF_LIVE_PG_PORT:-55432}"
 REDIS_PORT="${LEAF_LIVE_REDIS_PORT:-56379}"
 PG_USER=leaf_live
 PG_DB=leaf_live
+INBOX_DB=leaf_live_inbox  # the submission service's inbox (LEAF_LIVE_INBOX), beside the Dagster storage
 # Local throwaway credentials (the cluster lives in $DIR and dies with `stop`); not a secret anywhere else.
 PG_PASSWORD="${LEAF_LIVE_PG_PASSWORD:-leaf-live-local}"
 REDIS_PASSWORD="${LEAF_LIVE_REDIS_PASSWORD:-leaf-live-local}"
@@ -69,37 +76,53 @@ stop() {
   fi
 }
 
-start() {
+start() {  # $1 = keep (durable, reuses an existing cluster) | fresh (throwaway)
+  local mode="$1" bin created=0 fsync=on redis_durable=(--appendonly yes --appendfsync everysec)
   install_missing
-  local bin
   bin="$(pg_bindir)" || die "PostgreSQL binaries not found"
   stop
   for p in "$PG_PORT" "$REDIS_PORT"; do
     port_busy "$p" && die "127.0.0.1:$p is taken by another process (set LEAF_LIVE_PG_PORT / LEAF_LIVE_REDIS_PORT)"
   done
-  rm -rf "$DIR"
-  mkdir -p "$DIR/pg" "$DIR/sock"
-  chmod 700 "$DIR"
-  printf '%s\n' "$PG_PASSWORD" >"$DIR/pgpass.init"
-  if [ "$(id -u)" = 0 ]; then
-    chmod 711 "$DIR"
-    chown postgres:postgres "$DIR/pg" "$DIR/sock" "$DIR/pgpass.init"
+  if [ "$mode" = fresh ]; then
+    rm -rf "$DIR"
+    fsync=off
+    redis_durable=(--appendonly no)
   fi
-  as_pg "$bin/initdb" -D "$DIR/pg" -U "$PG_USER" --pwfile="$DIR/pgpass.init" --auth=scram-sha-256 \
-    -E UTF8 --locale=C.UTF-8 >"$DIR/initdb.log" 2>&1 || { cat "$DIR/initdb.log" >&2; die "initdb failed"; }
-  rm -f "$DIR/pgpass.init"
+  if [ ! -f "$DIR/pg/PG_VERSION" ]; then
+    [ "$mode" = keep ] && [ -d "$DIR" ] && [ -n "$(ls -A "$DIR/pg" 2>/dev/null)" ] \
+      && die "$DIR/pg is not a PostgreSQL cluster; move it away or run '$0 fresh'"
+    mkdir -p "$DIR/pg" "$DIR/sock"
+    chmod 700 "$DIR"
+    printf '%s\n' "$PG_PASSWORD" >"$DIR/pgpass.init"
+    if [ "$(id -u)" = 0 ]; then
+      chmod 711 "$DIR"
+      chown postgres:postgres "$DIR/pg" "$DIR/sock" "$DIR/pgpass.init"
+    fi
+    as_pg "$bin/initdb" -D "$DIR/pg" -U "$PG_USER" --pwfile="$DIR/pgpass.init" --auth=scram-sha-256 \
+      -E UTF8 --locale=C.UTF-8 >"$DIR/initdb.log" 2>&1 || { cat "$DIR/initdb.log" >&2; die "initdb failed"; }
+    rm -f "$DIR/pgpass.init"
+    created=1
+  fi
+  mkdir -p "$DIR/sock"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$DIR/sock"
   as_pg "$bin/pg_ctl" -D "$DIR/pg" -l "$DIR/sock/postgres.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $DIR/sock -c max_connections=200 -c fsync=off" start >/dev/null \
+    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $DIR/sock -c max_connections=200 -c fsync=$fsync" start >/dev/null \
     || { cat "$DIR/sock/postgres.log" >&2; die "PostgreSQL did not start"; }
   for _ in $(seq 60); do
     "$bin/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
     sleep 0.5
   done
   "$bin/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" || die "PostgreSQL is not accepting connections"
-  PGPASSWORD="$PG_PASSWORD" "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" "$PG_DB"
+  [ "$created" = 1 ] && PGPASSWORD="$PG_PASSWORD" "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" "$PG_DB"
+  # the inbox database: created once, also in a cluster kept from before it existed
+  if [ "$(PGPASSWORD="$PG_PASSWORD" "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$PG_DB" -tAc \
+    "SELECT 1 FROM pg_database WHERE datname = '$INBOX_DB'")" != 1 ]; then
+    PGPASSWORD="$PG_PASSWORD" "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" "$INBOX_DB"
+  fi
 
   redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --requirepass "$REDIS_PASSWORD" --save '' \
-    --appendonly no --daemonize yes --dir "$DIR" --pidfile "$DIR/redis.pid" --logfile "$DIR/redis.log"
+    "${redis_durable[@]}" --daemonize yes --dir "$DIR" --pidfile "$DIR/redis.pid" --logfile "$DIR/redis.log"
   for _ in $(seq 60); do
     [ "$(REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ] && break
     sleep 0.25
@@ -117,11 +140,20 @@ export DAGSTER_PG_DB=$PG_DB
 export LEAF_LIVE_CELERY_BROKER=redis://:$REDIS_PASSWORD@127.0.0.1:$REDIS_PORT/0
 export LEAF_LIVE_CELERY_BACKEND=redis://:$REDIS_PASSWORD@127.0.0.1:$REDIS_PORT/1
 ENV
-  say "PostgreSQL on 127.0.0.1:$PG_PORT (db $PG_DB, user $PG_USER), Redis on 127.0.0.1:$REDIS_PORT; env in $DIR/env"
+  # separate from env: sourcing it moves every command's inbox to PostgreSQL (the tests keep theirs apart)
+  cat >"$DIR/inbox.env" <<ENV
+export LEAF_LIVE_INBOX=postgresql://$PG_USER@127.0.0.1:$PG_PORT/$INBOX_DB
+export PGPASSWORD=$PG_PASSWORD
+ENV
+  local kept="kept cluster"
+  [ "$created" = 1 ] && kept="new cluster"
+  say "PostgreSQL on 127.0.0.1:$PG_PORT (db $PG_DB, user $PG_USER; $kept, fsync $fsync), Redis on" \
+    "127.0.0.1:$REDIS_PORT (${redis_durable[*]}); env in $DIR/env, the inbox ($INBOX_DB) in $DIR/inbox.env"
 }
 
 case "${1:-}" in
-  start) start ;;
+  start) start keep ;;
+  fresh) start fresh ;;
   stop) stop; say "stopped" ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  *) echo "usage: $0 start|fresh|stop" >&2; exit 2 ;;
 esac

@@ -24,8 +24,15 @@ class CommandError(Exception):
 
 
 def db_path(arg: str | None) -> Path:
-    """``--db`` or ``LEAF_LIVE_DB`` (settings)."""
-    return Path(arg) if arg else get_settings().db_path
+    """``--db`` or, when the flag is not given, ``LEAF_LIVE_DB`` (settings). An empty ``--db ""`` is an error
+    (:class:`CommandError`), never silently the default file."""
+    if arg is None:
+        return get_settings().db_path
+    if not arg.strip():
+        raise CommandError(
+            f"--db {arg!r}: empty path; give a DuckDB file (or leave --db out for LEAF_LIVE_DB)"
+        )
+    return Path(arg)
 
 
 def check_writable_db(path: str | Path) -> Path:
@@ -102,13 +109,13 @@ def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
     return pl.from_arrow(_arrow(con.sql(sql, params=params)))
 
 
-def _polars(rel: duckdb.DuckDBPyRelation, table) -> pl.DataFrame:
+def _polars(columns: list[str], table) -> pl.DataFrame:
     try:
         return pl.from_arrow(table)
     except Exception:  # a DuckDB type polars cannot take (e.g. INTERVAL, UNION): show its text
         mem = duckdb.connect()
         mem.register("_result", table)
-        cols = ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in rel.columns)
+        cols = ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in columns)
         return pl.from_arrow(_arrow(mem.sql(f"SELECT {cols} FROM _result")))
 
 
@@ -140,16 +147,26 @@ def render(frame: pl.DataFrame, fmt: str) -> str:
         return str(frame)
 
 
-def write_result(result: duckdb.DuckDBPyRelation | pl.DataFrame, fmt: str, output: Path | None) -> int:
+def write_result(
+    result: duckdb.DuckDBPyRelation | pl.DataFrame,
+    fmt: str,
+    output: Path | None,
+    release: duckdb.DuckDBPyConnection | None = None,
+) -> int:
     """Write a query result (run once) in ``fmt`` to ``output`` or stdout (parquet needs a file). Tables and
     Markdown show every row, then the row count; CSV and Parquet are written by DuckDB (lists and structs
-    kept). Returns the number of rows."""
+    kept). ``release``: the database connection the result came from, closed as soon as the result is in
+    memory, before anything is written, so a slow consumer (``leaf-live sql ... | less``) never holds the
+    database file while a run waits to write it. Returns the number of rows."""
     if isinstance(result, pl.DataFrame):
         table, frame = result.to_arrow(), result
     else:
         table, frame = _arrow(result), None
+    columns = list(table.column_names)
+    if release is not None:
+        release.close()
     if fmt in ("table", "markdown"):
-        frame = frame if frame is not None else _polars(result, table)
+        frame = frame if frame is not None else _polars(columns, table)
         text = render(frame, fmt) + f"\n({frame.height} row{'s' if frame.height != 1 else ''})\n"
         if output is None:
             sys.stdout.write(text)

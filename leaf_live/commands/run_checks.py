@@ -112,3 +112,41 @@ def _check_backtest(args: argparse.Namespace, last: str) -> None:
             f"--fit-cutoff {cutoff} is not before the backtest's first month {bs}: the beta fit would "
             "see the releases the backtest scores (set --backtest-start after it)"
         )
+
+
+def check_sigma_history(db: Path, start: str, end: str) -> None:
+    """Before any write: the surprise scales (sigma_i, App. K.1 Eq. 3) are frozen on the releases of the
+    historical window 2010-01 .. 2025-10, so every month of that window must be stored already or be in this
+    run's span ``start`` .. ``end``; otherwise the run would fail halfway in ``surprise_scales`` (a fresh
+    database with ``--start 2025-11``). Raises :class:`CommandError` in one line."""
+    from leaf_live.core import storage
+    from leaf_live.macro.scoring.surprises import HIST_END, HIST_START
+
+    first, last = f"{HIST_START:%Y-%m}", f"{HIST_END:%Y-%m}"
+    if start <= first and end >= last:
+        return
+    have: set[str] = set()
+    if Path(db).exists():
+        con = storage.connect_read_only(db)
+        try:
+            present = {
+                r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+            }
+            if "releases" in present:
+                have = {r[0] for r in con.execute("SELECT DISTINCT partition_key FROM releases").fetchall()}
+        finally:
+            con.close()
+    y, m = int(first[:4]), int(first[5:])
+    missing = []
+    while f"{y:04d}-{m:02d}" <= last:
+        k = f"{y:04d}-{m:02d}"
+        if k not in have and not (start <= k <= end):
+            missing.append(k)
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    if missing:
+        raise CommandError(
+            f"--start {start} --end {end}: the surprise scales need the releases of {first} .. {last}, and"
+            f" {len(missing)} of those months are neither stored in {db} nor in this run (first"
+            f" {missing[0]});"
+            f" run the full history once (leaf-live run without --start/--end) or widen the span"
+        )

@@ -60,7 +60,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
             rel = con.sql(args.query)
             if rel is None:  # a statement without a result (SET, PRAGMA ...)
                 return 0
-            n = write_result(rel, args.format, out)
+            n = write_result(rel, args.format, out, release=con)  # the file is released before printing
         except duckdb.Error as exc:
             raise CommandError(duckdb_message(exc)) from None
     finally:

@@ -1,8 +1,8 @@
 """``leaf-live status [--db PATH] [--as-of TIME] [--sources] [--releases N]``: what is materialized, what is
 stale, and the next scheduled releases (read-only; nothing runs).
 
-* **Runs**: the latest runs recorded in the Dagster instance (``DAGSTER_HOME`` or the project's
-``dagster_home/``),
+* **Runs**: the latest runs recorded in this database's Dagster instance
+  (:func:`leaf_live.instance.instance_for`: ``DAGSTER_HOME``, else one per database),
   with their status (a run in progress holds the database).
 * **Assets**: for every asset of the definitions, the partitions materialized (of the partitions that exist
 now)
@@ -140,6 +140,7 @@ def unscored_models(con) -> list[str]:
     ):
         got = con.execute(
             f"SELECT DISTINCT model_id FROM {fc} WHERE {cond} AND model_id NOT IN "
+            f"(SELECT DISTINCT model_id FROM {sc}) AND model_id || '@retrospective' NOT IN "
             f"(SELECT DISTINCT model_id FROM {sc}) ORDER BY 1"
         ).fetchall()
         out += [f"{m} ({fc}: not in {sc})" for (m,) in got]
@@ -204,11 +205,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         con.close()
 
     from assets.common import table_writers
-    from leaf_live.cli import _instance
     from leaf_live.definitions import ALL_ASSETS, build_definitions
+    from leaf_live.instance import instance_for
     from resources import default_resources
 
-    instance = _instance()
+    instance = instance_for(db)
     defs = build_definitions(default_resources(db=db))
     assets, stale = asset_status(instance, defs)
     writers = table_writers(ALL_ASSETS)

@@ -130,6 +130,7 @@ def _store_macro(con, sub, model: str, now: datetime, db: Path) -> tuple[int, in
     )
     keys = sorted(set(old) | set(frame["partition_key"].unique().to_list()))
     written = storage.replace_partition(con, "nowcasts", frame, {"producer": PRODUCER, "partition_key": keys})
+    record_file_receipts(con, "macro", "nowcasts", model, frame, sub.sha256, now)
     return written, sum(old.values()), frame["partition_key"].n_unique()
 
 
@@ -148,7 +149,46 @@ def _store_event(con, sub, model: str, now: datetime, db: Path) -> tuple[int, in
     replaced = con.execute(f"SELECT count(*) FROM {TABLE} WHERE {cond}", list(where.values())).fetchall()[0][
         0
     ]
-    return storage.replace_partition(con, TABLE, frame, where), replaced
+    written = storage.replace_partition(con, TABLE, frame, where)
+    record_file_receipts(con, "event", TABLE, model, frame, sub.sha256, now)
+    return written, replaced
+
+
+def record_file_receipts(con, track: str, table: str, model: str, frame, sha256: str, now: datetime) -> None:
+    """The ``external_receipts`` rows of a file submission (issue 21): one per stored slice, board
+    ``retrospective`` (a file's issue times are the submitter's own), receipt id ``file:<sha256 16 hex>``;
+    they replace the model's previous file rows (``partition_key`` = ``file:<model>``)."""
+    import polars as pl
+
+    from leaf_live.core.participation import RETROSPECTIVE
+    from leaf_live.core.participation import TABLE as RECEIPTS
+
+    counts = frame.group_by("partition_key").len().sort("partition_key").rows()
+    rows = pl.DataFrame(
+        [
+            {
+                "partition_key": f"file:{model}",
+                "receipt_id": f"file:{sha256[:16]}" + (f"#{k}" if len(counts) > 1 else ""),
+                "source": "file",
+                "team": None,
+                "model_id": model,
+                "track": track,
+                "round_id": None,
+                "table_name": table,
+                "producer": PRODUCER,
+                "slice_key": k,
+                "content_hash": sha256,
+                "n_rows": n,
+                "received_at": now,
+                "due_at": None,
+                "board": RETROSPECTIVE,
+                "available_at": now,
+            }
+            for k, n in counts
+        ],
+        schema=storage.polars_schema(RECEIPTS),
+    )
+    storage.replace_partition(con, RECEIPTS, rows, {"partition_key": f"file:{model}"})
 
 
 def _last_run_config(instance, job) -> dict:
@@ -169,15 +209,16 @@ def rescore(track: str, db: Path) -> bool:
     """Run the track's scoring job (``sensors.scores.SCORE_JOBS``) on ``db`` in the project's Dagster instance
     with the last scoring run config; print the run and its check tally; False (after printing why) on
     failure."""
-    from leaf_live.cli import _instance
+    from leaf_live.commands.run_report import report_failures
     from leaf_live.definitions import build_definitions
+    from leaf_live.instance import instance_for
     from resources import default_resources
     from sensors.scores import SCORE_JOBS
 
     if track not in SCORE_JOBS:
         raise CommandError(f"the {track} track has no scoring job in this build")
     t0 = time.monotonic()
-    instance = _instance()
+    instance = instance_for(db)
     job = build_definitions(default_resources(db=db)).resolve_job_def(SCORE_JOBS[track].name)
     config = _last_run_config(instance, job)
     config["loggers"] = {"console": {"config": {"log_level": "WARNING"}}}
@@ -185,19 +226,7 @@ def rescore(track: str, db: Path) -> bool:
         result = job.execute_in_process(run_config=config, instance=instance, raise_on_error=False)
     checks = result.get_asset_check_evaluations()
     failed = [e for e in checks if not e.passed]
-    for e in failed:
-        print(f"asset check FAILED: {e.asset_key.to_user_string()}:{e.check_name}", file=sys.stderr)
-    if not result.success:
-        for ev in result.all_events:
-            if (
-                ev.is_step_failure
-                and ev.step_failure_data.error
-                and ev.step_failure_data.error.cls_name != "DagsterAssetCheckFailedError"
-            ):
-                err = ev.step_failure_data.error
-                while err.cause is not None:
-                    err = err.cause
-                print(f"{ev.step_key}: {err.message.strip()}", file=sys.stderr)
+    if report_failures(result):
         print(f"leaf-live: rescoring the {track} track FAILED (run {result.run_id})", file=sys.stderr)
         return False
     print(
@@ -211,7 +240,9 @@ def rescore(track: str, db: Path) -> bool:
 
 def _print_model_board(track: str, db: Path, model: str) -> None:
     from leaf_live.commands.scores import event_board, macro_board
+    from leaf_live.core.participation import RETRO_SUFFIX
 
+    model = model + RETRO_SUFFIX  # a file's rows rank on the retrospective board (issue 21)
     con = read_only(db)
     try:
         if track == "macro":
@@ -233,6 +264,11 @@ def _print_model_board(track: str, db: Path, model: str) -> None:
     print(
         f"{model} on the {track} boards ({what}; `leaf-live scores --track {track} --model {model}` for all):"
     )
+    if track == "event":
+        from leaf_live.event.rankings import render_event_boards
+
+        print(render_event_boards(board, headline=False))  # the stored event_board rows of the model
+        return
     print(render(board, "table"))
 
 

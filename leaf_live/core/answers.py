@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _INJECTION_PATTERNS = tuple(
     re.compile(p, re.IGNORECASE)
@@ -77,10 +80,47 @@ def _parse_constant(name: str) -> float:
     return float(name.replace("Infinity", "inf"))  # NaN, Infinity, -Infinity -> the caller rejects non-finite
 
 
+# Python refuses int() of a literal over sys.get_int_max_str_digits() (4300) digits with a ValueError; any
+# integer that long is beyond a double anyway, so it is decoded as a float (infinite) for the caller to reject
+_MAX_INT_DIGITS = 1000
+
+
+def _parse_int(text: str) -> int | float:
+    return int(text) if len(text) <= _MAX_INT_DIGITS else float(text)
+
+
 def strict_decoder() -> json.JSONDecoder:
-    """A JSON decoder that raises :class:`DuplicateKeyError` on a repeated key (at any level) and turns
-    ``NaN`` / ``Infinity`` into non-finite floats for the caller to reject."""
-    return json.JSONDecoder(object_pairs_hook=_pairs_no_duplicates, parse_constant=_parse_constant)
+    """A JSON decoder that raises :class:`DuplicateKeyError` on a repeated key (at any level), turns
+    ``NaN`` / ``Infinity`` into non-finite floats for the caller to reject, and decodes an integer literal of
+    more than 1,000 digits as a float (``inf``: rejected as non-finite) instead of raising Python's int-digit
+    limit ``ValueError``. Deep nesting still raises ``RecursionError`` (callers report ``nesting too
+    deep``)."""
+    return json.JSONDecoder(
+        object_pairs_hook=_pairs_no_duplicates, parse_constant=_parse_constant, parse_int=_parse_int
+    )
+
+
+def clean_text(content: object) -> str:
+    """``content`` as text a parser can work on and DuckDB can store: a non-string is ``""``, lone UTF-16
+    surrogates (not encodable as UTF-8) become ``?`` and NUL characters are dropped."""
+    if not isinstance(content, str):
+        return ""
+    if content.isascii():
+        return content.replace("\0", "")
+    return content.encode("utf-8", "replace").decode("utf-8").replace("\0", "")
+
+
+def contained(parse: Callable[[], T], invalid: Callable[[str], T]) -> T:
+    """Run ``parse()``; any exception it raises on hostile text becomes ``invalid(reason)`` with reason
+    ``unparseable: <exception type>: <first 80 chars of its message>`` (the never-raise contract of every
+    answer parser, LiveMacroEval App. D / LEAF §4.1: a bad answer is stored invalid with its reason)."""
+    try:
+        return parse()
+    except RecursionError:
+        return invalid("invalid_json: nesting too deep")
+    except Exception as exc:  # noqa: BLE001 (the contract: no text may raise)
+        detail = clean_text(str(exc)).splitlines()[0][:80] if str(exc) else ""
+        return invalid(f"unparseable: {type(exc).__name__}" + (f": {detail}" if detail else ""))
 
 
 def json_error_reason(json_text: str, exc: json.JSONDecodeError) -> str:
@@ -96,6 +136,8 @@ def json_error_reason(json_text: str, exc: json.JSONDecodeError) -> str:
 
 __all__ = [
     "DuplicateKeyError",
+    "clean_text",
+    "contained",
     "FENCE",
     "REFUSAL_PATTERN",
     "detect_prompt_injection",

@@ -36,6 +36,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,7 +59,7 @@ from leaf_live.core.storage import Table, col, conform, polars_schema
 def _litellm():
     """litellm, imported on first use: importing it costs about 2.3 s, and most commands (status, sql,
     scores, the schema registry) never call a model."""
-    import litellm
+    import litellm  # its no-download switch is set by the entry point (leaf_live.process.prepare_process)
 
     litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
     return litellm
@@ -356,8 +357,35 @@ def _status_code(exc: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+# Causes litellm raises before or after the HTTP exchange with a made-up status (a missing key as HTTP 500, an
+# unconvertible 200 answer as HTTP 500 or 422): recognised by their message, recorded by their real cause.
+_MISSING_KEY = re.compile(
+    r"missing credentials|api[_ ]key.{0,40}(?:not set|missing|must be set|required)", re.I
+)
+_CONVERSION = re.compile(
+    r"error converting to valid response|returned a response with no 'choices'|unable to convert|"
+    r"invalid response object",
+    re.I,
+)
+
+
+def error_cause(exc: BaseException) -> str | None:
+    """``"missing_key"`` when the call never left for want of a provider key, ``"conversion"`` when the
+    provider answered (HTTP 200) but litellm could not convert the answer, else None (the HTTP status or
+    transport failure is the cause)."""
+    text = " ".join(str(e) for e in _cause_chain(exc))
+    if _MISSING_KEY.search(text):
+        return "missing_key"
+    if _CONVERSION.search(text):
+        return "conversion"
+    return None
+
+
 def is_retryable(exc: BaseException) -> bool:
-    """True for timeouts, connection errors, HTTP 408/409/429 and 5xx (incl. Anthropic's 529)."""
+    """True for timeouts, connection errors, HTTP 408/409/429 and 5xx (incl. Anthropic's 529); never for a
+    missing provider key (:func:`error_cause`), which no retry can supply."""
+    if error_cause(exc) == "missing_key":
+        return False
     retryable, not_retryable = _error_types()
     if isinstance(exc, not_retryable) and not isinstance(exc, retryable):
         return False
@@ -627,9 +655,11 @@ def transport_failure(exc: BaseException) -> tuple[str, BaseException] | None:
     return None
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, provider: str | None = None) -> str:
     """``Type (HTTP code): message`` for an HTTP answer; ``Type (connection error: Root): message`` or
-    ``Type (timeout: Root)`` when none came back, so a refused connection is never recorded as HTTP 500."""
+    ``Type (timeout: Root)`` when none came back, so a refused connection is never recorded as HTTP 500;
+    ``missing_key: OPENAI_API_KEY is not set ...`` and ``conversion failure: ...`` for the causes litellm
+    reports with a made-up status (:func:`error_cause`)."""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     failure = transport_failure(exc)
     if failure is not None:
@@ -640,10 +670,91 @@ def _error_text(exc: BaseException) -> str:
             )
         label = f"{kind}: {type(root).__name__}" if root is not exc else kind
         text = f"{type(exc).__name__} ({label})" + (f": {msg}" if msg else "")
+    elif (cause := error_cause(exc)) == "missing_key":
+        name = key_variable(provider) if provider else None
+        need = f"{name} is not set" if name else "the provider's API key is not set"
+        text = f"missing_key: {need} (no request sent): {msg}"
+    elif cause == "conversion":
+        text = f"conversion failure: the provider answered but the answer could not be converted: {msg}"
     else:
         code = _status_code(exc)
         text = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "") + (f": {msg}" if msg else "")
     return redact(text[:1000]) or ""
+
+
+def replay_key(model_id: str, role: str, prompt_group: str | None, prompt_sha: str) -> tuple:
+    """What makes a stored call the answer to a new request (:class:`LLMClient` ``replay``)."""
+    return (model_id, role, prompt_group, prompt_sha)
+
+
+def _fill_result(result: CallResult, dump: Mapping[str, Any]) -> None:
+    """The parser's fields of ``result`` (content, refusal, citations, tool calls, finish reason) from a
+    response dump (litellm's OpenAI-format ``model_dump``; a live answer or a stored ``response_json``)."""
+    choices = dump.get("choices") or []
+    first = choices[0] if choices else {}
+    msg = first.get("message") or {}
+    result.record.finish_reason = first.get("finish_reason")
+    content = msg.get("content")
+    result.content = content if isinstance(content, str) else None
+    refusal = msg.get("refusal")
+    result.refusal = refusal if isinstance(refusal, str) and refusal.strip() else None
+    result.citations = extract_citations(dump)
+    result.response = dict(dump)
+    for tc in msg.get("tool_calls") or []:
+        fn = (tc or {}).get("function") or {}
+        if fn.get("name"):
+            args = fn.get("arguments")
+            result.tool_calls.append(
+                {
+                    "id": str(tc.get("id") or ""),
+                    "name": str(fn["name"]),
+                    "arguments": args if isinstance(args, str) else json.dumps(args or {}),
+                }
+            )
+
+
+def token_prices(litellm_model: str) -> tuple[float, float] | None:
+    """(USD per input token, USD per output token) of ``litellm_model`` (``provider/model``) from litellm's
+    price table (``litellm.model_cost``, the bundled copy: ``LITELLM_LOCAL_MODEL_COST_MAP``), the prices
+    :func:`_cost` charges a stored call with; None for a model the table does not price."""
+    lm = _litellm()
+    try:
+        cin, _ = lm.cost_per_token(model=litellm_model, prompt_tokens=1, completion_tokens=0)
+        _, cout = lm.cost_per_token(model=litellm_model, prompt_tokens=0, completion_tokens=1)
+    except Exception:  # litellm raises plain Exception / BadRequestError for an unmapped model
+        return None
+    return float(cin), float(cout)
+
+
+def token_cost(litellm_model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD of one call of ``litellm_model`` with these token counts, by litellm's ``cost_per_token`` (the
+    price table :func:`_cost` uses for a stored call); None for an unpriced model."""
+    try:
+        cin, cout = _litellm().cost_per_token(
+            model=litellm_model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:
+        return None
+    return float(cin) + float(cout)
+
+
+def records_from_frame(frame: pl.DataFrame) -> list[CallRecord]:
+    """``llm_calls`` rows back as :class:`CallRecord` objects (for :class:`LLMClient` ``replay``)."""
+    return [CallRecord(**{f: r[f] for f in LLM_CALL_FIELDS}) for r in frame.iter_rows(named=True)]
+
+
+# the environment variable litellm reads each provider's key from
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "vertex_ai": "GOOGLE_APPLICATION_CREDENTIALS",
+}
+
+
+def key_variable(provider: str) -> str | None:
+    """The environment variable holding ``provider``'s API key (None for a provider not listed)."""
+    return KEY_VARIABLES.get(provider)
 
 
 class LLMClient:
@@ -652,6 +763,15 @@ class LLMClient:
 
     ``complete`` never raises for provider or network errors: it returns a :class:`CallResult` whose
     record has ``status='failed'`` and the last error after ``config.max_attempts`` attempts.
+
+    ``replay``: stored ``ok`` records (``llm_calls`` rows, :func:`records_from_frame`) answered again instead
+    of calling the provider: a request whose (model_id, role, prompt_group, prompt hash) matches takes the
+    oldest unused such record, its call id, timestamps, usage and cost unchanged (identical requests, e.g. the
+    trials of a forecast, take one record each), so a rerun after an interruption makes only the calls that
+    were not stored. ``budget_usd``: once the cost of the calls this client made (``spent_usd``, USD from
+    litellm's price map) reaches it, a further call is not made and returns a failed record with
+    ``attempts=0`` and the reason; calls already in flight finish, so the overshoot is at most
+    ``max_concurrency`` calls.
     """
 
     def __init__(
@@ -662,6 +782,8 @@ class LLMClient:
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Any] = asyncio.sleep,
         rng: random.Random | None = None,
+        replay: Iterable[CallRecord] = (),
+        budget_usd: float | None = None,
     ) -> None:
         self.config = config
         self.retry = retry or config.retry
@@ -672,6 +794,17 @@ class LLMClient:
         self._semaphore: asyncio.Semaphore | None = None
         self._limiters: dict[str, RateLimiter] = {}
         self.records: list[CallRecord] = []
+        if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
+            raise ValueError(f"budget_usd={budget_usd!r}: must be a finite number >= 0")
+        self.budget_usd = budget_usd
+        self.spent_usd = 0.0  # cost of the calls this client made (replayed answers cost nothing)
+        self.replayed = 0
+        self._replay: dict[tuple, list[CallRecord]] = {}
+        for r in sorted(replay, key=lambda r: (r.requested_at, r.call_id)):
+            if r.status == "ok" and r.response_json is not None:
+                self._replay.setdefault(
+                    replay_key(r.model_id, r.role, r.prompt_group, r.prompt_hash), []
+                ).append(r)
 
     def _slots(self) -> asyncio.Semaphore:
         """The concurrency bound of the running event loop (a client serves a whole run, which may drive
@@ -744,16 +877,32 @@ class LLMClient:
             kwargs["tools"] = [*kwargs.get("tools", []), *(dict(t) for t in tools)]
         params_doc = {k: v for k, v in kwargs.items() if k not in ("api_base", "max_retries", "num_retries")}
         params_doc["api_base"] = _safe_url(kwargs.get("api_base"))
+        key = replay_key(spec.model_id, role, prompt_group, prompt_hash(msgs))
+        stored = self._replay.get(key)
+        if stored:
+            record = stored.pop(0)
+            result = CallResult(record=record)
+            _fill_result(result, json.loads(record.response_json or "{}"))
+            self.replayed += 1
+            self.records.append(record)
+            return result
         call_id = uuid.uuid4().hex
         requested_at = self._clock()
         t0 = time.monotonic()
         attempts = 0
         last_exc: BaseException | None = None
         response: Any = None
+        over_budget: str | None = None
         while attempts < self.retry.max_attempts:
-            attempts += 1
             try:
                 async with self._slots():
+                    if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
+                        over_budget = (
+                            f"not called: budget reached ({self.spent_usd:.6f} USD spent of"
+                            f" {self.budget_usd:.6f})"
+                        )
+                        break
+                    attempts += 1
                     await self.limiter(spec).acquire()
                     response = await asyncio.wait_for(
                         _litellm().acompletion(messages=msgs, **kwargs), timeout=self.config.timeout_s
@@ -780,13 +929,15 @@ class LLMClient:
             prompt_hash=prompt_hash(msgs),
             request_messages=messages_json(msgs),
             request_params=json.dumps(params_doc, sort_keys=True, default=str),
-            status="failed" if last_exc is not None else "ok",
+            status="failed" if last_exc is not None or over_budget is not None else "ok",
             attempts=attempts,
             latency_s=time.monotonic() - t0,
         )
         result = CallResult(record=record)
-        if last_exc is not None:
-            record.error = _error_text(last_exc)
+        if over_budget is not None:
+            record.status, record.error = "failed", over_budget
+        elif last_exc is not None:
+            record.error = _error_text(last_exc, spec.provider)
         else:
             dump = response.model_dump() if hasattr(response, "model_dump") else dict(response)
             record.response_json = redact(json.dumps(dump, default=str, ensure_ascii=False))
@@ -796,27 +947,8 @@ class LLMClient:
             record.completion_tokens = _usage_int(usage, "completion_tokens")
             record.total_tokens = _usage_int(usage, "total_tokens")
             record.cost_usd = _cost(response)
-            choices = dump.get("choices") or []
-            first = choices[0] if choices else {}
-            msg = first.get("message") or {}
-            record.finish_reason = first.get("finish_reason")
-            content = msg.get("content")
-            result.content = content if isinstance(content, str) else None
-            refusal = msg.get("refusal")
-            result.refusal = refusal if isinstance(refusal, str) and refusal.strip() else None
-            result.citations = extract_citations(dump)
-            result.response = dump
-            for tc in msg.get("tool_calls") or []:
-                fn = (tc or {}).get("function") or {}
-                if fn.get("name"):
-                    args = fn.get("arguments")
-                    result.tool_calls.append(
-                        {
-                            "id": str(tc.get("id") or ""),
-                            "name": str(fn["name"]),
-                            "arguments": args if isinstance(args, str) else json.dumps(args or {}),
-                        }
-                    )
+            self.spent_usd += record.cost_usd or 0.0
+            _fill_result(result, dump)
         self.records.append(record)
         return result
 
@@ -874,7 +1006,8 @@ LLM_CALLS = Table(
             "role",
             "VARCHAR",
             "single | researcher | verifier | orchestrator (LiveMacroEval App. S.1) | analyst (plug-in"
-            " design, one row per tool round, S.5); retriever | checker | forecaster | rater (LEAF §3.2)",
+            " design, one row per tool round, S.5); retriever | checker | forecaster | rater (LEAF §3.2);"
+            " agent (a team's registered endpoint called by the submission service)",
             False,
         ),
         col(
@@ -977,7 +1110,11 @@ __all__ = [
     "messages_json",
     "no_models_message",
     "prompt_hash",
+    "records_from_frame",
     "redact_secrets",
+    "replay_key",
+    "token_cost",
+    "token_prices",
     "transport_failure",
     "retry_after_seconds",
     "web_search_params",

@@ -26,6 +26,13 @@ the code location loads (``dagster dev`` with a daemon); ``off``: STOPPED (turn 
 | ``LEAF_LIVE_CLOCK``               | a fixed "now" (ISO 8601 with a zone, e.g. ``2026-02-11T14:00:00Z``) for
 the sensors and schedules, and the instant the snapshot sources replay (a release appears once the clock
 passes its ``available_at``); unset = the system clock | unset |
+| ``LEAF_LIVE_CLOCK_FILE``          | a file holding that instant, read again at every sensor tick and every
+run's resource build, so a simulated clock advances by rewriting the file (no restart of the daemon,
+webserver or workers); not together with ``LEAF_LIVE_CLOCK`` | unset |
+| ``LEAF_LIVE_INBOX``               | the submission service's inbox (``leaf_live.service.inbox.open_inbox``):
+a ``postgresql://user@host:port/db`` URL (production profile; password in ``PGPASSWORD`` or ``~/.pgpass``) or
+a SQLite file; read by ``serve``, ``teams``, ``inbox`` and the Dagster resource (as an ``EnvVar``) | the file
+``<LEAF_LIVE_DB>.inbox.sqlite`` beside the database |
 """
 
 from __future__ import annotations
@@ -93,6 +100,8 @@ class Settings:
     snapshot_searched: str = ""  # where the default snapshot was looked for (for the error when none exists)
     schedules_on: bool = False
     clock: datetime | None = None
+    clock_file: Path | None = None  # LEAF_LIVE_CLOCK_FILE: the instant is read from it at each use
+    inbox: str | None = None  # LEAF_LIVE_INBOX (None: the SQLite file beside the database)
 
     def require_snapshot(self) -> Path:
         """Return the snapshot directory or raise :class:`SettingsError` naming ``LEAF_LIVE_SNAPSHOT``."""
@@ -134,6 +143,11 @@ def get_settings() -> Settings:
     switch = (os.environ.get("LEAF_LIVE_SCHEDULES") or "off").strip().lower()
     if switch not in SWITCH_VALUES:
         raise SettingsError(f"LEAF_LIVE_SCHEDULES={switch!r}: expected 'on' or 'off'")
+    clock_file = (os.environ.get("LEAF_LIVE_CLOCK_FILE") or "").strip() or None
+    if clock_file is not None and (os.environ.get("LEAF_LIVE_CLOCK") or "").strip():
+        raise SettingsError(
+            f"LEAF_LIVE_CLOCK_FILE={clock_file!r}: set LEAF_LIVE_CLOCK or LEAF_LIVE_CLOCK_FILE, not both"
+        )
     return Settings(
         db_path=db,
         snapshot_dir=snapshot,
@@ -147,7 +161,25 @@ def get_settings() -> Settings:
         snapshot_searched=searched,
         schedules_on=SWITCH_VALUES[switch],
         clock=parse_clock(os.environ.get("LEAF_LIVE_CLOCK") or None),
+        clock_file=Path(clock_file) if clock_file is not None else None,
+        inbox=(os.environ.get("LEAF_LIVE_INBOX") or "").strip() or None,
     )
+
+
+def read_clock_file(path: str | Path) -> datetime:
+    """The instant held by a clock file (``LEAF_LIVE_CLOCK_FILE``): one ISO 8601 instant with a zone, read
+    now (callers read it at every use, so rewriting the file advances a simulated clock without a restart).
+    Raises :class:`SettingsError` naming the file for a missing, unreadable, empty or malformed file."""
+    name = f"LEAF_LIVE_CLOCK_FILE {path}"
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{name}: cannot read the clock file ({type(exc).__name__})") from None
+    if not text:
+        raise SettingsError(f"{name}: the clock file is empty; write an instant such as 2026-02-11T14:00:00Z")
+    t = parse_clock(text, name=name)
+    assert t is not None
+    return t
 
 
 def parse_clock(text: str | None, name: str = "LEAF_LIVE_CLOCK") -> datetime | None:
@@ -164,13 +196,3 @@ def parse_clock(text: str | None, name: str = "LEAF_LIVE_CLOCK") -> datetime | N
     if t.tzinfo is None:
         raise SettingsError(f"{name}={text!r}: give a time zone (e.g. Z for UTC)")
     return t.astimezone(UTC)
-
-
-def secret_values() -> list[str]:
-    """Values of the secret variables set now (``*_API_KEY``, ``*_TOKEN``, at least 6 characters), so the LLM
-    call path can redact them from error texts and stored responses. Never logged or stored."""
-    return [
-        v
-        for n, v in os.environ.items()
-        if v and len(v) >= 6 and (n.endswith("_API_KEY") or n.endswith("_TOKEN"))
-    ]

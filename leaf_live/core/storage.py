@@ -9,7 +9,10 @@ Principles (DESIGN.md §Principles 1 and 3):
   ask "as of time t" with ``WHERE available_at <= t``;
 * one asset owns one table (or one ``producer`` slice of a shared table); materializing a partition
   replaces exactly that partition's rows in one transaction, so reruns and backfills neither duplicate
-  nor lose rows, and a partition that fails validation leaves the previous rows untouched.
+  nor lose rows, and a partition that fails validation leaves the previous rows untouched;
+* every text column of every written frame passes the one redaction rule first
+  (:func:`leaf_live.core.redaction.redact_frame`), so no stage can store a key an answer, error or source
+  echoed.
 
 Timestamps are stored as ``TIMESTAMPTZ`` and every connection runs with ``TimeZone='UTC'``.
 Reference periods are ``DATE`` of the period's first day (2026-01-01 for 2026Q1).
@@ -32,6 +35,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from leaf_live.core.redaction import redact_frame
+
 
 class StorageError(ValueError):
     """A frame does not fit its table; the message names the table, column and offending value."""
@@ -39,6 +44,11 @@ class StorageError(ValueError):
 
 class SchemaVersionError(StorageError):
     """The database file holds a table written under another schema version than this code's."""
+
+
+class WiderReplaceError(StorageError):
+    """A replace would remove stored rows its new data does not hold: the request covers less than the
+    partitions it replaces (a narrower span rerun over wider partitions). Nothing was written."""
 
 
 class DatabaseLockedError(StorageError):
@@ -67,12 +77,31 @@ def _process_command(pid: int) -> str | None:
     return (text[:157] + "..." if len(text) > 160 else text) or None
 
 
+def real_path(path: str | os.PathLike) -> Path:
+    """The one spelling of a database path: absolute, ``..`` and ``.`` resolved, every symlink followed
+    (``os.path.realpath``; a file that does not exist yet resolves through its existing parents). The writer
+    lock, DuckDB's connection and every message use it, so ``db``, ``./x/../db``, ``/abs/db`` and a symlink to
+    it are one database with one lock. Raises :class:`StorageError` for an empty path."""
+    text = os.fspath(path)
+    if not str(text).strip():
+        raise StorageError("database path is empty: give a file name (or set LEAF_LIVE_DB)")
+    return Path(os.path.realpath(text))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
+
+
 def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
-    """``duckdb.connect`` with one-line errors: a directory, an unopenable file, or a lock held by another
-    process (:class:`DatabaseLockedError`, naming the PID and its command; retried for ``wait_s`` seconds)."""
+    """``duckdb.connect`` on the real path with one-line errors: a directory, an unopenable file, or a lock
+    held by another process (:class:`DatabaseLockedError`, naming the PID and its command, after retrying
+    with a doubling backoff from 0.1 s to 1 s for ``wait_s`` seconds: bounded, then one line saying how long
+    it waited). A connection that failed is never left open."""
+    p = real_path(p)
     if p.is_dir():
         raise StorageError(f"{p} is a directory, not a DuckDB file")
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + max(0.0, wait_s)
     delay = 0.1
     while True:
         try:
@@ -80,25 +109,29 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
         except duckdb.IOException as exc:
             m = _LOCK.search(str(exc))
             if m is None:
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise StorageError(f"{p}: cannot open the database ({first})") from None
+                raise StorageError(f"{p}: cannot open the database ({_first_line(exc)})") from None
             left = deadline - time.monotonic()
             if left <= 0:
                 pid = int(m["pid"])
                 cmd = _process_command(pid) or m["holder"]
+                waited = f"waited {wait_s:g} s" if wait_s > 0 else ""
                 if read_only:
                     msg = (
-                        f"{p} is being written by another process, PID {pid} ({cmd}); waited {wait_s:g} s:"
-                        " try again when it finishes"
+                        f"{p} is being written by another process, PID {pid} ({cmd}); "
+                        f"{waited or 'not waiting'}: try again when it finishes"
                     )
                 else:
                     msg = (
                         f"{p} is held by another process, PID {pid} ({cmd}): DuckDB allows one writing"
-                        " process at a time; try again when it finishes"
+                        f" process at a time;{f' {waited};' if waited else ''} try again when it finishes"
                     )
                 raise DatabaseLockedError(msg, pid=pid, holder=cmd) from None
             time.sleep(min(delay, left))
             delay = min(delay * 2, 1.0)
+        except duckdb.ConnectionException:
+            raise  # this process already has the file open in another mode (callers such as sensors know it)
+        except duckdb.Error as exc:  # a file that is not a DuckDB database, a version it cannot read, ...
+            raise StorageError(f"{p}: cannot open the database ({_first_line(exc)})") from None
 
 
 @contextmanager
@@ -106,11 +139,15 @@ def writer_lock(path: str | Path):
     """Hold the leaf-live writer lock of the database ``path`` for a whole command (an ``flock`` on
     ``<db>.lock`` beside it, holding the PID). DuckDB's own lock lasts only while a connection is open, and a
     run opens one per step, so without this a second ``leaf-live run``/``submit``/``rescore`` on the same file
-    would interleave its steps with the first. Released when the block exits (also when the process dies).
-    Raises
+    would interleave its steps with the first. The lock is taken on :func:`real_path`, so every spelling of
+    one file (a symlink, a relative path, ``./x/../db``) is the same lock. Released when the block exits
+    (also when the process dies). Raises
     :class:`DatabaseLockedError` naming the holder's PID and command when another process holds it."""
-    p = Path(path)
-    fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    p = real_path(path)  # one lock per file, whatever the spelling (symlink, relative, ``x/../db``)
+    try:
+        fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StorageError(f"{p}: cannot create its lock file ({exc.strerror or exc})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -220,22 +257,29 @@ def get_table(name: str) -> Table:
 # ---------------------------------------------------------------------------------------------
 
 
-def connect(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+def connect(path: str | os.PathLike, *, wait_s: float = 0.0) -> duckdb.DuckDBPyConnection:
     """Open a read-write connection to the DuckDB file ``path`` (creating it and every registered table if
-    needed; callers resolve the path, e.g. ``leaf_live.core.settings.get_settings().db_path``).
+    needed; callers resolve the path, e.g. ``leaf_live.core.settings.get_settings().db_path``). The file is
+    opened by its :func:`real_path`.
 
-    DuckDB allows one writing process at a time: a file another process holds raises
-    :class:`DatabaseLockedError` at once (naming that process); a directory or a file that cannot be opened
-    raises :class:`StorageError` in one line.
+    DuckDB allows one writing process at a time: while another process holds the file, the connection is
+    retried for ``wait_s`` seconds (default: not at all), then :class:`DatabaseLockedError` names that
+    process in one line; a directory or a file that cannot be opened raises :class:`StorageError` in one line;
+    a file built under another schema version :class:`SchemaVersionError`. A connection whose set-up fails is
+    closed before the error propagates, so the same process can open the file again.
     """
-    p = Path(path)
+    p = real_path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"{p}: cannot create its directory ({exc.strerror or exc})") from None
-    con = _open(p, read_only=False, wait_s=0)
-    con.execute("SET TimeZone='UTC'")
-    ensure_tables(con)
+    con = _open(p, read_only=False, wait_s=wait_s)
+    try:
+        con.execute("SET TimeZone='UTC'")
+        ensure_tables(con)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -246,16 +290,16 @@ def connect_read_only(path: str | os.PathLike, *, wait_s: float = 0.0) -> duckdb
     :class:`DatabaseLockedError` names that process. Raises :class:`StorageError` if the file is missing or
     not a DuckDB file, and :class:`SchemaVersionError` if a registered table in it was written under another
     schema version (tables are registered when their track is imported, e.g. ``import leaf_live.macro``)."""
-    p = Path(path)
+    p = real_path(path)
     if not p.exists():
         raise StorageError(
-            f"database file {p} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)"
+            f"database file {path} does not exist; run `leaf-live run` first (or set LEAF_LIVE_DB)"
         )
     con = _open(p, read_only=True, wait_s=wait_s)
-    con.execute("SET TimeZone='UTC'")
     try:
+        con.execute("SET TimeZone='UTC'")
         check_schema_versions(con)
-    except SchemaVersionError:
+    except BaseException:
         con.close()
         raise
     return con
@@ -430,6 +474,141 @@ def conform(name: str, frame: pl.DataFrame, *, deferred: Sequence[str] = ()) -> 
     return pl.DataFrame(cols)
 
 
+@dataclass(frozen=True)
+class Slice:
+    """One table's slice for :func:`replace_partitions`: the rows ``frame`` that replace the rows of table
+    ``table`` matching ``where`` (see :func:`replace_partition` for ``where``). ``keep_unanswered`` (source
+    tables): the partition values of ``where`` that ``frame`` has no row for are left as stored.
+    ``refuse_removal``: the replace fails (:class:`WiderReplaceError`) instead of removing stored rows whose
+    primary key ``frame`` does not hold."""
+
+    table: str
+    frame: pl.DataFrame
+    where: Mapping[str, Any] | None = None
+    # source data: a partition value (day, month, question) the answer holds no row for keeps its stored rows
+    # instead of being emptied (an empty or partial answer never replaces good rows with none)
+    keep_unanswered: bool = False
+    # span-exact: refuse (WiderReplaceError, nothing written) when the replace would remove stored rows whose
+    # primary key the new frame does not hold
+    refuse_removal: bool = False
+
+
+def _prepared(name: str, frame: pl.DataFrame, where: Mapping[str, Any] | None, keep_unanswered: bool = False):
+    """Validate one slice before any write: the conformed frame, the DELETE condition and its parameters
+    (condition None: a listed partition column with no value, nothing to replace). Raises StorageError."""
+    table = get_table(name)
+    where = dict(where or {})
+    if set(where) != set(table.partition_by):
+        raise StorageError(f"table {name}: partition keys {sorted(where)} != {sorted(table.partition_by)}")
+    many = [c for c, v in where.items() if isinstance(v, (list, tuple))]
+    if len(many) > 1:
+        raise StorageError(f"table {name}: only one partition column may list several values, got {many}")
+    # the one redaction pass over every stored text column (core.redaction: registered secret values and
+    # provider/cloud key shapes), so no writer can store a key an answer, error or source echoed
+    data = redact_frame(conform(name, frame))
+    for col, val in where.items():
+        if not data.height:
+            break
+        bad = data.filter(~pl.col(col).is_in(list(val))) if col in many else data.filter(pl.col(col) != val)
+        if bad.height:
+            shown = f"{len(val)} values {min(val)!r}..{max(val)!r}" if col in many else repr(val)
+            raise StorageError(
+                f"table {name}: row with {col}={bad.get_column(col)[0]!r} outside partition {col}={shown}"
+            )
+    if keep_unanswered:  # only the partition values the answer has rows for are replaced
+        for col, val in where.items():
+            present = set(data.get_column(col).unique().to_list()) if data.height else set()
+            if col in many:
+                where[col] = [v for v in val if v in present]
+            elif val not in present:
+                return data, None, []
+    if table.primary_key and data.height:
+        dup = data.group_by(list(table.primary_key)).len().filter(pl.col("len") > 1)
+        if dup.height:
+            raise StorageError(f"table {name}: duplicate primary key {dup.row(0)[:-1]} in partition {where}")
+    conds, params = [], []
+    for k, v in where.items():
+        if k in many:
+            if not v:
+                return data, None, []  # no slice named: nothing to replace
+            conds.append(f'"{k}" IN ({", ".join("?" for _ in v)})')
+            params.extend(v)
+        else:
+            conds.append(f'"{k}" = ?')
+            params.append(v)
+    return data, " AND ".join(conds) or "TRUE", params
+
+
+def _refuse_removal(con: duckdb.DuckDBPyConnection, name: str, view: str, cond: str, params: list) -> None:
+    """Raise :class:`WiderReplaceError` when rows of ``name`` matching ``cond`` have a primary key the
+    incoming ``view`` does not hold (the replace would remove them)."""
+    table = get_table(name)
+    pk = table.primary_key or tuple(table.column_names)
+    match = " AND ".join(f'i."{k}" IS NOT DISTINCT FROM s."{k}"' for k in pk)
+    part = '"partition_key"' if "partition_key" in table.column_names else "NULL"
+    gone = f'FROM "{name}" s WHERE {cond} AND NOT EXISTS (SELECT 1 FROM {view} i WHERE {match})'
+    n, parts, lo, hi = con.execute(
+        f"SELECT count(*), count(DISTINCT {part}), min({part}), max({part}) {gone}", params
+    ).fetchone()
+    if not n:
+        return
+    first = con.execute(
+        f"SELECT {', '.join(f's.{k}' for k in pk)} {gone} ORDER BY 1 LIMIT 1", params
+    ).fetchone()
+    shown = ", ".join(f"{k}={v!r}" for k, v in zip(pk, first, strict=True))
+    where = f" in {parts} partitions {lo} .. {hi}" if parts else ""
+    raise WiderReplaceError(
+        f"table {name}: this request would remove {n} stored rows{where} that its new data does not hold"
+        f" (first: {shown}): the partitions it replaces are wider than what it was asked to rebuild; nothing"
+        " written (rebuild with the spans that made them, or allow the removal explicitly)"
+    )
+
+
+def replace_partitions(
+    con: duckdb.DuckDBPyConnection, slices: Sequence[Slice], *, then: Sequence[str] = ()
+) -> list[int]:
+    """Replace several tables' slices in ONE transaction: all of them land, or (on an error, a failed insert
+    or the process killed midway) none does; the multi-table form of :func:`replace_partition`, for a step
+    whose tables must agree (``forecast_tasks`` + ``task_outcomes``: a task never without its outcome).
+
+    Every slice is validated before anything is deleted. ``then``: SQL statements run inside the same
+    transaction after the inserts (e.g. a repair that removes rows left without their partner by an older
+    writer). Returns the rows written per slice, in order. Raises :class:`StorageError` (one line naming
+    the table, column and value) for a frame that does not fit; DuckDB errors of the transaction propagate
+    after the rollback."""
+    prepared = [(s, *_prepared(s.table, s.frame, s.where, s.keep_unanswered)) for s in slices]
+    todo = [(s, data, cond, params) for s, data, cond, params in prepared if cond is not None]
+    if not todo and not then:
+        return [0 for _ in slices]
+    for s, *_ in todo:
+        con.execute(get_table(s.table).ddl())
+    registered = []
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for i, (s, data, cond, params) in enumerate(todo):
+                view = f"_incoming_partition_{i}"
+                if data.height or s.refuse_removal:
+                    con.register(view, data.to_arrow())
+                    registered.append(view)
+                if s.refuse_removal:
+                    _refuse_removal(con, s.table, view, cond, params)
+                con.execute(f'DELETE FROM "{s.table}" WHERE {cond}', params)
+                if data.height:
+                    cols = ", ".join(f'"{c}"' for c in get_table(s.table).column_names)
+                    con.execute(f'INSERT INTO "{s.table}" ({cols}) SELECT {cols} FROM {view}')
+            for sql in then:
+                con.execute(sql)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        for view in registered:
+            con.unregister(view)
+    return [data.height if cond is not None else 0 for _, data, cond, _ in prepared]
+
+
 def replace_partition(
     con: duckdb.DuckDBPyConnection,
     name: str,
@@ -444,56 +623,9 @@ def replace_partition(
     transaction (a run's range of days or questions in one write). Every row of ``frame`` must belong to the
     slice(s). Validation runs before anything is deleted and the delete + insert run in one transaction, so a
     bad frame or a failed insert leaves the previous rows intact. Returns the number of rows written. Raises
-    :class:`StorageError`.
+    :class:`StorageError`. Several tables in one transaction: :func:`replace_partitions`.
     """
-    table = get_table(name)
-    where = dict(where or {})
-    if set(where) != set(table.partition_by):
-        raise StorageError(f"table {name}: partition keys {sorted(where)} != {sorted(table.partition_by)}")
-    many = [c for c, v in where.items() if isinstance(v, (list, tuple))]
-    if len(many) > 1:
-        raise StorageError(f"table {name}: only one partition column may list several values, got {many}")
-    data = conform(name, frame)
-    for col, val in where.items():
-        if not data.height:
-            break
-        bad = data.filter(~pl.col(col).is_in(list(val))) if col in many else data.filter(pl.col(col) != val)
-        if bad.height:
-            shown = f"{len(val)} values {min(val)!r}..{max(val)!r}" if col in many else repr(val)
-            raise StorageError(
-                f"table {name}: row with {col}={bad.get_column(col)[0]!r} outside partition {col}={shown}"
-            )
-    if table.primary_key and data.height:
-        dup = data.group_by(list(table.primary_key)).len().filter(pl.col("len") > 1)
-        if dup.height:
-            raise StorageError(f"table {name}: duplicate primary key {dup.row(0)[:-1]} in partition {where}")
-    con.execute(table.ddl())
-    cols = ", ".join(f'"{c}"' for c in table.column_names)
-    conds, params = [], []
-    for k, v in where.items():
-        if k in many:
-            if not v:
-                return 0  # no slice named: nothing to replace
-            conds.append(f'"{k}" IN ({", ".join("?" for _ in v)})')
-            params.extend(v)
-        else:
-            conds.append(f'"{k}" = ?')
-            params.append(v)
-    cond = " AND ".join(conds) or "TRUE"
-    con.register("_incoming_partition", data.to_arrow())
-    try:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(f'DELETE FROM "{name}" WHERE {cond}', params)
-            if data.height:
-                con.execute(f'INSERT INTO "{name}" ({cols}) SELECT {cols} FROM _incoming_partition')
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
-    finally:
-        con.unregister("_incoming_partition")
-    return data.height
+    return replace_partitions(con, [Slice(name, frame, where)])[0]
 
 
 def read_table(

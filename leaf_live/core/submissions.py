@@ -197,6 +197,44 @@ def read_submission(
     return SubmissionFile(name, fmt, list(frame.columns), frame.to_dicts(), digest)
 
 
+def rows_submission(
+    name: str, rows: Sequence[Any], *, required: Sequence[str], optional: Sequence[str] = (), digest: str
+) -> SubmissionFile:
+    """A submission given as JSON row objects (the submission service, issue 21) in the same shape as a read
+    file, so it goes through the same track checks: the columns are the union of the rows' keys (first-seen
+    order); each row must hold every required field and no unknown one (a problem per row, named by the
+    field); a row that is not an object, or no rows, is refused. ``digest`` is the content hash (hex).
+    Raises :class:`SubmissionError`."""
+    if not isinstance(rows, (list, tuple)) or not rows:
+        raise SubmissionError(name, [RowProblem(0, "rows", "", "no rows: give a non-empty list of objects")])
+    bad = [
+        RowProblem(i, "row", str(r)[:60], "not a JSON object")
+        for i, r in enumerate(rows, 1)
+        if not isinstance(r, dict)
+    ]
+    if bad:
+        raise SubmissionError(name, bad, n_rows=len(rows), csv_lines=False)
+    columns: list[str] = []
+    for r in rows:
+        columns.extend(k for k in r if k not in columns)
+    expected = ", ".join(list(required) + [f"[{c}]" for c in optional])
+    fields = []  # per row and named by field, not CSV's file-level "wrong columns"
+    for i, r in enumerate(rows, 1):
+        fields.extend(
+            RowProblem(i, c, None, f"missing; every row needs it ({expected})")
+            for c in required
+            if c not in r
+        )
+        fields.extend(
+            RowProblem(i, c, r[c], f"unknown field; expected {expected}")
+            for c in r
+            if c not in required and c not in optional
+        )
+    if fields:
+        raise SubmissionError(name, fields, n_rows=len(rows), csv_lines=False)
+    return SubmissionFile(name, "json", columns, [dict(r) for r in rows], digest)
+
+
 def _check_columns(
     name: str, header: Sequence[str], required: Sequence[str], optional: Sequence[str]
 ) -> None:
@@ -334,12 +372,20 @@ def optional(v: Any) -> bool:
 
 class RowChecker:
     """Collects :class:`RowProblem`s while a track module checks rows: ``cell(row, field, value, parser)``
-    returns the parsed value or None after recording the problem; ``reject(row, field, value, reason)``."""
+    returns the parsed value or None after recording the problem; ``reject(row, field, value, reason)``.
 
-    def __init__(self) -> None:
+    ``typed`` (a JSON submission, ``sub.format == "json"``): JSON has number and array types, so a number or
+    a number list sent as a JSON string (``"2.9"``) is refused instead of read like a CSV cell's text."""
+
+    def __init__(self, typed: bool = False) -> None:
         self.problems: list[RowProblem] = []
+        self.typed = typed
 
     def cell(self, row: int, field: str, value: Any, parser) -> Any:
+        if self.typed and isinstance(value, str) and parser in _JSON_TYPES:
+            want = _JSON_TYPES[parser]
+            self.problems.append(RowProblem(row, field, value, f"a JSON string where {want} is expected"))
+            return None
         try:
             return parser(value)
         except ValueError as exc:
@@ -364,6 +410,9 @@ class RowChecker:
         if self.problems:
             self.problems.sort(key=lambda p: p.row)
             raise SubmissionError(sub.path, self.problems, n_rows=len(sub.rows), csv_lines=sub.csv_lines)
+
+
+_JSON_TYPES = {parse_number: "a JSON number", parse_number_list: "a JSON array of numbers"}
 
 
 def row_numbers(rows: Iterable[Any]) -> Iterable[tuple[int, Any]]:

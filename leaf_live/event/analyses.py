@@ -13,6 +13,10 @@
 * :func:`fact_check_ablation` — §4.5 / Fig. 6: the metric with unfiltered vs fact-checked events and the
   events in the unfiltered contexts that the checkers dated after the cutoff.
 
+Each analysis either runs or refuses (:class:`AnalysisStatus`, table ``event_analysis_status``): the
+``*_run`` functions return the table frame and one line saying what the rows cover and which inputs are
+missing, or why nothing could be computed; a report prints that line instead of an empty section.
+
 ``model_id`` suffixes follow :mod:`leaf_live.event.agents.forecasters`: ``<base>:<context_kind>``.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 
 import numpy as np
@@ -44,6 +49,63 @@ def _at(*frames: pl.DataFrame) -> datetime:
         f["available_at"].max() for f in frames if f is not None and f.height and "available_at" in f.columns
     ]
     return max(ts)
+
+
+@dataclass(frozen=True)
+class AnalysisStatus:
+    """One ``event_analysis_status`` row: ``status`` is ``ran`` (``rows`` > 0) or ``refused`` (nothing
+    computed); ``reason`` is one line naming the inputs used or missing."""
+
+    analysis: str
+    status: str
+    reason: str
+    rows: int = 0
+
+    def __post_init__(self) -> None:
+        if self.status not in ("ran", "refused"):
+            raise ValueError(f"status={self.status!r}: expected 'ran' or 'refused'")
+        if "\n" in self.reason or not self.reason:
+            raise ValueError(f"reason={self.reason!r}: expected one non-empty line")
+
+
+def outcome(analysis: str, frame: pl.DataFrame, ran: str, refused: str) -> AnalysisStatus:
+    """``ran`` with ``frame.height`` rows when the frame has rows, else ``refused`` with the reason
+    ``refused``."""
+    if frame.height:
+        return AnalysisStatus(analysis, "ran", ran, frame.height)
+    return AnalysisStatus(analysis, "refused", refused, 0)
+
+
+def status_frame(statuses: Sequence[AnalysisStatus], at: datetime) -> pl.DataFrame:
+    """``event_analysis_status`` rows, one per status, partition = the analysis, ``available_at = at``."""
+    rows = [
+        {
+            "partition_key": st.analysis,
+            "analysis": st.analysis,
+            "status": st.status,
+            "reason": st.reason,
+            "rows": st.rows,
+            "available_at": at,
+        }
+        for st in statuses
+    ]
+    if not rows:
+        return empty_frame("event_analysis_status")
+    return conform(
+        "event_analysis_status", pl.DataFrame(rows, schema=empty_frame("event_analysis_status").schema)
+    )
+
+
+def _span_text(frame: pl.DataFrame, col: str) -> str:
+    if frame.height == 0 or frame[col].drop_nulls().len() == 0:
+        return "none"
+    lo, hi = frame[col].min(), frame[col].max()
+    return f"{lo:%Y-%m-%d}..{hi:%Y-%m-%d}"
+
+
+def _names(values, most: int = 6) -> str:
+    v = sorted(set(values))
+    return ", ".join(v[:most]) + (f" and {len(v) - most} more" if len(v) > most else "")
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
@@ -82,8 +144,16 @@ def filter_rates(
         c = checked.filter((pl.col("retriever") == ret) & (pl.col("domain") == dom))
         merged = c.filter(pl.col("drop_reason") == "merged").height
         dec = c.filter(pl.col("drop_reason").is_null() | (pl.col("drop_reason") != "merged"))
-        kept = dec.filter(pl.col("kept"))
+        # recorded rows (check_mode 'recorded': a transcript the source already fact-checked, e.g. SEER) have
+        # no decision of ours: kept, but never counted in the filter rate
+        rec = dec.filter(pl.col("check_mode") == "recorded") if "check_mode" in dec.columns else dec.head(0)
+        if rec.height:
+            dec = dec.filter(pl.col("check_mode") != "recorded")
+        kept = pl.concat([dec.filter(pl.col("kept")), rec.filter(pl.col("kept"))])
         reasons = dec.filter(~pl.col("kept")).group_by("drop_reason").len().sort("drop_reason")
+        dropped = dict(zip(reasons["drop_reason"], reasons["len"]))
+        if rec.height:
+            dropped["recorded_already_fact_checked"] = rec.height
         rows.append(
             {
                 "retriever": ret,
@@ -92,12 +162,12 @@ def filter_rates(
                 "n_events": g.height,
                 "n_checked": dec.height,
                 "n_kept": kept.height,
-                "filter_rate": 1 - kept.height / dec.height if dec.height else None,
+                "filter_rate": 1 - dec.filter(pl.col("kept")).height / dec.height if dec.height else None,
                 "n_merged": merged,
                 "n_days": kept.select("target_id", "event_date").unique().height,
                 "first_date": kept["event_date"].min(),
                 "last_date": kept["event_date"].max(),
-                "drop_reasons": json.dumps(dict(zip(reasons["drop_reason"], reasons["len"]))),
+                "drop_reasons": json.dumps(dropped),
             }
         )
     return _frame("event_filter_rates", rows, partition_key, _at(retrieved, checked))
@@ -340,6 +410,59 @@ def living_data_ablation(
     return _frame("living_data_ablation", rows, partition_key, _at(scores))
 
 
+def living_data_run(
+    scores: pl.DataFrame,
+    tasks: pl.DataFrame,
+    before: tuple[date, date],
+    after: tuple[date, date],
+    *,
+    partition_key: str = "all",
+) -> tuple[pl.DataFrame, AnalysisStatus]:
+    """:func:`living_data_ablation` keeping only the (model, domain, kind, horizon) groups scored in BOTH
+    spans, with the status: refused (one line, the spans and the stored trend cutoffs) when no trend task of
+    either span is scored or no model is scored in both; otherwise ran, naming the models left out for lack
+    of before-span forecasts (LLM forecasters are only run on the tasks they are configured for)."""
+    name = "living_data_ablation"
+    acc = scores.filter(pl.col("metric") == "accuracy") if scores.height else scores
+    cut = tasks.select("task_id", "cutoff").join(acc.select("task_id").unique(), on="task_id")
+    day = pl.col("cutoff").dt.convert_time_zone("America/New_York").dt.date()
+    span_txt = f"before {before[0]}..{before[1]}, after {after[0]}..{after[1]}"
+    nb = cut.filter(day.is_between(*before)).height
+    na = cut.filter(day.is_between(*after)).height
+    if not nb or not na:
+        side = " and ".join(w for w, n in (("before", nb), ("after", na)) if not n)
+        return empty_frame(name), AnalysisStatus(
+            name,
+            "refused",
+            f"no scored trend task has its cutoff in the {side} span ({span_txt}; scored trend cutoffs"
+            f" {_span_text(cut, 'cutoff')})",
+        )
+    full = living_data_ablation(scores, tasks, before, after, partition_key=partition_key)
+    both = full.filter((pl.col("n_before") > 0) & (pl.col("n_after") > 0))
+    have = set(both["model_id"])
+    only_after = sorted(set(full.filter(pl.col("n_after") > 0)["model_id"]) - have)
+    only_before = sorted(set(full.filter(pl.col("n_before") > 0)["model_id"]) - have)
+    if both.height == 0:
+        return empty_frame(name), AnalysisStatus(
+            name,
+            "refused",
+            f"no model is scored in both spans ({span_txt}): before only {_names(only_before) or 'none'};"
+            f" after only {_names(only_after) or 'none'}",
+        )
+    keys = ["domain", "task_kind", "horizon"]
+    one_side = full.join(both.select(keys).unique(), on=keys, how="anti").select(keys).unique().sort(keys)
+    groups = [" ".join(r) for r in one_side.iter_rows()]
+    miss = f"; scored in one span only: {_names(groups)}" if groups else ""
+    miss += f"; not compared (no before-span forecasts): {_names(only_after)}" if only_after else ""
+    return both, AnalysisStatus(
+        name,
+        "ran",
+        f"{len(have)} models x domain x kind x horizon scored in both spans ({span_txt};"
+        f" {int(both['n_before'].sum())} before / {int(both['n_after'].sum())} after scores){miss}",
+        both.height,
+    )
+
+
 def fact_check_ablation(
     scores: pl.DataFrame,
     forecasts: pl.DataFrame,
@@ -390,8 +513,186 @@ def fact_check_ablation(
     return _frame("fact_check_ablation", rows, partition_key, _at(scores))
 
 
+def alpha_consistency_run(
+    scores: pl.DataFrame, *, partition_key: str = "all"
+) -> tuple[pl.DataFrame, AnalysisStatus]:
+    """:func:`alpha_consistency` with its status: refused, naming what is missing, when no forecaster was run
+    with the ``alpha=<a>`` / ``other_alpha=<a>`` contexts (LLM forecasts with those context kinds, built from
+    events that carry a sentiment); ran otherwise, naming a missing variant."""
+    name = "alpha_consistency"
+    out = alpha_consistency(scores, partition_key=partition_key) if scores.height else empty_frame(name)
+    variants = set(out["variant"]) if out.height else set()
+    miss = [v for v in ("target", "other_target") if v not in variants]
+    return out, outcome(
+        name,
+        out,
+        f"{out['model_id'].n_unique() if out.height else 0} models x {len(variants)} variants over"
+        f" {out['alpha'].n_unique() if out.height else 0} alphas"
+        + (
+            f"; missing variant {', '.join(miss)} (context kind other_alpha)"
+            if "other_target" in miss
+            else ""
+        ),
+        "no scored forecast has an alpha=<a> or other_alpha=<a> context: run leaf_llm_forecasts with"
+        " context_kinds alpha / other_alpha (needs an LLM model and fact-checked events with a sentiment)",
+    )
+
+
+def fact_check_ablation_run(
+    scores: pl.DataFrame, forecasts: pl.DataFrame, checked: pl.DataFrame, *, partition_key: str = "all"
+) -> tuple[pl.DataFrame, AnalysisStatus]:
+    """:func:`fact_check_ablation` on whatever is stored, with its status naming the missing input: scored
+    forecasts with context ``events_unfiltered``, with context ``events`` on the same tasks, fact-checked
+    events (for the leak count)."""
+    name = "fact_check_ablation"
+    ck = (
+        scores["model_id"].map_elements(lambda m: split_model_id(m)[1] or "", return_dtype=pl.Utf8)
+        if scores.height
+        else pl.Series([], dtype=pl.Utf8)
+    )
+    missing = [
+        what
+        for what, ok in (
+            ("scored forecasts with context events_unfiltered", (ck == "events_unfiltered").any()),
+            ("scored forecasts with context events", (ck == "events").any()),
+            ("the unfiltered contexts in leaf_forecasts", forecasts.height > 0),
+        )
+        if not ok
+    ]
+    if missing:
+        return empty_frame(name), AnalysisStatus(
+            name,
+            "refused",
+            f"missing {'; '.join(missing)}: run leaf_llm_forecasts with context_kinds events and"
+            " events_unfiltered (needs an LLM model)",
+        )
+    out = fact_check_ablation(scores, forecasts, checked, partition_key=partition_key)
+    note = "" if checked.height else "; no fact_checked_events stored, so n_leaked_events counts none"
+    return out, outcome(
+        name,
+        out,
+        f"{out['model_id'].n_unique() if out.height else 0} models on"
+        f" {int(out['n'].sum()) if out.height else 0} task scores in both contexts{note}",
+        "no task is scored with both the events and the events_unfiltered context of one model",
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# the report section
+# ------------------------------------------------------------------------------------------------
+
+# analysis table -> (heading, the paper's figure beside ours, columns shown)
+REPORT_SECTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "event_filter_rates": (
+        "Table 2 — events retrieved, fact-checked and kept",
+        "LEAF Table 2: filter rates of the dual fact-check per domain",
+        ("retriever", "domain", "n_entities", "n_events", "n_checked", "n_kept", "filter_rate", "n_days"),
+    ),
+    "predictability_accuracy": (
+        "Table 12 — accuracy per predictability level",
+        "LEAF §4.4: accuracy rises with the level the model gives the stock",
+        ("model_id", "rater", "task_kind", "horizon", "level", "n", "accuracy", "level_correlation"),
+    ),
+    "alpha_consistency": (
+        "§3.2 — error against the share alpha of sentiment-consistent events",
+        "LEAF §3.2: correlation -0.967 (target's events), -0.537 (another target's)",
+        ("model_id", "variant", "metric", "alpha", "n", "mean_error", "correlation"),
+    ),
+    "living_data_ablation": (
+        "Table 9 — living data: accuracy before the training cut-offs vs the live span",
+        "LEAF §4.5: 147% relative improvement on the old span (contamination)",
+        (
+            "model_id",
+            "domain",
+            "task_kind",
+            "horizon",
+            "accuracy_before",
+            "accuracy_after",
+            "n_before",
+            "n_after",
+            "relative_improvement_pct",
+        ),
+    ),
+    "fact_check_ablation": (
+        "Fig. 6 — unfiltered vs fact-checked events",
+        "LEAF §4.5: unfiltered events inflate the metric through leaked (after-cutoff) events",
+        (
+            "model_id",
+            "domain",
+            "task_kind",
+            "horizon",
+            "metric",
+            "n",
+            "value_filtered",
+            "value_unfiltered",
+            "inflation",
+            "n_leaked_events",
+        ),
+    ),
+}
+REPORT_MAX_ROWS = 40
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def render_report(tables: Mapping[str, pl.DataFrame | None], status: pl.DataFrame | None) -> str:
+    """Markdown of the event analyses (:data:`REPORT_SECTIONS`): per analysis its stored rows (first
+    :data:`REPORT_MAX_ROWS`) beside the paper's figure, or ``not materialized: <reason>`` when the table is
+    absent (``None``: its asset never ran), the status says refused, or the table holds no rows. ``status``:
+    ``event_analysis_status`` rows (None when absent)."""
+    st = (
+        {r["analysis"]: r for r in status.iter_rows(named=True)}
+        if status is not None and status.height
+        else {}
+    )
+    out = [
+        "# LEAF event analyses on the stored tables",
+        "",
+        "Generated by `leaf-live run` / `leaf-live report`; every analysis either ran (its rows below) or"
+        " says why not (table `event_analysis_status`).",
+        "",
+    ]
+    for table, (head, paper, cols) in REPORT_SECTIONS.items():
+        out += [f"## {head}", "", f"Paper: {paper}.", ""]
+        frame, row = tables.get(table), st.get(table)
+        if frame is None:
+            out += [f"not materialized: the {table} asset has not run on this database (`leaf-live run`)", ""]
+            continue
+        if row is not None and row["status"] == "refused":
+            out += [f"not materialized: {row['reason']}", ""]
+            continue
+        if frame.height == 0:
+            why = row["reason"] if row is not None else f"{table} holds no rows and no status was recorded"
+            out += [f"not materialized: {why}", ""]
+            continue
+        if row is not None:
+            out += [f"Ran: {row['reason']}.", ""]
+        shown = [c for c in cols if c in frame.columns]
+        rows = frame.sort(shown[:4]).head(REPORT_MAX_ROWS)
+        out += ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
+        out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows.select(shown).iter_rows()]
+        if frame.height > REPORT_MAX_ROWS:
+            out.append(f"\n({frame.height - REPORT_MAX_ROWS} more rows in table {table})")
+        out.append("")
+    return "\n".join(out)
+
+
 __all__ = [
     "ALPHAS",
+    "REPORT_SECTIONS",
+    "render_report",
+    "AnalysisStatus",
+    "alpha_consistency_run",
+    "fact_check_ablation_run",
+    "living_data_run",
+    "outcome",
+    "status_frame",
     "alpha_consistency",
     "alpha_contexts",
     "fact_check_ablation",

@@ -340,6 +340,62 @@ class StatsForecastBaselines:
         return _rows_frame(rows)
 
 
+CONFORMAL_NAIVE = "ConformalNaive"  # the name that opts it in through ``statistical`` (default_forecasters)
+CONFORMAL_MAX_WINDOWS = 5
+
+
+class ConformalNaive:
+    """Last value with statsforecast's conformal prediction intervals (``baseline/last-value-conformal``).
+
+    LVB gives no interval; statsforecast's ``ConformalIntervals`` builds one from the model's own errors on
+    ``n_windows`` rolling origins inside the look-back (split conformal, Stankeviciute et al. 2021 as
+    implemented in statsforecast). Daily series tasks only: the point path is LVB's (the last close repeated,
+    statsforecast ``Naive``), the 80% / 95% intervals are stored as the 0.025 / 0.1 / 0.9 / 0.975 quantiles,
+    one ``StatsForecast.forecast`` call per horizon with ``n_windows = min(5, (n - 1) // h)`` for the
+    shortest series n (15 closes: 5 windows at 1-2 sessions, 4 at 3, 2 at 7). Horizons with fewer than 2
+    windows get no row; hourly series (336 hours, 168-hour horizon) have room for 1 window, so none.
+    About 0.2 s CPU per 400 series."""
+
+    model_id = "baseline/last-value-conformal"
+
+    def forecast(self, tasks: pl.DataFrame) -> pl.DataFrame:
+        import pandas as pd
+        from statsforecast import StatsForecast
+        from statsforecast.models import Naive
+        from statsforecast.utils import ConformalIntervals
+
+        ts = [t for t in _series_tasks(tasks) if t["task_kind"] == "series" and t["frequency"] == "session"]
+        rows: list[dict] = []
+        for h in sorted({int(t["horizon_steps"]) for t in ts}):
+            group = [t for t in ts if int(t["horizon_steps"]) == h]
+            series = {t["bundle_hash"]: bundle_values(t["bundle"]) for t in group}
+            n_windows = min(CONFORMAL_MAX_WINDOWS, (min(len(y) for y in series.values()) - 1) // h)
+            if n_windows < 2:
+                continue
+            ids = list(series)
+            df = pd.DataFrame(
+                {
+                    "unique_id": np.repeat(ids, [len(series[i]) for i in ids]),
+                    "ds": np.concatenate([np.arange(len(series[i])) for i in ids]),
+                    "y": np.concatenate([series[i] for i in ids]),
+                }
+            )
+            model = Naive(alias="cn", prediction_intervals=ConformalIntervals(h=h, n_windows=n_windows))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fc = StatsForecast(models=[model], freq=1).forecast(df=df, h=h, level=[80, 95])
+            fc = pl.from_pandas(fc.reset_index() if "unique_id" not in fc.columns else fc)
+            pts, qs = {}, {}
+            for uid, g in fc.group_by("unique_id", maintain_order=True):
+                g = g.sort("ds")
+                pts[uid[0]] = g["cn"].to_numpy()
+                qs[uid[0]] = {
+                    q: g[f"cn-{side}-{lvl}"].to_numpy() for q, (side, lvl) in QUANTILE_LEVELS.items()
+                }
+            rows.extend(_path_rows(self.model_id, group, pts, qs))
+        return _rows_frame(rows)
+
+
 class MarketPrice:
     """The YES price at the cutoff (``last_value`` of an event task), where the data has one."""
 
@@ -440,9 +496,13 @@ def default_forecasters(
     n_jobs: int = 1,
 ) -> list:
     """The baselines the main job runs: LVB, HMB, statsforecast models, market price, base rate, always
-    0.5."""
+    0.5; ``"ConformalNaive"`` in ``statistical`` adds :class:`ConformalNaive` (opt-in)."""
     out: list = [LastValue(), HistoricalMean()]
+    conformal = CONFORMAL_NAIVE in statistical
+    statistical = [s for s in statistical if s != CONFORMAL_NAIVE]
     if statistical:
         out.append(StatsForecastBaselines(statistical, n_jobs=n_jobs))
+    if conformal:
+        out.append(ConformalNaive())
     out += [MarketPrice(), BaseRate(resolutions), Constant(0.5)]
     return out

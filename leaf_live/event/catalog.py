@@ -1,6 +1,7 @@
 """LEAF forecasting targets (LEAF App. C.2) and the task settings of §4.1 / App. C.1.
 
-Domains: ``large_cap`` (30 equities, C.2.1), ``mid_cap`` (40 equities, C.2.1), ``commodity`` (10 futures,
+Domains: ``large_cap`` (30 equities, C.2.1, plus the 20 other stocks of the recorded SEER case,
+:data:`RECORDED_CASE_STOCKS`), ``mid_cap`` (40 equities, C.2.1), ``commodity`` (10 futures,
 C.2.2), ``weather`` (10 US cities with coordinates, C.2.3), ``electricity`` (3 load areas, C.2.4) and
 ``event`` (prediction-market questions in three categories, C.2.5). ``target_id`` is the ticker for
 markets, a snake-case city / area name otherwise.
@@ -293,7 +294,52 @@ ELECTRICITY_AREAS = [
     ),
 ]
 
-ALL_TARGETS: list[Target] = [*LARGE_CAPS, *MID_CAPS, *COMMODITIES, *CITIES, *ELECTRICITY_AREAS]
+# The recorded SEER case Stock-Basket50 (cutoff 2026-03-25; leaf/events/seer/PROVENANCE.md): its 50 large
+# caps in the file's order. 30 are App. C.2.1's; the other 20 are large caps too (domain ``large_cap``)
+# and get prices and tasks only at the case's cutoff (``pipeline.Spans.case_days``), so every stock of the
+# recorded events has its with-events bundles.
+SEER_CASE_DAY = "2026-03-25"
+SEER_BASKET = (
+    "META AAPL MSFT GOOGL AMZN TSLA NFLX DIS ADBE CRM ORCL UBER IBM NVDA AMD INTC TSM AVGO QCOM TXN AMAT MU "
+    "LRCX JPM BAC V MA BRK-B WFC MS GS WMT COST KO PEP PG HD MCD JNJ PFE LLY UNH ABBV MRK AMGN ISRG GE XOM "
+    "CVX LIN"
+).split()
+RECORDED_CASE_STOCKS = _equities(
+    "large_cap",
+    {
+        "SEER Stock-Basket50 (beyond App. C.2.1)": [
+            ("UBER", "Uber"),
+            ("IBM", "IBM"),
+            ("TXN", "Texas Instruments"),
+            ("AMAT", "Applied Materials"),
+            ("MU", "Micron"),
+            ("LRCX", "Lam Research"),
+            ("BRK-B", "Berkshire Hathaway"),
+            ("WFC", "Wells Fargo"),
+            ("MS", "Morgan Stanley"),
+            ("GS", "Goldman Sachs"),
+            ("HD", "Home Depot"),
+            ("MCD", "McDonald's"),
+            ("ABBV", "AbbVie"),
+            ("MRK", "Merck"),
+            ("AMGN", "Amgen"),
+            ("ISRG", "Intuitive Surgical"),
+            ("GE", "GE Aerospace"),
+            ("XOM", "Exxon Mobil"),
+            ("CVX", "Chevron"),
+            ("LIN", "Linde"),
+        ]
+    },
+)
+
+ALL_TARGETS: list[Target] = [
+    *LARGE_CAPS,
+    *MID_CAPS,
+    *COMMODITIES,
+    *CITIES,
+    *ELECTRICITY_AREAS,
+    *RECORDED_CASE_STOCKS,
+]
 
 
 def targets(domain: str) -> list[Target]:

@@ -21,7 +21,7 @@ LEAF_TARGETS = register(
         name="leaf_targets",
         doc=(
             "LEAF forecasting targets (App. C.2): 30 large caps, 40 mid caps, 10 commodity futures, 10"
-            " cities, 3 electricity load areas."
+            " cities, 3 electricity load areas; and the 20 other large caps of the recorded SEER case."
         ),
         grain="one row per (domain, target_id)",
         columns=(
@@ -214,9 +214,19 @@ FORECAST_TASKS = register(
                 False,
             ),
             _c("last_value", "DOUBLE", "last observed value in the bundle (close, degC, MW, market price)"),
+            _c(
+                "last_value_age_days",
+                "DOUBLE",
+                "event tasks: days from the last market price's observation to the cutoff (older than"
+                " tasks.PRICE_MAX_AGE_DAYS = 7: stale, not the price at the cutoff); NULL otherwise",
+            ),
             _c("bundle", "JSON", "frozen input bundle: {series: [[time, value], ...], meta: {...}}", False),
             _c("bundle_hash", "VARCHAR", "sha256 of the bundle text", False),
-            _c("max_input_available_at", "TIMESTAMPTZ", "latest available_at among the bundle's rows"),
+            _c(
+                "max_input_available_at",
+                "TIMESTAMPTZ",
+                "latest available_at among the bundle's rows (event tasks: the question's too)",
+            ),
             AVAILABLE_AT,  # = cutoff
         ),
         partition_by=("partition_key",),
@@ -339,6 +349,129 @@ LEAF_SCORES = register(
         ),
         partition_by=("partition_key",),
         primary_key=("model_id", "task_id", "metric"),
+    )
+)
+
+EVENT_RANKINGS = register(
+    Table(
+        name="event_rankings",
+        doc=(
+            "Coverage-robust event-track boards (issue 16; leaf_live.event.rankings): per (domain, task kind,"
+            " horizon, metric) of leaf_scores, and per domain one pooled headline board (horizon 'all'), the"
+            " two-way fixed-effects ranking of leaf_live.core.ranking (ForecastBench's difficulty adjustment)"
+            " of the per-task loss, each model on its own tasks, on the skill scale 1 - L/L_ref against the"
+            " reference (baseline/last-value for series and trend tasks, the market price for event"
+            " questions), with a cluster bootstrap (cutoff dates within the domain; questions for event"
+            " questions) that re-estimates the effects in every replicate. Models with fewer than min_tasks"
+            " tasks are listed (n_tasks) but not ranked. The common-set view (over the ranked models only) is"
+            " a ranking only where common_view_ok."
+        ),
+        grain="one row per (domain, task_kind, horizon, metric, model_id)",
+        columns=(
+            PARTITION_KEY,  # domain
+            _c(
+                "domain",
+                "VARCHAR",
+                "task domain (the SEER case day's large caps: 'large_cap case <day>')",
+                False,
+            ),
+            _c("task_kind", "VARCHAR", "series | trend3 | trend5 | event", False),
+            _c("horizon", "VARCHAR", "task horizon label; 'all' = the domain's pooled headline board", False),
+            _c("metric", "VARCHAR", "leaf_scores.metric the board ranks", False),
+            _c(
+                "headline",
+                "BOOLEAN",
+                "the domain's headline board (every horizon of its headline metric)",
+                False,
+            ),
+            _c(
+                "loss",
+                "VARCHAR",
+                "per-task loss ranked: 1 - accuracy | rmse^2 | the metric itself (lower is better)",
+                False,
+            ),
+            _c("scale", "VARCHAR", "skill: 1 - L_m / L_ref (higher is better, 0 = the reference)", False),
+            _c("cluster_by", "VARCHAR", "bootstrap clusters: cutoff date (UTC day) | question", False),
+            _c("model_id", "VARCHAR", "model", False),
+            _c("reference_model_id", "VARCHAR", "the reference model (score 0)", False),
+            _c(
+                "n_tasks", "INTEGER", "the model's own tasks on the board (tasks the reference scored)", False
+            ),
+            _c("n_tasks_board", "INTEGER", "tasks of the board (the reference's)", False),
+            _c("n_clusters", "INTEGER", "bootstrap clusters of the board", False),
+            _c(
+                "n_dropped",
+                "INTEGER",
+                "score rows of the board on tasks the reference did not score (left out)",
+                False,
+            ),
+            _c("ranked_note", "VARCHAR", "why the board is not ranked (NULL when it is)"),
+            _c("min_tasks", "INTEGER", "fewest own tasks a model needs to be ranked", False),
+            _c(
+                "reference_stale_n",
+                "INTEGER",
+                "event questions: tasks of the board whose reference market price is older than"
+                " tasks.PRICE_MAX_AGE_DAYS (7) at the cutoff (stale: not the price at the cutoff); NULL else",
+            ),
+            _c("ranked", "BOOLEAN", "the model has min_tasks tasks, is not discarded, and is ranked", False),
+            _c(
+                "discarded",
+                "BOOLEAN",
+                "over 1/3 of the model's LLM outputs invalid (forecasters.discard_report, §4.1): listed with"
+                " its n and invalid share, never ranked",
+                False,
+            ),
+            _c(
+                "invalid_share",
+                "DOUBLE",
+                "share of the model's LLM outputs (trials) invalid; NULL without trials",
+            ),
+            _c("rank", "INTEGER", "rank by score among the ranked models (1 = best; ties share a rank)"),
+            _c(
+                "score",
+                "DOUBLE",
+                "difficulty-adjusted skill score 1 - L/L_ref, L = the model's difficulty-adjusted mean loss"
+                " on every task of the board; higher is better, 0 = the reference, at most 1",
+            ),
+            _c("ci90_lo", "DOUBLE", "5th percentile of the score over the cluster-bootstrap replicates"),
+            _c("ci90_hi", "DOUBLE", "95th percentile"),
+            _c("p_rank1", "DOUBLE", "share of replicates in which the model is the best ranked model"),
+            _c("diff_ci90_lo", "DOUBLE", "paired interval of score - reference score (0), 5th percentile"),
+            _c("diff_ci90_hi", "DOUBLE", "paired interval, 95th percentile"),
+            _c("p_better", "DOUBLE", "share of replicates with a score above the reference's"),
+            _c("effect", "DOUBLE", "model fixed effect minus the reference's, loss units per task"),
+            _c("level", "DOUBLE", "difficulty-adjusted mean loss per task (loss units)"),
+            _c(
+                "adj_value",
+                "DOUBLE",
+                "the level in the metric's units (accuracy: 1 - level; rmse: sqrt(level))",
+            ),
+            _c(
+                "own_value",
+                "DOUBLE",
+                "plain metric on the model's own tasks (mean; rmse: sqrt(mean(rmse^2)))",
+            ),
+            _c(
+                "max_task_share", "DOUBLE", "largest single-task share of the model's total loss on the board"
+            ),
+            _c("max_task_id", "VARCHAR", "that task"),
+            _c("max_task_flag", "BOOLEAN", "max_task_share above 50%"),
+            _c("common_n", "INTEGER", "tasks every ranked model of the board scored"),
+            _c("common_value", "DOUBLE", "plain metric on those tasks (NULL when the view is not shown)"),
+            _c("common_rank", "INTEGER", "rank on the common set by the plain metric (NULL when not shown)"),
+            _c(
+                "common_view_ok",
+                "BOOLEAN",
+                "the common set holds at least half of every ranked model's tasks: shown as a ranking",
+                False,
+            ),
+            _c("common_view_note", "VARCHAR", "why the common-set view is not a ranking"),
+            _c("n_boot", "INTEGER", "bootstrap replicates", False),
+            _c("boot_seed", "BIGINT", "seed of the replicates", False),
+            AVAILABLE_AT,  # when the ranking was computed
+        ),
+        partition_by=("partition_key",),
+        primary_key=("domain", "task_kind", "horizon", "metric", "model_id"),
     )
 )
 
@@ -611,6 +744,72 @@ RECORDED_CASE_CHECKS = register(
 )
 
 
+SELECTIVE_PREDICTIONS = register(
+    Table(
+        name="selective_predictions",
+        doc=(
+            "Selective predictions of a recorded model (SEER's answer to Stock-Basket50: the few stocks it"
+            " chose, with its reasons), each scored against our realised label of the stock's 1-session"
+            " trend5 task; the selective-prediction board (precision of picks, coverage) is built from it."
+        ),
+        grain="one row per (case, model_id, target_id)",
+        columns=(
+            PARTITION_KEY,  # the case name
+            _c("case_name", "VARCHAR", "e.g. seer/Stock-Basket50-2026-03-25", False),
+            _c("model_id", "VARCHAR", "recorded model, e.g. recorded/seer", False),
+            _c("cutoff_day", "DATE", "the case's cutoff day", False),
+            _c("target_id", "VARCHAR", "picked ticker", False),
+            _c("task_id", "VARCHAR", "the 1-session trend5 task the pick answers (null: no such task)"),
+            _c("prediction", "VARCHAR", "3-way call: Up | Neutral | Down", False),
+            _c("reason", "VARCHAR", "the model's stated reason"),
+            _c("our_label", "VARCHAR", "realised 5-class label from our prices (task_outcomes)"),
+            _c("file_label", "VARCHAR", "realised label the case file gives"),
+            _c("correct", "BOOLEAN", "prediction is a substring of our_label ('Down' matches 'Strong Down')"),
+            _c(
+                "candidates",
+                "INTEGER",
+                "stocks of the case with a 1-session trend5 task (coverage base)",
+                False,
+            ),
+            _c("source", "VARCHAR", "file#line of the recorded answer", False),
+            AVAILABLE_AT,
+        ),
+        partition_by=("partition_key",),
+        primary_key=("case_name", "model_id", "target_id"),
+    )
+)
+
+EVENT_BUNDLES = register(
+    Table(
+        name="event_bundles",
+        doc=(
+            "The with-events bundle of every series and trend task: the fact-checked events a forecaster may"
+            " see at the task's cutoff (kept, dated in the look-back and on or before the cutoff day, stored"
+            " by the cutoff; the LLM forecasters' rule), frozen with a hash beside the task's own bundle. A"
+            " task whose look-back no retrieval covers says so in note instead of silently having none."
+        ),
+        grain="one row per task_id",
+        columns=(
+            PARTITION_KEY,  # the task's partition (cutoff day or question id)
+            _c("task_id", "VARCHAR", "forecast_tasks.task_id", False),
+            _c("domain", "VARCHAR", "task domain", False),
+            _c("target_id", "VARCHAR", "target", False),
+            _c("cutoff", "TIMESTAMPTZ", "the task's cutoff", False),
+            _c("lookback_start", "DATE", "first event day the task may see", False),
+            _c("lookback_end", "DATE", "last event day the task may see (the cutoff day)", False),
+            _c("n_events", "INTEGER", "events in the bundle", False),
+            _c("retrievers", "JSON", "retrievers whose events are in the bundle", False),
+            _c("events", "JSON", "[{event_id, date, description, sentiment, retriever}] oldest first", False),
+            _c("bundle_hash", "VARCHAR", "the task's own bundle hash", False),
+            _c("events_hash", "VARCHAR", "sha256 of bundle_hash + the events JSON", False),
+            _c("note", "VARCHAR", "why the bundle has no events (no retrieval covers the look-back, ...)"),
+            AVAILABLE_AT,
+        ),
+        partition_by=("partition_key",),
+        primary_key=("task_id",),
+    )
+)
+
 # ------------------------------------------------------------------------------------------------
 # analysis tables (partition_key = the analysed model, or "all")
 # ------------------------------------------------------------------------------------------------
@@ -629,16 +828,29 @@ EVENT_FILTER_RATES = register(
             _c("domain", "VARCHAR", "target domain", False),
             _c("n_entities", "INTEGER", "targets with at least one valid retrieved event", False),
             _c("n_events", "INTEGER", "valid retrieved events before filtering", False),
-            _c("n_checked", "INTEGER", "events with a dual-check decision", False),
+            _c(
+                "n_checked",
+                "INTEGER",
+                "events with a dual-check decision of ours (recorded, already fact-checked rows excluded)",
+                False,
+            ),
             _c("n_kept", "INTEGER", "events kept", False),
-            _c("filter_rate", "DOUBLE", "1 - n_kept / n_checked (Table 2 'Filter Rate')"),
+            _c(
+                "filter_rate",
+                "DOUBLE",
+                "1 - kept / n_checked of our decisions (Table 2 'Filter Rate'); null for recorded rows only",
+            ),
             _c("n_merged", "INTEGER", "near-duplicates merged away before checking", False),
             _c(
                 "n_days", "INTEGER", "distinct (target, day) pairs with a kept event (Table 2 '#Days')", False
             ),
             _c("first_date", "DATE", "earliest kept event date"),
             _c("last_date", "DATE", "latest kept event date"),
-            _c("drop_reasons", "JSON", "{reason: count}"),
+            _c(
+                "drop_reasons",
+                "JSON",
+                "{reason: count}; recorded_already_fact_checked: recorded rows kept as given",
+            ),
             AVAILABLE_AT,
         ),
         partition_by=("partition_key",),
@@ -796,5 +1008,39 @@ FACT_CHECK_ABLATION = register(
         ),
         partition_by=("partition_key",),
         primary_key=("model_id", "domain", "task_kind", "horizon", "metric"),
+    )
+)
+
+EVENT_ANALYSIS_STATUS = register(
+    Table(
+        name="event_analysis_status",
+        doc=(
+            "Whether each event analysis (Table 2 filter rates, Table 12 predictability, §3.2"
+            " alpha-consistency, Table 9 living data, Fig. 6 fact-check ablation) ran on the stored inputs"
+            " or refused, with the one-line reason (which inputs are missing); the report prints it instead"
+            " of an empty section. Each analysis asset replaces its own row (partition = the analysis)."
+        ),
+        grain="one row per analysis",
+        columns=(
+            PARTITION_KEY,
+            _c(
+                "analysis",
+                "VARCHAR",
+                "the analysis table (event_filter_rates, living_data_ablation, ...)",
+                False,
+            ),
+            _c("status", "VARCHAR", "ran | refused", False),
+            _c(
+                "reason",
+                "VARCHAR",
+                "one line: what the rows cover and which inputs are missing (ran), or why nothing was"
+                " computed (refused)",
+                False,
+            ),
+            _c("rows", "INTEGER", "rows the analysis wrote to its table", False),
+            AVAILABLE_AT,
+        ),
+        partition_by=("partition_key",),
+        primary_key=("analysis",),
     )
 )

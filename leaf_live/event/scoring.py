@@ -18,6 +18,10 @@ Beyond the paper: :func:`difficulty_adjusted_brier` (ForecastBench: two-way fixe
 question and model, scores minus the question effect, shifted so ``baseline/always-0.5`` scores 0.25, Brier
 Index (1 - sqrt(score)) x 100), :func:`reliability_table`, and percentile bootstrap intervals that resample
 questions (events: all cutoffs of a question together) or tasks within a domain (:func:`leaderboard`).
+
+The printed, stored boards are not :func:`leaderboard` (a common task set that the sparsest model sets):
+they are :mod:`leaf_live.event.rankings` (table ``event_rankings``: each model on its own tasks, cluster
+bootstrap over cutoff days), which every face reads. :func:`leaderboard` stays for the figures' statistics.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import polars as pl
 from leaf_live.core import pit
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.event.baselines import bundle_values
+from leaf_live.event.tasks import case_day_of
 
 QUANTILES = (0.025, 0.1, 0.5, 0.9, 0.975)
 Z80 = 1.2815515655446004  # standard normal 0.9 quantile
@@ -231,13 +236,25 @@ ANALYSIS_CONTEXTS = ("alpha=", "other_alpha=")
 def board_scores(scores: pl.DataFrame) -> pl.DataFrame:
     """``scores`` without the analysis-only variants (``model_id`` ending ``:alpha=<a>`` or
     ``:other_alpha=<a>``,
-    :data:`ANALYSIS_CONTEXTS`); every leaderboard of this module starts here. Same columns, fewer rows."""
+    :data:`ANALYSIS_CONTEXTS`); every leaderboard of this module starts here. Same columns, fewer rows;
+    large-cap tasks of a recorded case day (:func:`tasks.case_day_of`) get the domain
+    ``large_cap case <day>``, a board apart from the §4.1 span's ``large_cap``."""
     if scores.is_empty() or "model_id" not in scores.columns:
         return scores
     context = pl.col("model_id").str.split(":").list.last()
     pattern = "^(" + "|".join(ANALYSIS_CONTEXTS) + ")"
     is_variant = pl.col("model_id").str.contains(":") & context.str.contains(pattern)
-    return scores.filter(~is_variant)
+    out = scores.filter(~is_variant)
+    if {"task_id", "domain"} <= set(out.columns):
+        # a recorded case day's large caps are their own board, never mixed into the §4.1 span's
+        case = case_day_of()
+        out = out.with_columns(
+            pl.when(case.is_not_null())
+            .then(pl.lit("large_cap case ") + case)
+            .otherwise(pl.col("domain"))
+            .alias("domain")
+        )
+    return out
 
 
 def common_tasks(scores: pl.DataFrame, models: Sequence[str] | None = None) -> pl.DataFrame:

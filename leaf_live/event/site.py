@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from leaf_live.core.site import Column, FigureBlock, Page, Tab, TableBlock, TextBlock
+from leaf_live.event import rankings as rankings_mod
 from leaf_live.event import scoring
 from leaf_live.event.figures import BOARD_METRICS, CUTOFFS, EventStats, horizon_order
 
@@ -80,6 +81,110 @@ def board_block(stats: EventStats) -> TableBlock:
     )
 
 
+def _sig(x) -> str:
+    from leaf_live.core.boards import sig
+
+    return sig(x)
+
+
+def _signed(x) -> str:
+    from leaf_live.core.boards import sig
+
+    return sig(x, signed=True)
+
+
+def _pct(x) -> str:
+    from leaf_live.core.boards import pct
+
+    return pct(x)
+
+
+def headline_block(rankings: pl.DataFrame) -> TableBlock:
+    """The headline matrix of the stored ``event_board`` (:func:`rankings.headline_rows`): per model and
+    domain the skill score on the domain's pooled headline board and its rank."""
+    rows, domains, notes = rankings_mod.headline_rows(rankings)
+
+    def cell(v) -> str:
+        if not v:
+            return ""
+        score, rank, n, gone = v
+        if gone:
+            return f"disc. n={n}"
+        return f"{_signed(score)} #{rank}" if score is not None else f"– n={n}"
+
+    cols = [Column("model_id", "model")] + [Column(d, d, None, True, notes[i]) for i, d in enumerate(domains)]
+    return TableBlock(
+        "event-headline",
+        "Event-track headline: skill score per domain",
+        cols,
+        [{"model_id": r["model_id"], **{d: cell(r.get(d)) for d in domains}} for r in rows],
+        "Difficulty-adjusted skill score 1 - L/L_ref (higher is better; 0 = the reference, 1 = no loss; no"
+        " units) on each domain's headline board (every horizon of its headline metric pooled), #rank among"
+        " the ranked models; – n = listed with its task count, fewer than the entry minimum; disc. n ="
+        " discarded (over 1/3 of its outputs invalid, LEAF §4.1), never ranked. Each model is"
+        " scored on its own tasks; " + "; ".join(notes) + ". Stored in event_board.",
+        key=("model_id",),
+    )
+
+
+def ranking_block(rankings: pl.DataFrame) -> TableBlock:
+    """Every board of the stored ``event_board``, board by board, ranked models first (rank order)."""
+    b = rankings.with_columns(
+        pl.col("horizon")
+        .replace_strict(
+            {h: k for k, h in enumerate(sorted(rankings["horizon"].unique().to_list(), key=_hkey))},
+            return_dtype=pl.Int32,
+        )
+        .alias("_h")
+    ).sort(["domain", "task_kind", "_h", "metric", "rank", "model_id"], nulls_last=True)
+    rows = []
+    for r in b.drop("_h").iter_rows(named=True):
+        lo, hi = r["ci90_lo"], r["ci90_hi"]
+        rows.append(
+            {
+                **r,
+                "interval": "–" if lo is None or hi is None else f"[{_sig(lo)}, {_sig(hi)}]",
+                "rank_txt": "disc." if r.get("discarded") else ("–" if r["rank"] is None else str(r["rank"])),
+            }
+        )
+    cols = [
+        Column("domain", "domain"),
+        Column("task_kind", "task"),
+        Column("horizon", "horizon", title="'all' = the domain's pooled headline board"),
+        Column("metric", "metric"),
+        Column(
+            "rank_txt",
+            "#",
+            numeric=True,
+            title="rank by skill among the ranked models (– = unranked; disc. = discarded, over 1/3 invalid)",
+        ),
+        Column("model_id", "model"),
+        Column("n_tasks", "n", numeric=True, title="the model's own tasks on the board"),
+        Column("score", "skill", _signed, True, "1 - L/L_ref, higher is better, 0 = the reference"),
+        Column("interval", "90% interval", numeric=True, title="cluster bootstrap: cutoff days / questions"),
+        Column("p_rank1", "P(rank 1)", _pct, True, "share of bootstrap replicates ranked first"),
+        Column("own_value", "own value", _sig, True, "plain metric on the model's own tasks (not ranked)"),
+    ]
+    return TableBlock(
+        "event-board",
+        "Event-track boards",
+        cols,
+        rows,
+        "Per domain, task, horizon and metric: each model scored on its own tasks (two-way fixed effects of"
+        " the per-task loss, the task effect the reference's loss: baseline/last-value for series and trend"
+        " tasks, the market price for event questions), skill 1 - L/L_ref (higher is better), 90% interval"
+        " from a bootstrap over cutoff days (questions for event questions), P(rank 1), n. Models with fewer"
+        " than 20 tasks are listed, unranked. own value: the plain metric (accuracy: higher is better; errors"
+        " and Brier: lower) on the model's own tasks, a different set per model. Stored in event_board;"
+        " `leaf-live scores --track event` prints the same rows with the common-set view.",
+        key=("domain", "task_kind", "horizon", "metric", "model_id"),
+    )
+
+
+def _hkey(h: str):
+    return (1, (0, 0.0)) if h == rankings_mod.POOLED else (0, horizon_order(h))
+
+
 def cutoff_block(stats: EventStats) -> TableBlock:
     """Mean Brier per model at each cutoff and averaged over the cutoffs (``stats.cutoffs``), one row per
     model, with the question count."""
@@ -118,24 +223,33 @@ def cutoff_block(stats: EventStats) -> TableBlock:
 
 
 def month_block(scores: pl.DataFrame, tasks: pl.DataFrame, month: str) -> TableBlock:
-    """The board of the tasks whose cutoff falls in ``month`` (``YYYY-MM``, UTC): mean and n per model and
-    group on the tasks every model of the group forecast (:func:`scoring.common_tasks`); no interval."""
+    """The tasks whose cutoff falls in ``month`` (``YYYY-MM``, UTC): each model's mean and n per group on its
+    own tasks of the month (every model with a score that month is listed; a sparse model shrinks no one's
+    row), models in name order: a month is a small sample and these are different task sets, so no rank."""
     ids = tasks.filter(pl.col("cutoff").dt.strftime("%Y-%m") == month).select("task_id")
-    s = scoring.common_tasks(
+    s = scoring.board_scores(
         scores.filter(pl.col("metric").is_in(list(BOARD_METRICS))).join(ids, on="task_id")
     )
-    b = _ordered(
-        s.group_by([*GROUP, "model_id"]).agg(pl.col("value").mean().alias("mean"), pl.len().alias("n"))
-        if s.height
-        else pl.DataFrame()
-    )
+    if s.height:
+        hs = sorted(s["horizon"].unique().to_list(), key=horizon_order)
+        h = pl.col("horizon").replace_strict({x: k for k, x in enumerate(hs)}, return_dtype=pl.Int32)
+        b = (
+            s.group_by([*GROUP, "model_id"])
+            .agg(pl.col("value").mean().alias("mean"), pl.len().alias("n"))
+            .with_columns(h.alias("_h"))
+            .sort(["domain", "task_kind", "_h", "metric", "model_id"])
+            .drop("_h")
+        )
+    else:
+        b = pl.DataFrame()
     return TableBlock(
         f"event-month-{month}",
         f"Tasks with cutoff in {month}",
         board_columns(interval=False),
         b.to_dicts(),
-        "Mean per-task metric over the month's tasks that every model of the group "
-        "forecast (no interval: a month is a small sample; see the board for intervals).",
+        "Mean per-task metric of each model over its own tasks of the month (accuracy: higher is better;"
+        " errors and Brier: lower), n = its tasks; models in name order, not ranked (a month is a small"
+        " sample and each model's tasks differ; the ranked boards are on the Board tab).",
         key=("domain", "task_kind", "horizon", "metric", "model_id"),
     )
 
@@ -156,11 +270,14 @@ def event_page(
     *,
     facts: Mapping[str, str] = (),
     month_limit: int | None = None,
+    rankings: pl.DataFrame | None = None,
 ) -> Page:
     """The event page: tab ``board`` (the board and the accuracy figure), tab ``questions`` (Brier by cutoff,
     its figure and the reliability diagram) and a tab ``m-YYYY-MM`` per cutoff month (newest first, at most
     ``month_limit``). ``scores``: ``leaf_scores`` rows; ``tasks``: ``forecast_tasks`` rows (task_id, cutoff);
-    ``stats``: :func:`leaf_live.event.figures.event_statistics` of ``scores``."""
+    ``stats``: :func:`leaf_live.event.figures.event_statistics` of ``scores``; ``rankings``: the stored
+    ``event_board`` rows: when given, the board tab shows the headline matrix and those boards instead of
+    the former common-task board of ``stats``."""
     intro = [
         "Forecasts of stock and commodity trends and prices, hourly temperature, electricity load and "
         "prediction-market questions, by LLMs with and without fact-checked events and by time-series "
@@ -189,7 +306,11 @@ def event_page(
     )
     board = [
         TextBlock([f"{len(models)} models, {scores['task_id'].n_unique():,} scored tasks. {status}"]),
-        board_block(stats),
+        *(
+            [headline_block(rankings), ranking_block(rankings)]
+            if rankings is not None and rankings.height
+            else [board_block(stats)]
+        ),
     ]
     if "event_accuracy_with_without_events" in figures:
         board.append(figures["event_accuracy_with_without_events"])

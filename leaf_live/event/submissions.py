@@ -163,7 +163,7 @@ def check_event_submission(
             "task_id", "domain", "task_kind", "cutoff", "target_times", "last_value", "bundle_hash"
         ).iter_rows(named=True)
     }
-    chk = RowChecker()
+    chk = RowChecker(typed=sub.format == "json")
     good: dict[int, dict] = {}
     keys: dict[int, tuple] = {}
     shown: dict[int, str] = {}

@@ -121,6 +121,16 @@ def _task_id(domain: str, target: str, kind: str, horizon: str, cutoff: datetime
     return f"{domain}/{target}/{kind}/{horizon}/{_iso(cutoff)}"
 
 
+def case_day_of(case_days: Sequence[str] = (catalog.SEER_CASE_DAY,)) -> pl.Expr:
+    """Polars expression on ``task_id`` / ``domain`` columns: the cutoff day (``YYYY-MM-DD``, UTC) of a
+    large-cap task whose cutoff falls on one of ``case_days`` (recorded case days, e.g. the SEER case's
+    2026-03-25; ``pipeline.Spans.case_days``), null for every other task. A case day's 50 stocks are a
+    sample §4.1 does not have, so boards and §4.1 counts keep them apart."""
+    day = pl.col("task_id").str.split("/").list.last().str.slice(0, 10)
+    is_case = (pl.col("domain") == "large_cap") & day.is_in(list(case_days))
+    return pl.when(is_case).then(day).otherwise(pl.lit(None, pl.Utf8))
+
+
 class _Builder:
     """Accumulates task and outcome rows; one bundle per (target, cutoff) shared by its tasks."""
 
@@ -144,6 +154,7 @@ class _Builder:
         max_avail: datetime | None,
         outcome: dict,
         partition: str | None = None,
+        last_value_age_days: float | None = None,
     ) -> None:
         tid = _task_id(domain, target, kind, horizon, cutoff)
         day = partition or cutoff.astimezone(UTC).strftime("%Y-%m-%d")  # the cutoff day unless given
@@ -160,6 +171,7 @@ class _Builder:
                 "cutoff": cutoff,
                 "target_times": target_times,
                 "last_value": last_value,
+                "last_value_age_days": last_value_age_days,
                 "bundle": bundle[0],
                 "bundle_hash": bundle[1],
                 "max_input_available_at": max_avail,
@@ -555,6 +567,20 @@ def fill_short_gaps(
 # ------------------------------------------------------------------------------------------------
 
 
+# A market price older than this at a cutoff is not "the price at the cutoff" (issue 16): a week is the
+# cadence of the question retrieval (weekly, Monday) and of ForecastBench's question-set freezes, so an
+# older price predates at least one cycle of news the bundle's events may hold.
+PRICE_MAX_AGE_DAYS = 7.0
+
+
+def price_age_days(cutoff: datetime, observed_at: datetime | None) -> float | None:
+    """Age in days (float) of a price observed at ``observed_at`` at the instant ``cutoff`` (both tz-aware);
+    None when there is no price. Raises :class:`ValueError` for a naive time (``pit.to_utc``)."""
+    if observed_at is None:
+        return None
+    return (pit.to_utc(cutoff) - pit.to_utc(observed_at)).total_seconds() / 86400.0
+
+
 def event_tasks(
     questions: pl.DataFrame,
     path: pl.DataFrame,
@@ -566,10 +592,18 @@ def event_tasks(
 
     ``questions``: ``prediction_markets`` rows; ``path``: ``market_price_path`` rows. The bundle of a cutoff
     holds the question text, background, category, and the YES prices known by the cutoff (last per UTC day
-    plus the latest). Raises :class:`TaskError` for missing columns."""
+    plus the latest), and the last price's observation time and age (``last_price_age_days``, cutoff minus
+    observed_at in days; ``last_price_stale`` when older than :data:`PRICE_MAX_AGE_DAYS`: it is then the last
+    price known by the cutoff, not the price at it); the age is also ``forecast_tasks.last_value_age_days``.
+
+    Point in time covers the question itself (issue 16): a cutoff before the question's stored
+    ``available_at`` (the question set's publication, for ForecastBench questions) gets no task, since the
+    text and background as of that cutoff are not recorded (a market's description can gain clarifications
+    later); the question's ``available_at`` enters ``max_input_available_at`` beside the prices', so the
+    blocking check sees every component. Raises :class:`TaskError` for missing columns."""
     pit.require_columns(
         questions,
-        ["question_id", "question", "category", "open_at", "resolve_at"],
+        ["question_id", "question", "category", "open_at", "resolve_at", "available_at"],
         "prediction_markets",
         TaskError,
     )
@@ -596,6 +630,8 @@ def event_tasks(
         qp = by_q.get(qid, prices.clear())
         for f in fractions:
             cutoff = r - (r - o) * f
+            if q["available_at"] > cutoff:
+                continue  # the question text is not known by this cutoff: no bundle, no task
             seen = pit.known_by(qp, cutoff)
             daily = (
                 seen.with_columns(pl.col("available_at").dt.date().alias("_d"))
@@ -604,6 +640,8 @@ def event_tasks(
                 .drop("_d")
             )
             last = float(seen["price"][-1]) if seen.height else None
+            seen_at = seen["observed_at"][-1] if seen.height else None
+            age = price_age_days(cutoff, seen_at)
             bundle = freeze_bundle(
                 {
                     "domain": "event",
@@ -611,13 +649,16 @@ def event_tasks(
                     "cutoff": cutoff,
                     "frequency": "event",
                     "question": q["question"],
+                    "question_available_at": q["available_at"],
                     "background": q.get("background"),
                     "category": q["category"],
                     "url": q.get("url"),
                     "open_at": o,
                     "series": [[_iso(t), float(p)] for t, p in zip(daily["observed_at"], daily["price"])],
                     "last_price": last,
-                    "last_price_observed_at": seen["observed_at"][-1] if seen.height else None,
+                    "last_price_observed_at": seen_at,
+                    "last_price_age_days": age,
+                    "last_price_stale": None if age is None else age > PRICE_MAX_AGE_DAYS,
                 }
             )
             oc = outcome[qid]
@@ -632,8 +673,9 @@ def event_tasks(
                 target_times=[r],
                 last_value=last,
                 bundle=bundle,
-                max_avail=seen["available_at"].max() if seen.height else None,
+                max_avail=max([q["available_at"], *seen["available_at"].to_list()]),
                 partition=qid,
+                last_value_age_days=age,
                 outcome={
                     "outcome": float(oc["price"]),
                     "actual": [float(oc["price"])],

@@ -545,6 +545,120 @@ LIVEMACRO_SCORES = Table(
     primary_key=("partition_key", "model_id", "fit_id", "horizon", "scope", "target"),
 )
 
+LIVEMACRO_EVENT_LOSSES = Table(
+    name="livemacro_event_losses",
+    doc=(
+        "Per-event losses behind every LiveMacro Score: one row per model and OWN scored event of a board"
+        " (mode, fit, horizon, scope, target), with the realized target Y, the model's prediction Q_hat, its"
+        " loss (Y - Q_hat)^2, the consensus's loss Y^2 on the same event and the event's weight in the score."
+        " Every score of livemacro_scores is (sum w loss_consensus - sum w loss)/(sum w loss_consensus + sum"
+        " w loss) over a model's rows (own events) or over a set of events (a common set), so any board can"
+        " be recomputed from this table in SQL."
+    ),
+    grain="one row per (partition_key, model_id, fit_id, horizon, scope, target, event_at)",
+    columns=(
+        PARTITION_KEY,
+        _c(
+            "model_id",
+            "VARCHAR",
+            "model scored (the consensus included: its loss equals loss_consensus)",
+            False,
+        ),
+        _c("fit_id", "VARCHAR", "market_betas fit used", False),
+        _c("fit_name", "VARCHAR", "market_beta_fits name of the fit in the evaluation mode"),
+        _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
+        _c("scope", "VARCHAR", "overall | a theme", False),
+        _c("target", "VARCHAR", "return (Y = r_g) | shock (Y = Q_g)", False),
+        _c("event_at", "TIMESTAMPTZ", "the scoring event (timestamp group), UTC", False),
+        _c("y", "DOUBLE", "realized target: announcement-window log return r_g or shock Q_g = S beta", False),
+        _c("y_hat", "DOUBLE", "the model's predicted target S_hat beta (0 = the consensus)", False),
+        _c("loss", "DOUBLE", "(y - y_hat)^2, squared log-return units; lower is better", False),
+        _c("loss_consensus", "DOUBLE", "y^2: the consensus's loss on the same event", False),
+        _c("weight", "DOUBLE", "the event's weight in the score's sums (1: every event counts once)", False),
+        _c(
+            "covid",
+            "BOOLEAN",
+            "event released 2020-03-01..2020-12-31 (America/New_York, the paper's no-COVID window, K.3)",
+            False,
+        ),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=("partition_key", "model_id", "fit_id", "horizon", "scope", "target", "event_at"),
+)
+
+LIVEMACRO_RANKINGS = Table(
+    name="livemacro_rankings",
+    doc=(
+        "Coverage-robust LiveMacro ranking (leaf_live.core.ranking; ForecastBench's difficulty adjustment):"
+        " two-way fixed effects of the per-event loss (livemacro_event_losses) on event and model, each model"
+        " on its own events, mapped onto the LiveMacro Score scale against the consensus, with a bootstrap"
+        " over events that re-estimates the effects in every replicate (percentile interval, P(rank = 1),"
+        " paired interval against the consensus). Models with fewer than min_events events are listed"
+        " (n_events) but not ranked. event_window = full | ex_covid (the paper's no-COVID window dropped)."
+    ),
+    grain="one row per (partition_key, fit_id, horizon, scope, target, event_window, estimator, model_id)",
+    columns=(
+        PARTITION_KEY,
+        _c("fit_id", "VARCHAR", "market_betas fit used", False),
+        _c("fit_name", "VARCHAR", "market_beta_fits name of the fit in the evaluation mode"),
+        _c("horizon", "VARCHAR", "terminal | median_<k>d", False),
+        _c("scope", "VARCHAR", "overall | a theme", False),
+        _c("target", "VARCHAR", "return (LiveMacro Score) | shock (consensus-relative score)", False),
+        _c("event_window", "VARCHAR", "full | ex_covid (events of 2020-03..2020-12 dropped)", False),
+        _c(
+            "estimator",
+            "VARCHAR",
+            "reference (event effect = the consensus's loss; the headline) | all (ForecastBench: every"
+            " ranked model informs the event effects)",
+            False,
+        ),
+        _c("model_id", "VARCHAR", "model", False),
+        _c("reference_model_id", "VARCHAR", "the consensus model the scale is anchored on", False),
+        _c("n_events", "INTEGER", "the model's own events on this board", False),
+        _c("n_events_board", "INTEGER", "events of the board (any model)", False),
+        _c("min_events", "INTEGER", "fewest own events a model needs to be ranked", False),
+        _c("ranked", "BOOLEAN", "the model has min_events events and is ranked", False),
+        _c("rank", "INTEGER", "rank by score among the ranked models (1 = best; ties share a rank)"),
+        _c(
+            "score",
+            "DOUBLE",
+            "difficulty-adjusted LiveMacro Score (L_cons - L)/(L_cons + L) in [-1, 1], higher is better; L ="
+            " the model's difficulty-adjusted mean loss on every event of the board",
+        ),
+        _c("ci90_lo", "DOUBLE", "5th percentile of the score over the bootstrap replicates"),
+        _c("ci90_hi", "DOUBLE", "95th percentile"),
+        _c("p_rank1", "DOUBLE", "share of replicates in which the model is the best ranked model"),
+        _c(
+            "diff_ci90_lo",
+            "DOUBLE",
+            "paired interval of score - consensus score (the consensus's is 0), 5th pct",
+        ),
+        _c("diff_ci90_hi", "DOUBLE", "paired interval, 95th percentile"),
+        _c("p_better", "DOUBLE", "share of replicates with a score above the consensus's"),
+        _c(
+            "effect", "DOUBLE", "model fixed effect minus the consensus's, squared log-return units per event"
+        ),
+        _c("level", "DOUBLE", "difficulty-adjusted mean loss per event (squared log-return units)"),
+        _c("max_event_share", "DOUBLE", "largest single-event share of the model's total loss on the board"),
+        _c("max_event_at", "TIMESTAMPTZ", "that event, UTC"),
+        _c("n_boot", "INTEGER", "bootstrap replicates", False),
+        _c("boot_seed", "BIGINT", "seed of the replicates", False),
+        AVAILABLE_AT,
+    ),
+    partition_by=("partition_key",),
+    primary_key=(
+        "partition_key",
+        "fit_id",
+        "horizon",
+        "scope",
+        "target",
+        "event_window",
+        "estimator",
+        "model_id",
+    ),
+)
+
 SCORE_DECOMPOSITIONS = Table(
     name="score_decompositions",
     doc=(
@@ -575,7 +689,9 @@ SCORE_DECOMPOSITIONS = Table(
             "decomposition",
             "VARCHAR",
             "shapley | sizing_discipline | aggregator_share | paired_bootstrap | relative_error (App. J,"
-            " Table 16) | event_coverage (model_id 'pooled': the span's releases and events)",
+            " Table 16) | event_coverage (model_id 'pooled': the span's releases and events) |"
+            " arima_provenance (the auto-ARIMA's scored releases against App. I: n_releases,"
+            " n_older_vintage, n_h_4plus, min_h, max_h)",
             False,
         ),
         _c("indicator_id", "VARCHAR", "indicator the value belongs to (NULL for model-level metrics)"),
@@ -585,7 +701,9 @@ SCORE_DECOMPOSITIONS = Table(
             "contribution | mean_abs_s_hat | corr_abs_s_hat_abs_error | sign_accuracy | mean_abs_s |"
             " n_field_events | raw_error_share | relative_error_share | economic_weight | delta | ci95_lo |"
             " ci95_hi (paired: absent with fewer shared events than min_events) | n_events | min_events |"
-            " mean_abs_rel_error | n_release_timestamps | n_releases | n_releases_no_consensus |"
+            " mean_abs_rel_error (own releases) | mean_abs_rel_error_common, n_field_events_common (the"
+            " field-events every common-set model nowcasts) | n_release_timestamps | n_releases |"
+            " n_releases_no_consensus |"
             " n_timestamps_no_consensus | n_timestamps_merged (joined an overlapping window's event) |"
             " n_events | n_events_no_usable_window | n_events_scored",
             False,
@@ -649,14 +767,22 @@ LIVEBETTING_SCORES = Table(
         _c(
             "window_opens_at",
             "TIMESTAMPTZ",
-            "prediction window opening (nowcast_windows.opens_at), UTC: no bet before it",
+            "betting window opening, UTC: the first target-month window that nowcasts the market (App. O:"
+            " 2026Q1 GDP from the February window, 2026-02-25; a monthly market"
+            " nowcast_windows.opens_at); no bet before it",
         ),
         _c("n_models_common", "INTEGER", "models compared on the common hours (NULL on window rows)"),
         _c("indicator_id", "VARCHAR", "catalog indicator id the market resolves on", False),
         _c("reference_period", "DATE", "reference period the market resolves on", False),
         _c("release_at", "TIMESTAMPTZ", "release timestamp, UTC (bets strictly before it)", False),
         _c("winning_bucket", "VARCHAR", "bucket label holding the released value", False),
-        _c("segment", "VARCHAR", "segment label (e.g. a target month) or 'total'", False),
+        _c(
+            "segment",
+            "VARCHAR",
+            "target window ('2026-02 window': the hours from that target month's window opening to the next"
+            " one's or the release; Table 13's February / March segments) or 'total'",
+            False,
+        ),
         _c(
             "n_hours",
             "INTEGER",
@@ -1454,6 +1580,8 @@ for _t in (
     MARKET_BETAS,
     MARKET_BETA_FITS,
     LIVEMACRO_SCORES,
+    LIVEMACRO_EVENT_LOSSES,
+    LIVEMACRO_RANKINGS,
     SCORE_DECOMPOSITIONS,
     RELATIVE_ERRORS,
     LIVEBETTING_SCORES,

@@ -89,7 +89,7 @@ def check_macro_submission(
         (r[0], r[1]): r[2]
         for r in windows.select("indicator_id", "reference_period", "closes_at").iter_rows()
     }
-    chk = RowChecker()
+    chk = RowChecker(typed=sub.format == "json")
     good: dict[int, dict] = {}
     keys: dict[int, tuple] = {}
     shown: dict[int, str] = {}

@@ -225,3 +225,49 @@ def open_windows(windows: pl.DataFrame, at: datetime) -> pl.DataFrame:
     if at.tzinfo is None:
         raise WindowError(f"at={at!r}: give a time zone (UTC)")
     return windows.filter((pl.col("opens_at") <= at) & (pl.col("closes_at") > at))
+
+
+def betting_windows(
+    indicator_id: str,
+    reference_period: date,
+    releases: pl.DataFrame,
+    *,
+    open_day: int = OPEN_DAY,
+) -> list[tuple[str, datetime]]:
+    """The target-month windows that bet on one market (LiveMacroEval App. O, "Setup": each indicator's
+    betting timeline runs "across the February and March target windows ... Real GDP is reported quarterly,
+    so both windows target the same Q1 2026 advance estimate").
+
+    A monthly job of target month m (opening ``open_day`` 00:00 America/New_York of m) nowcasts the period
+    holding m (``recorded_nowcasts``: a quarterly variable maps a month to its quarter). So a monthly market
+    has one window, its own month's; a quarterly market has one per month of its quarter whose window opens
+    after the previous quarter's first release (a job opened while the previous quarter was unreleased still
+    bets on that one: the January 2026 job opened 2026-01-25, before the delayed 2025Q4 advance estimate of
+    2026-02-20, so 2026Q1 is bet from the February and March windows). When the previous quarter's release is
+    not in ``releases`` only the quarter's last month is used (the nowcast window, :func:`target_month`).
+
+    ``releases``: ``indicator_id``, ``reference_period``, ``release_at`` (tz-aware; the first row per period
+    counts). Returns ``[(label, opens_at UTC), ...]`` sorted by ``opens_at``, label ``"YYYY-MM window"`` (the
+    target month): the segments of Table 13. Raises :class:`WindowError` for a reference period that is not a
+    period start or a missing column.
+    """
+    require_columns(releases, ("indicator_id", "reference_period", "release_at"), "releases", WindowError)
+    last = target_month(indicator_id, reference_period)
+    months = [last]
+    if get_indicator(indicator_id).frequency == "quarterly":
+        y, m = reference_period.year, reference_period.month - 3
+        prev = date(y - 1, m + 12, 1) if m < 1 else date(y, m, 1)
+        rel = releases.filter(
+            (pl.col("indicator_id") == indicator_id) & (pl.col("reference_period") == prev)
+        )["release_at"]
+        if rel.len():
+            prev_at = rel.min()
+            months = [
+                date(reference_period.year, reference_period.month + k, 1)
+                for k in range(3)
+                if datetime(reference_period.year, reference_period.month + k, open_day, tzinfo=ET) > prev_at
+            ] or [last]
+    return [
+        (f"{tm:%Y-%m} window", datetime(tm.year, tm.month, open_day, tzinfo=ET).astimezone(UTC))
+        for tm in months
+    ]

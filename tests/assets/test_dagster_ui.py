@@ -27,18 +27,21 @@ def instance(main_run):
 @pytest.fixture(scope="module")
 def run(instance):
     runs = instance.get_runs()
-    # the event track's runs of its three jobs (the questions, one per day range, the forecasts and scores),
-    # then one run of the main job, not __ephemeral_asset_job__ (its figures and site read both tracks)
+    # the event track's runs of its five jobs (the questions, one per day range, the recorded SEER case and
+    # bundles, the forecasts and scores, the analyses), then one run of the main job, not
+    # __ephemeral_asset_job__ (its figures and site read both tracks)
     names = [r.job_name for r in reversed(runs)]
     assert names[-1] == MAIN_JOB and names.count(MAIN_JOB) == 1
     assert (
         names[:-1]
         == [
             "leaf_live_event_questions",
-            *["leaf_live_event_days"] * (len(names) - 3),
+            *["leaf_live_event_days"] * (len(names) - 5),
+            "leaf_live_event_recorded",
             "leaf_live_event_scores",
+            "leaf_live_event_analyses",
         ]
-        and len(names) >= 4
+        and len(names) >= 6
     )
     return next(r for r in runs if r.job_name == MAIN_JOB)
 
@@ -134,6 +137,7 @@ def test_every_registered_table_has_its_writer_and_multi_table_assets_show_each_
     assert {k.to_user_string() for k in writers["retrieved_events"]} == {
         "retrieved_events",
         "recorded_events",
+        "question_retrieved_events",  # prediction-market questions as weekly retrieval targets (issue 18)
     }
     assert {k.to_user_string() for k in writers["nowcasts"]} == {
         "recorded_nowcasts",

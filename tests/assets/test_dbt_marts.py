@@ -22,7 +22,7 @@ from leaf_live.definitions import MAIN_JOB, defs
 from resources import LeafLiveDB
 from resources.dbt import DBT_DIR, dbt_resource, prepare_dbt_project
 
-MODELS = ("stg_releases", "stg_models", "leaderboard")
+MODELS = ("stg_releases", "stg_models", "leaderboard", "macro_board")
 
 # Loaded by every Python process started with this directory on PYTHONPATH (dbt is one): any name lookup or
 # connection off the loopback is logged to $LEAF_LIVE_NET_LOG and refused.
@@ -71,6 +71,12 @@ def test_dbt_models_are_assets_downstream_of_the_writers_of_their_tables():
         "stg_releases": ["indicator_catalog", "releases"],
         "stg_models": ["arima_nowcasts", "comparator_nowcasts", "llm_nowcasts", "recorded_nowcasts"],
         "leaderboard": ["livemacro_scores", "stg_models"],  # the fit's name is on every score row
+        "macro_board": [
+            "livemacro_event_losses",
+            "livemacro_rankings",
+            "livemacro_scores",
+            "score_decompositions",  # the auto-ARIMA provenance
+        ],
     }
     for m, ps in parents.items():
         node = graph.get(AssetKey(m))
@@ -106,7 +112,7 @@ def test_dbt_build_ran_in_the_main_job_and_every_dbt_test_passed(main_run):
             for e in inst.all_logs(run.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
         ]
         ran = {e.asset_check_key: e.passed for e in evals if e.asset_check_key in dbt_checks}
-        assert len(dbt_checks) == 32 and set(ran) == dbt_checks and all(ran.values())
+        assert len(dbt_checks) == 46 and set(ran) == dbt_checks and all(ran.values())
     finally:
         inst.dispose()
 
@@ -189,7 +195,8 @@ def test_the_manifest_is_parsed_offline_and_again_only_when_the_project_changes(
     manifest = prepare_dbt_project(project)
     assert manifest == src / "target" / "manifest.json" and offline.read_text() == ""
     nodes = json.loads(manifest.read_text())["nodes"]
-    assert {n["name"] for n in nodes.values() if n["resource_type"] == "model"} == set(MODELS)
+    # the macro models and the event track's board (its own asset: tests/assets/test_event_board.py)
+    assert {n["name"] for n in nodes.values() if n["resource_type"] == "model"} == {*MODELS, "event_board"}
     mtime = manifest.stat().st_mtime_ns
     prepare_dbt_project(project)
     assert manifest.stat().st_mtime_ns == mtime  # current: not parsed again

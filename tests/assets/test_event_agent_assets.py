@@ -173,7 +173,14 @@ def test_with_and_without_events_on_the_seer_cutoff_scored_for_every_task(day_ru
         leak.passed and leak.metadata["forecasts_checked"].value == 300 and leak.metadata["leaks"].value == 0
     )
     done = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-    assert done == {"leaf_llm_forecasts", "predictability_ratings", "leaf_scores"}
+    # the stored board follows: event_rankings, then the dbt mart event_board every face reads
+    assert done == {
+        "leaf_llm_forecasts",
+        "predictability_ratings",
+        "leaf_scores",
+        "event_rankings",
+        "event_board",
+    }
     # 150 tasks x (ts, events), three trials each; 900 forecast calls + 2 rating calls (ts, events) for 50
     # stocks
     counts = _slice_counts(db)
@@ -450,16 +457,23 @@ def test_the_analyses_on_the_day_and_the_fact_check_ablation(day_run, snapshot_d
         "FROM fact_check_ablation",
     )
     assert ab == [(GPT, "accuracy", 50, 0.32, 0.32, 0.0, 0)]
-    # living data: every task of the day is in the live span; trend5 with events = 16 Strong Down of 50 = 32%
-    liv = dict(
-        ((m, k), (b, a, nb, na))
-        for m, k, b, a, nb, na in _count(
-            db,
-            "SELECT model_id, task_kind, accuracy_before, accuracy_after, n_before, n_after FROM"
-            " living_data_ablation",
-        )
+    # living data: every task of the day is in the live span and the store holds no closes of the before span
+    # (Table 9's 2023-01-02..2024-06-02): refused in one line, no row with an empty side
+    assert _count(db, "SELECT count(*) FROM living_data_ablation") == [(0,)]
+    status = dict(
+        (a, (s, r, n))
+        for a, s, r, n in _count(db, "SELECT analysis, status, reason, rows FROM event_analysis_status")
     )
-    assert liv[(f"{GPT}:events", "trend5")] == (None, 32.0, 0, 50)
+    assert status["living_data_ablation"] == (
+        "refused",
+        "no scored trend task has its cutoff in the before span (before 2023-01-02..2024-06-02, after"
+        " 2026-03-01..2026-03-31; scored trend cutoffs 2026-03-25..2026-03-25); market_prices holds 0 closes"
+        " for 2022-09-24..2024-12-09, too few for a before-span task",
+        0,
+    )
+    assert status["fact_check_ablation"][0] == "ran" and status["fact_check_ablation"][2] == 1
+    assert status["alpha_consistency"][0] == "refused"
+    assert status["predictability_accuracy"][0] == "ran" and status["event_filter_rates"][0] == "ran"
     # predictability: per level, the share of the level's stocks whose label the forecast hit, by SQL on the
     # stored ratings and outcomes (one cutoff, so the per-day mean is the mean)
     want = dict(
@@ -539,3 +553,99 @@ def test_alpha_contexts_through_the_daily_job(day_run, snapshot_dir, wire_server
     assert all(
         n == moved[0] and e == pytest.approx(moved[1]) and (c is None or abs(c) < 1e-9) for _, n, e, c in tab
     ), tab
+
+
+QID = "0x00cf5f4a419743e3bbaea3d01537"  # prefix; the full id is read from the snapshot
+
+
+def test_prediction_market_questions_are_weekly_retrieval_targets(
+    wire_server, provider_env, snapshot_dir, tmp_path
+):
+    from assets.event_agents import QUESTION_RETRIEVAL_PARTITIONS
+    from assets.event_data import EVENT_QUESTIONS
+    from leaf_live.event.agents.retrieval import question_weeks
+    from leaf_live.event.sources.prediction_markets import SnapshotPredictionMarkets
+    from sensors.event import event_question_retrieval_job
+
+    pm = SnapshotPredictionMarkets(snapshot_dir).load()
+    q = pm.questions.filter(pl.col("question_id").str.starts_with(QID))
+    qid, text = q["question_id"][0], q["question"][0]
+    # open 2026-03-30, resolves 2026-04-16: the three weeks it is open, the ones that have ended by "now"
+    mondays = [date(2026, 3, 23), date(2026, 3, 30), date(2026, 4, 6), date(2026, 4, 13), date(2026, 4, 20)]
+    o, r = q["open_at"][0], q["resolve_at"][0]
+    assert (o.date(), r.date()) == (date(2026, 3, 30), date(2026, 4, 16))
+    assert question_weeks(o, r, mondays, now=datetime(2026, 12, 1, tzinfo=UTC)) == mondays[1:4]
+    assert question_weeks(o, r, mondays, now=datetime(2026, 4, 10, tzinfo=UTC)) == [date(2026, 3, 30)]
+    assert question_weeks(None, r, mondays, now=datetime(2026, 12, 1, tzinfo=UTC)) == []
+
+    db = tmp_path / "questions.duckdb"
+    with storage.open_db(db) as con:
+        storage.replace_partition(con, "prediction_markets", q, {"partition_key": [qid]})
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(EVENT_QUESTIONS.name, [qid])
+    key = f"2026-03-30|{qid}"
+    assert key in QUESTION_RETRIEVAL_PARTITIONS.get_partition_keys(dynamic_partitions_store=instance)
+
+    def respond(req: WireRequest):
+        t = req.text()
+        if '"causality"' in t:  # a retrieval round: the same event every round (later rounds: a repeat)
+            ev = {
+                "date": "2026-03-31",
+                "description": "Israel struck targets near Beirut, the army said on March 31.",
+                "causality": "raises the chance of further action",
+                "sentiment": "Positive",
+                "impact_type": "Direct",
+                "sources": [],
+            }
+            return reply_ok(req, json.dumps([ev]))
+        return reply_ok(req, "<reasoning>reports</reasoning><factual>True</factual><date>2026-03-31</date>")
+
+    resources = {
+        **default_resources(db=db, snapshot=snapshot_dir),
+        "llm": llm(wire_server, f"{GPT},{CLAUDE}"),
+    }
+    job = build_definitions(resources).resolve_job_def(event_question_retrieval_job.name)
+    wire_server.reset(respond)
+    assert job.execute_in_process(partition_key=key, run_config=QUIET, instance=instance).success
+    retrieval = [x for x in wire_server.requests if '"causality"' in x.text()]
+    assert retrieval and all(" ".join(text.split()) in " ".join(r.text().split()) for r in retrieval)
+    got = _count(
+        db,
+        "SELECT partition_key, domain, target_id, interval_start, interval_end, valid FROM retrieved_events"
+        " WHERE valid",
+    )
+    assert got and {g[:5] for g in got} == {(key, "event", qid, date(2026, 3, 30), date(2026, 4, 5))}
+    kept = _count(db, "SELECT target_id, event_date, kept FROM fact_checked_events")
+    assert (qid, date(2026, 3, 31), True) in kept
+    assert _count(db, "SELECT DISTINCT partition_key FROM llm_calls ORDER BY 1") == [
+        (f"fact_check:{key}",),
+        (f"retrieval:{key}",),
+    ]
+    # the week before it opened: nothing to search, no call, an empty slice
+    before = f"2026-03-23|{qid}"
+    wire_server.reset(respond)
+    res = job.execute_in_process(partition_key=before, run_config=QUIET, instance=instance)
+    assert res.success and not wire_server.requests
+    meta = res.get_asset_materialization_events()[0].materialization.metadata
+    assert meta["skipped"].value == [
+        f"question {qid} is not open in the week of 2026-03-23 (opened {o}, resolves {r}) or the week has not"
+        " ended"
+    ]
+    assert _count(db, f"SELECT count(*) FROM retrieved_events WHERE partition_key = '{before}'") == [(0,)]
+    # the weekly schedule asks for the question's week once it has ended, and for no week it is closed
+    from dagster import SkipReason, build_schedule_context
+
+    from resources import ClockResource, LeafLiveDB
+    from sensors.event import weekly_question_retrieval_tick
+
+    def tick(at: datetime):
+        return weekly_question_retrieval_tick(
+            build_schedule_context(scheduled_execution_time=at),
+            clock=ClockResource(),
+            db=LeafLiveDB(database=str(db)),
+            llm=llm(wire_server),
+        )
+
+    assert [x.partition_key for x in tick(datetime(2026, 4, 13, 5, 15, tzinfo=UTC))] == [f"2026-04-06|{qid}"]
+    closed = tick(datetime(2026, 4, 27, 5, 15, tzinfo=UTC))
+    assert isinstance(closed, SkipReason) and "no stored question was open" in closed.skip_message

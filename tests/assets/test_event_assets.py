@@ -31,6 +31,7 @@ SPANS = Spans(
     mid_cap_months=(date(2025, 6, 1), date(2025, 12, 1)),
     weather=(date(2025, 11, 1), date(2025, 12, 31)),
     electricity=(date(2019, 1, 1), date(2019, 1, 31)),
+    case_days=(),  # the SEER case day: tests/assets/test_event_recorded.py
 )
 PLAN = EventPlan(SPANS, statistical=(), n_jobs=1, tsfm=(), boot_draws=200)
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -76,7 +77,9 @@ def test_the_short_span_run_plan():
     # tasks: the cutoff days, mid caps from the first month with 3 months of look-back), sources first
     assert event_day_runs(SPANS) == [
         (("2018-12-25", "2019-02-07"), ["electricity_load"]),
-        (("2025-05-25", "2026-02-08"), ["market_prices"]),
+        # market prices from the living-data ablation's before span (Table 9: 2023-01-02 .. 2024-06-02, less
+        # the mid caps' 3-month look-back and 7 days) on
+        (("2022-09-17", "2026-02-08"), ["market_prices"]),
         (("2025-10-25", "2026-01-07"), ["weather_hourly"]),
         (("2019-01-01", "2019-02-01"), ["forecast_tasks"]),
         (("2025-09-01", "2026-01-01"), ["forecast_tasks"]),
@@ -115,7 +118,7 @@ def test_tables_filled_and_equal_to_the_science_on_plain_frames(built, snapshot_
     q = _read(db, "prediction_markets")
     assert set(q["category"]) == {"economy_business", "politics_world", "tech_ai"}
     assert set(q["question_id"]) == set(built["instance"].get_dynamic_partitions(EVENT_QUESTIONS.name))
-    assert _read(db, "leaf_targets").height == 93
+    assert _read(db, "leaf_targets").height == 113  # 93 of App. C.2 + the 20 other SEER stocks
     # forecasts: the baselines' producer slices, one per model, scored
     fc = _read(db, "leaf_forecasts")
     assert set(fc["producer"]) == {"leaf_forecasts"} and (fc["partition_key"] == fc["model_id"]).all()

@@ -233,7 +233,7 @@ def _scoring_event_times(con, span: tuple[str, str]) -> tuple[dict, dict]:
 
 def _independent(con, model: str, span: tuple[str, str], fit_id: str, target: str, theme: str | None = None):
     """Eq. 8 / Eq. 17 and Eq. 14 straight from the tables with numpy, on the model's OWN events: latest valid
-    nowcast strictly before each release (ties at that instant averaged), S_hat = (nowcast -
+    nowcast answered strictly before each release (ties at that instant averaged), S_hat = (nowcast -
     consensus)/sigma_fit, stored S rescaled to sigma_fit, releases merged by the overlap rule (surprises of
     one field added), an event is the model's own when it nowcasts one of its released fields of the scope;
     other fields S_hat = 0. Returns (score, lmd on the 0.5 scale, n own events)."""
@@ -256,12 +256,15 @@ def _independent(con, model: str, span: tuple[str, str], fit_id: str, target: st
     ).fetchall():
         e = emap[t]
         S[e] = S.get(e, np.zeros(len(ids))) + np.array(s) * np.array([stored[i] / fit[i][1] for i in ids])
+    # the one answered-at rule (scoring.evaluation.answer_time): a nowcast counts from when its answer
+    # existed, the later of its stamp and answered_at (a recorded run's stamp + 1 h)
+    at = "greatest(n.issued_at, coalesce(n.answered_at, n.issued_at))"
     s_hat = con.execute(
         "SELECT r.release_at, r.indicator_id, n.value, r.consensus FROM releases r "
         "JOIN nowcasts n USING (indicator_id, reference_period) "
-        "WHERE n.model_id = ? AND n.valid AND NOT n.after_release AND n.issued_at < r.release_at "
+        f"WHERE n.model_id = ? AND n.valid AND NOT n.after_release AND {at} < r.release_at "
         "AND r.consensus IS NOT NULL AND r.partition_key BETWEEN ? AND ? "
-        "QUALIFY n.issued_at = max(n.issued_at) OVER (PARTITION BY r.indicator_id, r.release_at)",
+        f"QUALIFY {at} = max({at}) OVER (PARTITION BY r.indicator_id, r.release_at)",
         [model, *span],
     ).fetchall()
     ties: dict = {}
@@ -299,9 +302,10 @@ def test_live_gpt5_own_coverage_scores_equal_an_independent_recomputation(con):
         )
         assert row["n_events_own"] == n == 16 and row["n_events"] == 62 and row["fit_name"] == "full"
     ret = got[("overall", "return")]
-    # with the overlap rule the 2026-02-18 durable-goods event takes the window of the 08:29 catch-up release
-    # next to it: -0.0158; with one event per timestamp (the replication design) it is the issue's -0.0156
-    assert round(ret["score"], 4) == -0.0158 and round(ret["lmd"], 3) == 0.556  # on the 0.5 coin-flip scale
+    # the one answered-at rule (issue 16): a recorded GPT-5 answer counts from its stamp + 1 h, as LiveBetting
+    # bets on it; 18 of its 19 nowcasts are stamped <= 1 h before the release, so the score moves from the
+    # stamp rule's -0.0158 (LMD 0.556) to -0.0508 (LMD 0.463), the figures issue 16 states
+    assert round(ret["score"], 4) == -0.0508 and round(ret["lmd"], 3) == 0.463  # on the 0.5 coin-flip scale
     from assets.macro_scoring import current_fits
 
     apart = E.evaluate_mode(
@@ -319,9 +323,11 @@ def test_live_gpt5_own_coverage_scores_equal_an_independent_recomputation(con):
     a = apart.scores.filter((pl.col("scope") == "overall") & (pl.col("horizon") == "terminal")).row(
         0, named=True
     )
+    # one event per timestamp (the replication design): the 2026-02-18 durable-goods event keeps its own
+    # window (-0.0156 under the stamp rule; -0.0507 under the answered-at rule)
     assert (round(a["score"], 4), round(a["lmd"], 3), a["n_events_own"], a["n_events"]) == (
-        -0.0156,
-        0.556,
+        -0.0507,
+        0.463,
         16,
         64,
     )
@@ -512,6 +518,26 @@ def test_shapley_and_paired_decompositions(con):
     assert v["n_events"] == 1 and v["min_events"] == 10 and "delta" in v and "ci95_lo" not in v
 
 
+def test_relative_error_on_the_common_set(con):
+    """Issue 16: rel. err. on own releases is not comparable (the consensus 0.252 on its 90, GPT-5 on its
+    19); the common-set value reads both on the 19 field-events both nowcast: the consensus 0.412."""
+    from leaf_live.macro.scoring.leaderboard import _rel_err, _rel_err_note
+
+    d = storage.read_table(con, "score_decompositions", "decomposition = 'relative_error'")
+    live = d.filter(pl.col("partition_key") == "live")
+    v = {(m, k): x for m, k, x in zip(live["model_id"], live["metric"], live["value"])}
+    c = "consensus/investing"
+    assert round(v[(c, "mean_abs_rel_error")], 3) == 0.252 and v[(c, "n_field_events")] == 90
+    assert round(v[(c, "mean_abs_rel_error_common")], 3) == 0.412 and v[(c, "n_field_events_common")] == 19
+    # GPT-5's own releases are the common set
+    assert v[(GPT5, "mean_abs_rel_error_common")] == v[(GPT5, "mean_abs_rel_error")]
+    assert v[(GPT5, "n_field_events_common")] == 19
+    # only the common-set models carry a common value
+    assert set(live.filter(pl.col("metric") == "mean_abs_rel_error_common")["model_id"]) == {c, GPT5}
+    assert _rel_err(d, "live")[c] == (v[(c, "mean_abs_rel_error")], v[(c, "mean_abs_rel_error_common")])
+    assert "on the 19 field-events every compared model nowcasts" in _rel_err_note(d, "live")
+
+
 # ---------------------------------------------------------------------------------------------
 # LiveBetting
 # ---------------------------------------------------------------------------------------------
@@ -579,26 +605,33 @@ def test_no_bet_before_the_window_or_the_answer_and_the_consensus_bets(con):
 def test_common_hours_board_on_the_q1_gdp_market(con):
     t = storage.read_table(con, "livebetting_scores", "segment = 'total' AND market_id = 'gdp-q1-2026'")
     common = t.filter(pl.col("hours") == "common").sort("final_return", descending=True)
-    # every compared model bets on the same 842 in-window hours; the consensus (9 hours) is not compared
-    assert common["model_id"].to_list() == ["fed/nyfed-staff", GPT5, "fed/gdpnow"]
+    # the market is bet across the February and March target windows (App. O), from 2026-02-25 00:00 EST:
+    # every compared model bets on the same 1,469 in-window hours; the consensus (9 hours) is not compared
+    assert common["model_id"].to_list() == ["fed/nyfed-staff", "fed/gdpnow", GPT5]
     assert (
-        (common["n_bets"] == 842).all()
-        and (common["n_hours"] == 842).all()
+        (common["n_bets"] == 1469).all()
+        and (common["n_hours"] == 1469).all()
         and (common["n_models_common"] == 3).all()
     )
+    assert (t["window_opens_at"] == datetime(2026, 2, 25, 5, tzinfo=UTC)).all()
     ret = dict(zip(common["model_id"], common["final_return"]))
-    # the ranking the issue reports: GPT-5 above GDPNow on common in-window hours (the old board had GDPNow
-    # +91.1% above GPT-5 +53.1% from each one's first nowcast on the whole price grid)
-    assert round(100 * ret[GPT5], 1) == 96.5 and round(100 * ret["fed/gdpnow"], 1) == 42.1
+    # the paper's order (App. O: GPT-5 behind GDPNow): with the February window dropped (bets from
+    # 2026-03-25 only, 842 hours) GPT-5 read +96.5% above GDPNow +42.1%
+    assert round(100 * ret[GPT5], 1) == 50.0 and round(100 * ret["fed/gdpnow"], 1) == 110.1
     hours = storage.read_table(
         con, "livebetting_bets", "market_id = 'gdp-q1-2026' AND common_hour AND status = 'bet'"
     )
     assert dict(hours.group_by("model_id").len().iter_rows()) == {
-        "fed/nyfed-staff": 842,
-        GPT5: 842,
-        "fed/gdpnow": 842,
+        "fed/nyfed-staff": 1469,
+        GPT5: 1469,
+        "fed/gdpnow": 1469,
         "consensus/investing": 9,
     }
+    # Table 13's segments are the target windows, not calendar months
+    seg = storage.read_table(
+        con, "livebetting_scores", "market_id = 'gdp-q1-2026' AND hours = 'window' AND segment <> 'total'"
+    )
+    assert set(seg["segment"]) == {"2026-02 window", "2026-03 window"}
 
 
 def test_livebetting_covers_the_four_markets_and_the_fed_nowcasts(con):
@@ -648,17 +681,20 @@ def test_leaf_live_run_prints_both_leaderboards_and_no_check_fails(built):
     backtest, live_part = out[bt:live], out[live:]
     for model in ("consensus/investing", "fed/gdpnow", "fed/cleveland-cpi"):
         assert f"  {model}  " in backtest
-    assert "Consensus-relative score (target Q_g" in live_part and "LiveBetting" in live_part
+    # the stored, coverage-robust boards (macro_board), both targets and both event windows
+    assert "Live window | consensus-relative score | fit full | terminal | overall | all events" in live_part
+    assert "LiveBetting" in live_part and "Ranks are the stored board's (macro_board)" in live_part
+    assert "common event set" not in live_part  # no rank printed beside a score of another set
     assert (
-        "ranked on the common event set, 16 events where each of the 2 compared models has its own nowcast"
-        in live_part
+        "Common-set view not shown as a ranking: the common set holds 16 of consensus/investing's 62 events"
+        in " ".join(live_part.split())
     )
-    livemacro = live_part[live_part.index("LiveMacro Score (target r_g") :]
+    livemacro = live_part[live_part.index("Live window | LiveMacro Score | fit full") :]
     line = next(ln for ln in livemacro.splitlines() if ln.split()[1:2] == [GPT5])
     cells = line.split()
-    assert (
-        cells[0] == "2" and cells[2] == "-0.0158" and cells[3].startswith("[")
-    )  # rank, common score, its interval
+    # rank, n own events, difficulty-adjusted score (reference event effects: GPT-5's mean excess loss over
+    # the consensus on its own 16 events, on the board's 62), its interval
+    assert cells[:4] == ["2", GPT5, "16", "-0.0627"] and cells[4].startswith("[")
     assert (
         "8 timestamps form no event" in live_part
         and "2 joined an overlapping announcement window's event" in live_part
@@ -670,7 +706,6 @@ def test_leaf_live_run_prints_both_leaderboards_and_no_check_fails(built):
         if ln.startswith("fed/gdpnow - fed/nyfed-staff") and " return " in ln
     )
     assert pair.endswith("too few shared events (1 < 10)") and "[" not in pair
-    assert "90% CI beta+events" in live_part and "90% CI beta only" in live_part
 
 
 def test_a_fit_that_is_not_frozen_before_the_span_is_refused(con):

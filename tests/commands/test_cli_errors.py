@@ -336,3 +336,68 @@ def test_the_installed_command_answers_every_error_with_one_line(tmp_path, snaps
 
     assert DagsterInstance.from_config(str(home)).get_runs() == []  # every error came before any work
     assert not unwritable.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 17: more inputs, one line each, never a traceback
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cmd", [["sql", "SELECT 1"], ["status"], ["scores"], ["rescore"]])
+def test_an_empty_db_flag_is_an_error_not_the_default_file(tmp_path, capsys, monkeypatch, cmd):
+    monkeypatch.chdir(tmp_path)  # the default data/leaf_live.duckdb would be created here
+    rc, out, err = run_cli(capsys, *cmd, "--db", "")
+    assert rc == 1 and out == ""
+    want = "--db '': empty path; give a DuckDB file (or leave --db out for LEAF_LIVE_DB)"
+    assert err == f"leaf-live {cmd[0]}: {want}\n"
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_span_the_surprise_scales_cannot_be_built_from_is_caught_before_the_run(
+    tmp_path, capsys, snapshot_dir, instance_home
+):
+    db = tmp_path / "fresh.duckdb"
+    rc, out, err = run_cli(
+        capsys, "run", "--db", str(db), "--snapshot", str(snapshot_dir), "--start", "2025-11"
+    )
+    assert rc == 1 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(
+        f"leaf-live run: --start 2025-11 --end 2026-05: the surprise scales need the releases of 2010-01 .."
+        f" 2025-10, and 190 of those months are neither stored in {db} nor in this run (first 2010-01)"
+    )
+    assert no_run_started()
+
+
+def test_an_unexpected_error_is_one_line_with_its_cause(tmp_path, capsys):
+    """A CSV cell over Python's csv field limit (128 KB) raised csv.Error through ``submit`` with a
+    traceback; every unexpected exception is now one line naming its type and message."""
+    db = tmp_path / "s.duckdb"
+    storage.connect(db).close()
+    big = tmp_path / "big.csv"
+    big.write_text(
+        "indicator_id,reference_period,issued_at,value,unit\n"
+        f"cpi_yoy,2026-01-01,2026-01-10T00:00:00Z,{'1' * 200_000},percent\n"
+    )
+    rc, out, err = run_cli(capsys, "submit", str(big), "--model", "external/x", "--db", str(db), "--no-score")
+    assert rc == 1 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("leaf-live submit: ") and "field larger than field limit (131072)" in err
+
+
+def test_a_refused_submission_prints_at_most_fifty_rejected_rows(capsys, monkeypatch):
+    from leaf_live.cli import SHOWN_REJECTIONS
+    from leaf_live.commands import submit as submit_cmd
+    from leaf_live.core.submissions import RowProblem, SubmissionError
+
+    problems = [RowProblem(i, "value", f"bad{i}", "not a number") for i in range(1, 5001)]
+
+    def refuse(args):
+        raise SubmissionError("many.csv", problems, n_rows=5000)
+
+    monkeypatch.setattr(submit_cmd, "cmd_submit", refuse)
+    rc = main(["submit", "many.csv", "--model", "external/x", "--db", "x.duckdb"])
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert rc == 1 and lines[0] == "leaf-live submit: many.csv: 5000 of 5000 rows rejected, nothing stored"
+    assert SHOWN_REJECTIONS == 50
+    assert len(lines) == 52 and lines[-1] == "  ... and 4,950 more rejected rows"
+    assert lines[50] == "  row 50 (line 51): value='bad50': not a number"

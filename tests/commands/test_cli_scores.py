@@ -1,13 +1,15 @@
-"""``leaf-live scores [--track --scope --horizon --fit]`` on the session's main run (read-only): the boards
-are the stored score rows (cross-checked against plain SQL on ``livemacro_scores``), each carries its fit's
-name, the default shows one fit per mode (so the obvious query is not one row per fit), and bad flags are one
-line."""
+"""``leaf-live scores [--track --scope --horizon --fit]`` on the session's main run (read-only): the per-model
+rows (``--board common``) are the stored score rows (cross-checked against plain SQL on ``livemacro_scores``),
+each carries its fit's name, the default shows one fit per mode (so the obvious query is not one row per fit),
+and bad flags are one line. The stored ranked board (the default ``--board livemacro``) is tested in
+tests/assets/test_macro_board.py."""
 
 from __future__ import annotations
 
 import io
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 
@@ -63,7 +65,7 @@ def test_every_score_table_carries_the_fit_name(main_run):
 
 
 def test_the_default_board_is_one_fit_per_mode_and_holds_the_stored_scores(main_run, cli):
-    b = board(cli)
+    b = board(cli, "--board", "common")
     assert b.columns[:6] == ["mode", "fit_name", "horizon", "target", "model_id", "scope"]
     assert b["fit_name"].null_count() == 0
     # the headline fit of each mode (the fit its Shapley decompositions use): one fit per mode, terminal
@@ -95,10 +97,12 @@ def test_the_default_board_is_one_fit_per_mode_and_holds_the_stored_scores(main_
 
 
 def test_flags_select_boards(main_run, cli):
-    every = board(cli, "--fit", "all", "--mode", "live", "--scope", "overall")
+    every = board(cli, "--board", "common", "--fit", "all", "--mode", "live", "--scope", "overall")
     assert sorted(set(every["fit_name"])) == ["full", "no_covid"]
     one = board(
         cli,
+        "--board",
+        "common",
         "--fit",
         "no_covid",
         "--horizon",
@@ -137,7 +141,9 @@ def test_flags_select_boards(main_run, cli):
 
 def test_markdown_to_a_file_says_how_many_rows(main_run, cli, tmp_path):
     out = tmp_path / "board.md"
-    rc, text, err = cli("--format", "markdown", "--output", str(out), "--mode", "backtest")
+    rc, text, err = cli(
+        "--board", "common", "--format", "markdown", "--output", str(out), "--mode", "backtest"
+    )
     n = sql(
         main_run,
         "SELECT count(*) AS n FROM livemacro_scores WHERE partition_key = 'backtest' AND "
@@ -190,9 +196,113 @@ def test_unknown_model_and_empty_store_are_one_line(cli, tmp_path, capsys):
     empty = tmp_path / "empty.duckdb"
     storage.connect(empty).close()
     for argv, line in (
-        (["--db", str(empty)], "no macro scores stored yet: run `leaf-live run`"),
+        (["--db", str(empty)], "no macro board stored yet: run `leaf-live run`"),
         (["--db", str(empty), "--track", "event"], "no event-track scores stored yet"),
     ):
         assert main(["scores", *argv]) == 1
         got = capsys.readouterr()
         assert (got.out, got.err) == ("", f"leaf-live scores: {line}\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# the event track (issue 16): the stored event_rankings, and a partial submission on a copy of the run
+# ------------------------------------------------------------------------------------------------
+
+COLS = "f.task_id, strftime(f.issued_at, '%Y-%m-%dT%H:%M:%SZ') AS issued_at"
+FROM = "FROM leaf_forecasts f JOIN forecast_tasks t USING (task_id) WHERE f.valid AND "
+PARTIAL = f"""
+SELECT * FROM (SELECT {COLS}, NULL AS point, NULL AS quantiles, f.predicted_class, NULL AS probability,
+  f.bundle_hash {FROM}
+  f.model_id = 'baseline/hist-mean' AND t.domain = 'large_cap' AND t.task_kind = 'trend3' AND t.horizon = '1d'
+  AND t.partition_key < '2026-03-01' ORDER BY f.task_id LIMIT 40)
+UNION ALL
+SELECT * FROM (SELECT {COLS}, CAST(f.point AS VARCHAR), f.quantiles, NULL, NULL, f.bundle_hash {FROM}
+  f.model_id = 'baseline/hist-mean' AND t.domain = 'large_cap' AND t.task_kind = 'series' AND t.horizon = '3d'
+  AND t.partition_key < '2026-03-01' ORDER BY f.task_id LIMIT 40)
+UNION ALL
+SELECT * FROM (SELECT {COLS}, NULL, NULL, NULL, f.probability * 0.9, f.bundle_hash {FROM}
+  f.model_id = 'market/polymarket' AND t.horizon = '10%' ORDER BY f.task_id LIMIT 40)
+"""
+
+
+def test_event_boards_are_the_stored_rankings_and_a_partial_submission_moves_no_one(
+    main_run, tmp_path, monkeypatch, capsys
+):
+    """``leaf-live scores --track event`` prints the stored event_board (event_rankings' rows, dbt); on a copy
+    of the run, a 120-row partial event submission (``leaf-live submit``, rescored through Dagster) leaves
+    every other model's score, interval and n on every board as it was, and appears only in its own rows."""
+    import shutil
+
+    db = shutil.copy(main_run["db"], tmp_path / "copy.duckdb")
+    monkeypatch.setenv("DAGSTER_HOME", str(shutil.copytree(main_run["dagster_home"], tmp_path / "home")))
+
+    def run(*argv):
+        rc = main(list(argv))
+        got = capsys.readouterr()
+        assert rc == 0, got.err
+        return got.out
+
+    def rows() -> pl.DataFrame:
+        return pl.read_csv(
+            io.StringIO(run("scores", "--db", str(db), "--track", "event", "--format", "csv")),
+            infer_schema_length=None,
+        )
+
+    before = rows()
+    stored = sql(main_run, "SELECT * FROM event_rankings")
+    assert before.height == stored.height > 0
+    text = run("scores", "--db", str(db), "--track", "event")
+    assert text.startswith("Event track headline") and "P(rank 1)" in text
+    csv = tmp_path / "partial.csv"
+    run("sql", PARTIAL, "--db", str(db), "--format", "csv", "--output", str(csv))
+    assert pl.read_csv(csv).height == 120
+    out = run("submit", str(csv), "--track", "event", "--model", "external/drift", "--db", str(db))
+    assert "rescored the event track" in out
+    after = rows()
+    keys = ["domain", "task_kind", "horizon", "metric", "model_id"]
+    cols = [*keys, "n_tasks", "score", "ci90_lo", "ci90_hi", "own_value"]
+    new = after.filter(pl.col("model_id").str.starts_with("external/drift"))
+    assert new.height > 0 and set(new["model_id"]) == {"external/drift@retrospective"}
+    old = after.filter(~pl.col("model_id").str.starts_with("external/drift"))
+    assert same_rows(old, before, keys, ["n_tasks"], cols[len(keys) + 1 :])
+    b = after.filter(
+        pl.col("domain") == "large_cap", pl.col("task_kind") == "trend3", pl.col("horizon") == "1d"
+    )
+    assert dict(zip(b["model_id"], b["n_tasks"]))["external/drift@retrospective"] == 40
+    assert {n for m, n in zip(b["model_id"], b["n_tasks"]) if not m.startswith("external/")} == {1050}
+    # the site (rebuilt by the rescore job) shows the same rows for everyone else, and the new model's own
+    from browser import read_dom
+
+    from leaf_live.core.site import site_dir
+
+    dom = read_dom((site_dir(db) / "event.html").read_text())
+    site = pl.DataFrame(
+        [
+            {
+                **{k: c[k].value for k in keys},
+                "n_tasks": int(c["n_tasks"].value),
+                "score": float(c["score"].value) if c["score"].value else float("nan"),
+            }
+            for c in dom.rows("event-board")
+        ]
+    )
+    mine = pl.col("model_id").str.starts_with("external/drift")
+    # everyone else's rows on the rebuilt site are the stored rows from before the submission
+    assert same_rows(
+        site.filter(~mine), before.select(*keys, "n_tasks", "score"), keys, ["n_tasks"], ["score"]
+    )
+    assert site.filter(mine).height == new.height
+
+
+def same_rows(a: pl.DataFrame, b: pl.DataFrame, keys: list[str], exact: list[str], floats: list[str]) -> bool:
+    """``a`` and ``b`` hold the same keys, equal ``exact`` columns and ``floats`` equal to 1e-12 (relative):
+    adding a model to a panel can move the last bit of a bootstrap percentile (the matrix products' column
+    order), never more."""
+    a, b = a.sort(keys), b.sort(keys)
+    if a.select(keys + exact).rows() != b.select(keys + exact).rows():
+        return False
+    for c in floats:
+        x, y = a[c].to_numpy().astype(float), b[c].to_numpy().astype(float)
+        if not np.allclose(x, y, rtol=1e-12, atol=1e-15, equal_nan=True):
+            return False
+    return True

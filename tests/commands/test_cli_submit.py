@@ -16,6 +16,7 @@ from leaf_live.cli import main
 
 GPT5 = "openai/gpt-5-search-api@single"
 COPY = "external/gpt5-copy"
+COPY_BOARD = COPY + "@retrospective"  # a CLI file ranks on the retrospective board (issue 21)
 
 # The recorded model's scorable nowcasts in the submission schema (README "Submitting forecasts"): every valid
 # nowcast issued before its release, with its run label and the time its answer existed.
@@ -179,12 +180,18 @@ def test_the_recorded_gpt5_nowcasts_resubmitted_score_as_the_recorded_model(stor
             ("livebetting_scores", "partition_key, market_id, hours, segment"),
         ):
             q = f"SELECT * EXCLUDE (model_id) FROM {table} WHERE model_id = ? ORDER BY {key}"
-            a, b = con.execute(q, [GPT5]).fetchall(), con.execute(q, [COPY]).fetchall()
+            a, b = con.execute(q, [GPT5]).fetchall(), con.execute(q, [COPY_BOARD]).fetchall()
             assert len(a) > 0 and a == b, table
         n = con.execute(
-            "SELECT count(*) FROM livemacro_scores WHERE model_id = ? AND n_events_own > 0", [COPY]
+            "SELECT count(*) FROM livemacro_scores WHERE model_id = ? AND n_events_own > 0", [COPY_BOARD]
         ).fetchall()[0][0]
         assert n > 0
+        # its provenance (issue 21): one retrospective file receipt per stored run slice, none live
+        assert con.execute(
+            "SELECT source, board, count(*), sum(n_rows) FROM external_receipts WHERE model_id = ?"
+            " GROUP BY ALL",
+            [COPY],
+        ).fetchall() == [("file", "retrospective", n_runs, n_scorable)]
     finally:
         con.close()
 
@@ -282,7 +289,8 @@ def test_event_forecasts_resubmitted_score_as_their_source_model(store, cli):
             "SELECT task_id, horizon, metric, value FROM leaf_scores WHERE model_id = ? ORDER BY task_id,"
             " metric"
         )
-        a, b = con.execute(q, [EVENT_SOURCE]).fetchall(), con.execute(q, [EVENT_COPY]).fetchall()
+        a = con.execute(q, [EVENT_SOURCE]).fetchall()
+        b = con.execute(q, [EVENT_COPY + "@retrospective"]).fetchall()  # a CLI file: retrospective board
         a = [r for r in a if r[0] in {x[0] for x in b}]
         assert len(b) >= n and a == b  # every metric of every task equals the source model's, value for value
     finally:

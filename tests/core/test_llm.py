@@ -16,6 +16,7 @@ from llm_wire_server import (  # noqa: F401 (fixtures)
     WireReply,
     WireRequest,
     anthropic_error,
+    gemini_generate_content,
     openai_error,
     provider_env,
     reply_ok,
@@ -455,3 +456,32 @@ def test_units_in_prompt_match_catalog():
         for i in indicators_in_group(group):
             unit = get_indicator(i).unit.lower()
             assert unit in UNIT_ALIASES and unit in UNIT_ALIASES[unit]
+
+
+def test_a_missing_provider_key_is_recorded_as_missing_key_naming_the_variable(
+    wire_server, provider_env, monkeypatch
+):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    wire_server.reset(sequence("unused"))
+    res = call(cfg(wire_server.url))
+    assert not res.ok and res.record.status == "failed"
+    assert res.record.error.startswith("missing_key: OPENAI_API_KEY is not set (no request sent)"), (
+        res.record.error
+    )
+    assert "HTTP" not in res.record.error.split(":")[0] and "HTTP 500" not in res.record.error
+    assert res.record.attempts == 1 and wire_server.requests == []  # no retry can supply a key
+
+
+def test_an_unconvertible_200_answer_is_recorded_as_a_conversion_failure(wire_server, provider_env):
+    wire_server.reset(sequence(WireReply(200, {"unexpected": True})))
+    res = call(cfg(wire_server.url, max_attempts=1))
+    assert not res.ok and len(wire_server.requests) == 1
+    assert res.record.error.startswith("conversion failure: the provider answered"), res.record.error
+    assert "HTTP 500" not in res.record.error and "no 'choices'" in res.record.error
+    # the Gemini answer whose grounding chunks are null: litellm fails converting it (was HTTP 422)
+    body = gemini_generate_content("hello", model="gemini-2.5-pro")
+    body["candidates"][0]["groundingMetadata"] = {"webSearchQueries": ["q"], "groundingChunks": None}
+    wire_server.reset(sequence(WireReply(200, body)))
+    res = call(cfg(wire_server.url, max_attempts=1), "gemini/gemini-2.5-pro@single")
+    assert res.record.error.startswith("conversion failure:"), res.record.error
+    assert "HTTP 422" not in res.record.error

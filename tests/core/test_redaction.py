@@ -107,10 +107,77 @@ def test_corpus_size_and_context_kept():
 
 
 def test_environment_secret_values_are_masked_whatever_their_shape(monkeypatch):
-    monkeypatch.setenv("MY_SERVICE_API_KEY", "plainwords")  # no secret shape at all
-    assert redact("server echoed plainwords back") == "server echoed *** back"
-    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to replace safely everywhere
-    assert redact("abc def") == "abc def"
+    from resources.secrets import register_environment_secrets
+
+    env = {
+        "MY_SERVICE_API_KEY": "plainwords",  # no secret shape at all
+        "AWS_SECRET_ACCESS_KEY": "bare/40/chars/noprefix/x",
+        "PGPASSWORD": "correct horse",
+        "github_token": "lowercase-name-value",
+        "TOKENIZERS_PARALLELISM": "false",  # a switch, not a secret
+        "SSL_KEY_FILE": "/etc/ssl/private/leaf.key",  # a path
+        "KEY_RETRIES": "12345678",  # a number
+        "SHORT_TOKEN": "abc",  # too short to replace safely everywhere
+        "HOME": "plainhome-value",  # not a secret name
+    }
+    try:
+        assert register_environment_secrets(env) == 4
+        assert redact("server echoed plainwords back") == "server echoed *** back"
+        assert redact("x bare/40/chars/noprefix/x y correct horse z") == "x *** y *** z"
+        assert redact("lowercase-name-value") == MASK
+        for kept in ("abc def", "false", "/etc/ssl/private/leaf.key", "12345678", "plainhome-value"):
+            assert redact(kept) == kept
+        monkeypatch.setenv("LEAF_TEST_SECRET", "from-the-environment-1")
+        assert redact("from-the-environment-1") == "from-the-environment-1"  # core never reads it
+        register_environment_secrets()  # the wiring does
+        assert redact("from-the-environment-1") == MASK
+    finally:
+        register_environment_secrets({})
+
+
+def test_new_shapes_short_sk_bare_aws_secret_azure():
+    azure = "A" * 10 + "b3Cd5Ef7Gh" * 4 + "xY" + "JQQJ99" + "BAACYeBjFXJ3w3AAAEACOGq1w2"
+    assert len(azure) == 84
+    cases = {
+        "short sk key sk-ab12cd34ef in the error": "short sk key *** in the error",
+        f"secret {AWS_SECRET} echoed": "secret *** echoed",
+        f"azure key {azure}.": "azure key ***.",
+        "Ocp-Apim-Subscription-Key: 0123456789abcdef0123456789abcdef": "Ocp-Apim-Subscription-Key: ***",
+    }
+    for text, want in cases.items():
+        assert redact(text, secrets=()) == want
+    # ids and hashes stay: a uuid4 hex call id, a git sha, a URL path after a domain, sk-learn
+    for kept in (
+        "call 0123456789abcdef0123456789abcdef done",
+        "commit 3f2a9c0d1e4b5a6978c1d2e3f4a5b6c7d8e9f0a1",
+        "https://www.bls.gov/News/Release/2026/Empsit03Payrolls1Release",
+        "sk-learn-compat and sk-ew",
+    ):
+        assert redact(kept, secrets=()) == kept
+
+
+def test_frame_redaction_candidates_cover_every_rule():
+    """Every text the rule changes is a candidate of the vectorized pre-filter, so the stored-frame pass
+    (storage writes) redacts exactly what :func:`redact` does."""
+    import re
+
+    import polars as pl
+
+    from leaf_live.core.redaction import candidate_pattern, redact_frame
+
+    texts = [t for t, _ in SECRET_CASES] + PROSE + ["the plainwords here", "nothing to see"]
+    pat = candidate_pattern(["plainwords"])
+    flags = pl.Series(texts).str.contains(pat).to_list()
+    for t, hit in zip(texts, flags, strict=True):
+        if redact(t, secrets=["plainwords"]) != t:
+            assert hit, t
+    frame = pl.DataFrame({"text": texts, "n": list(range(len(texts)))})
+    out = redact_frame(frame, secrets=["plainwords"])
+    assert out["text"].to_list() == [redact(t, secrets=["plainwords"]) for t in texts]
+    assert out["n"].to_list() == frame["n"].to_list() and out.schema == frame.schema
+    clean = pl.DataFrame({"text": PROSE})
+    assert redact_frame(clean, secrets=()) is clean  # nothing to change: the same frame
+    assert re.compile(r"x").pattern  # (re imported for the pattern check above)
 
 
 def test_looks_random():
@@ -149,7 +216,9 @@ def test_dagster_run_logs_are_redacted(tmp_path):
     """A key logged through ``context.log`` reaches neither the console nor the stored event log."""
     from dagster import DagsterInstance, asset, materialize
 
-    import leaf_live  # noqa: F401  (installs the log redaction)
+    from leaf_live.process import prepare_process
+
+    prepare_process()  # what an entry point does: installs the log redaction
 
     @asset
     def leaky(context) -> None:

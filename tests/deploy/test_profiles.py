@@ -32,29 +32,36 @@ def test_every_duckdb_step_of_every_job_is_in_the_pool(job):
     assert all(a.node_def.pool == DUCKDB_POOL for a in [*ALL_ASSETS, *ALL_CHECKS])  # all open DuckDB today
 
 
-def test_pool_helper_leaves_other_steps_and_refuses_a_second_pool():
+def test_pool_check_leaves_other_steps_and_refuses_a_missing_or_second_pool():
     @asset
     def pure() -> None:  # no DuckDB: free to fan out
         pass
 
-    @asset
+    @asset(pool=DUCKDB_POOL)
     def writer(db: LeafLiveDB) -> None:
+        pass
+
+    @asset
+    def forgot(db: LeafLiveDB) -> None:  # opens DuckDB without pool=
         pass
 
     @asset(pool="elsewhere")
     def confused(db: LeafLiveDB) -> None:
         pass
 
+    @asset(pool=DUCKDB_POOL)
+    def hoarder() -> None:  # takes the writer's slot without opening the file
+        pass
+
     out = in_duckdb_pool([pure, writer])
     assert [a.node_def.pool for a in out] == [None, DUCKDB_POOL]
-    assert (
-        out[0] is pure
-        and out[1].keys == writer.keys
-        and out[1].node_def.compute_fn is writer.node_def.compute_fn
-    )
-    assert in_duckdb_pool(out)[1] is out[1]  # idempotent
-    with pytest.raises(ValueError, match="confused.*elsewhere"):
+    assert out[0] is pure and out[1] is writer  # public pool= already did it: nothing rebuilt
+    with pytest.raises(ValueError, match="forgot: pool None.*opens DuckDB"):
+        in_duckdb_pool([forgot])
+    with pytest.raises(ValueError, match="confused: pool 'elsewhere'.*opens DuckDB"):
         in_duckdb_pool([confused])
+    with pytest.raises(ValueError, match="hoarder: in pool 'duckdb' but opens no DuckDB"):
+        in_duckdb_pool([hoarder])
 
 
 def test_executor_follows_the_setting(monkeypatch, tmp_path):
@@ -105,6 +112,17 @@ def test_production_files_are_valid(monkeypatch):
         src["task_acks_late"] and src["task_reject_on_worker_lost"] and src["worker_prefetch_multiplier"] == 1
     )
     assert src["broker_transport_options"]["visibility_timeout"] >= 3600  # longer than the longest step
+    # self-healing, configured together (dagster.yaml comment, docs/operations.md): the order must hold
+    mon = config["run_monitoring"]
+    assert mon["enabled"] and mon["max_resume_run_attempts"] == 0  # the default launcher cannot resume
+    assert (
+        mon["poll_interval_seconds"]
+        < mon["cancel_timeout_seconds"]
+        <= mon["free_slots_after_run_end_seconds"]
+        < mon["start_timeout_seconds"]
+        < src["broker_transport_options"]["visibility_timeout"]
+    )
+    assert config["run_retries"] == {"enabled": True, "max_retries": 2, "retry_on_asset_or_op_failure": False}
     # the embedded profile's instance: SQLite storage under dagster_home/, one run at a time
     embedded, _ = dagster_instance_config(str(Path(__file__).resolve().parents[2] / "dagster_home"))
     assert "storage" not in embedded and embedded["run_queue"]["max_concurrent_runs"] == 1

@@ -237,11 +237,17 @@ def test_event_page_tables_hold_the_statistics(real):
     cut = cutoff_block(stats)
     half = next(r for r in cut.rows if r["model_id"] == "baseline/always-0.5")
     assert [half[c] for c in F.CUTOFFS] == pytest.approx([0.25] * 6) and half["avg"] == pytest.approx(0.25)
-    # a month tab: plain means over the month's tasks every model of a group forecast
+    # a month tab: each model's plain mean over its own tasks of the month (no common-set shrinking)
     month = page.tabs[2].id[2:]
     mb = month_block(scores, tasks_, month)
     ids = tasks_.filter(pl.col("cutoff").dt.strftime("%Y-%m") == month)["task_id"]
-    s = scoring.common_tasks(scores.filter(pl.col("task_id").is_in(ids.to_list())))
+    s = scoring.board_scores(scores.filter(pl.col("task_id").is_in(ids.to_list())))
+    assert (
+        len(mb.rows)
+        == s.filter(pl.col("metric").is_in(list(F.BOARD_METRICS)))
+        .select("model_id", "domain", "task_kind", "horizon", "metric")
+        .n_unique()
+    )
     for r in mb.rows:
         g = s.filter(
             pl.col("model_id") == r["model_id"],

@@ -460,6 +460,131 @@ def test_living_data_and_fact_check_ablations_by_hand():
     assert ab["n"] == 1 and ab["n_leaked_events"] == 1 and math.isclose(ab["inflation"], 0.0064)
 
 
+BEFORE, AFTER = (date(2023, 1, 2), date(2024, 6, 2)), (date(2025, 10, 1), date(2026, 4, 5))
+
+
+def test_analyses_run_or_refuse_with_one_line():
+    old, new = datetime(2023, 6, 1, 20, tzinfo=UTC), datetime(2025, 11, 3, 21, tzinfo=UTC)
+    tasks = pl.DataFrame({"task_id": [f"t{i}" for i in range(8)], "cutoff": [old] * 4 + [new] * 4})
+    # the baseline b is scored in both spans, the LLM m only in the live span: b's row only, m named
+    sc = _scores(
+        [
+            {"model_id": "b", "task_id": f"t{i}", "target_id": "A", "value": v}
+            for i, v in enumerate([1, 1, 0, 0, 1, 0, 0, 0])
+        ]
+        + [
+            {"model_id": "m@single:events", "task_id": f"t{i}", "target_id": "A", "value": 1.0}
+            for i in range(4, 8)
+        ]
+    )
+    out, st = analyses.living_data_run(sc, tasks, BEFORE, AFTER)
+    assert out.select("model_id", "accuracy_before", "accuracy_after", "relative_improvement_pct").rows() == [
+        ("b", 50.0, 25.0, 100.0)
+    ]
+    assert (st.status, st.rows) == ("ran", 1)
+    assert st.reason.endswith("not compared (no before-span forecasts): m@single:events")
+    assert "4 before / 4 after scores" in st.reason
+    # a group scored before only (mid caps at 6 months: no live-span task) is named, not a row
+    extra = _scores(
+        [
+            {
+                "model_id": "b",
+                "task_id": "t8",
+                "target_id": "M",
+                "domain": "mid_cap",
+                "horizon": "6mo",
+                "value": 1.0,
+            }
+        ]
+    )
+    t9 = pl.concat([tasks, pl.DataFrame({"task_id": ["t8"], "cutoff": [old]})])
+    out2, st2 = analyses.living_data_run(pl.concat([sc, extra]), t9, BEFORE, AFTER)
+    assert out2.height == 1 and "; scored in one span only: mid_cap trend3 6mo;" in st2.reason
+    # nothing before the training cut-offs: refused, with the spans and the stored cutoffs in one line
+    out, st = analyses.living_data_run(sc.filter(pl.col("task_id") >= "t4"), tasks, BEFORE, AFTER)
+    assert out.height == 0 and st.status == "refused" and st.rows == 0
+    assert st.reason == (
+        "no scored trend task has its cutoff in the before span (before 2023-01-02..2024-06-02, after"
+        " 2025-10-01..2026-04-05; scored trend cutoffs 2025-11-03..2025-11-03)"
+    )
+    # no alpha contexts, no unfiltered contexts: refused, naming what is missing
+    out, st = analyses.alpha_consistency_run(sc)
+    assert out.height == 0 and st.status == "refused" and "alpha=<a> or other_alpha=<a>" in st.reason
+    out, st = analyses.fact_check_ablation_run(sc, empty_frame("leaf_forecasts"), pl.DataFrame())
+    assert st.status == "refused" and st.reason.startswith(
+        "missing scored forecasts with context events_unfiltered; the unfiltered contexts in leaf_forecasts:"
+    )
+    with pytest.raises(ValueError, match="expected one non-empty line"):
+        analyses.AnalysisStatus("x", "ran", "a\nb")
+    with pytest.raises(ValueError, match="status='done'"):
+        analyses.AnalysisStatus("x", "done", "r")
+    # the report: rows where an analysis ran, "not materialized: <reason>" everywhere else
+    liv, liv_st = analyses.living_data_run(sc, tasks, BEFORE, AFTER)
+    fc_st = analyses.fact_check_ablation_run(sc, empty_frame("leaf_forecasts"), pl.DataFrame())[1]
+    status = analyses.status_frame([liv_st, fc_st], T0)
+    assert status.select("partition_key", "status", "rows").rows() == [
+        ("living_data_ablation", "ran", 1),
+        ("fact_check_ablation", "refused", 0),
+    ]
+    text = analyses.render_report(
+        {
+            "living_data_ablation": liv,
+            "fact_check_ablation": empty_frame("fact_check_ablation"),
+            "alpha_consistency": empty_frame("alpha_consistency"),
+        },
+        status,
+    )
+    assert "| b | large_cap | trend3 | 1d | 50.000 | 25.000 | 4 | 4 | 100.000 |" in text
+    assert f"not materialized: {fc_st.reason}" in text
+    assert "not materialized: alpha_consistency holds no rows and no status was recorded" in text
+    assert "not materialized: the event_filter_rates asset has not run on this database" in text
+    sections = text.split("\n## ")[1:]
+    assert len(sections) == 5 and all("| b |" in x or "not materialized: " in x for x in sections)
+
+
+def test_the_living_data_before_span_from_the_stored_closes(snapshot_dir):
+    from leaf_live.event import catalog, pipeline
+
+    lo = pipeline.LIVING_BEFORE[0] - pipeline.LIVING_MARGIN_BEFORE
+    hi = pipeline.LIVING_BEFORE[1] + pipeline.LIVING_MARGIN_AFTER
+    syms = [t.symbol for t in (*catalog.LARGE_CAPS, *catalog.MID_CAPS)]
+    prices = to_market_prices(SnapshotDailyPrices(snapshot_dir).daily_bars(syms, lo, hi))
+    ts = pipeline.living_before_tasks(prices)
+    t = ts.tasks
+    day = t["cutoff"].dt.convert_time_zone("America/New_York").dt.date()
+    assert day.min() >= date(2023, 1, 2) and day.max() <= date(2024, 6, 2)
+    assert set(t.select("domain", "horizon").unique().rows()) <= {
+        ("large_cap", "1d"),
+        ("large_cap", "2d"),
+        ("mid_cap", "3mo"),
+        ("mid_cap", "6mo"),
+    }
+    assert set(t["task_kind"]) == {"trend3", "trend5"}
+    # one AAPL task by hand: the 1-session trend from the cutoff's close to the next session's
+    a = t.filter(pl.col("target_id") == "AAPL", pl.col("horizon") == "1d", pl.col("task_kind") == "trend3")
+    px = prices.filter(pl.col("symbol") == "AAPL").sort("session_date")
+    first = a.sort("cutoff").row(0, named=True)
+    c = px.filter(pl.col("available_at") == first["cutoff"])
+    nxt = px.filter(pl.col("session_date") > c["session_date"][0]).row(0, named=True)
+    roc = (nxt["close"] - c["close"][0]) / c["close"][0]
+    th = catalog.TREND_THRESHOLDS["large_cap"]
+    from leaf_live.event.tasks import trend_label
+
+    label = ts.outcomes.filter(pl.col("task_id") == first["task_id"])["label"][0]
+    assert label == trend_label(roc, th, 3)
+    tk, sc = pipeline.living_before_scores(prices, statistical=())
+    assert tk.height == t.height
+    acc = sc.filter(pl.col("metric") == "accuracy")
+    assert set(acc["model_id"]) == {"baseline/last-value", "baseline/hist-mean"}
+    assert acc.height == 2 * t.height
+    # last value predicts no move: its accuracy is the share of Flat labels
+    lv = acc.filter(pl.col("model_id") == "baseline/last-value").join(
+        ts.outcomes.select("task_id", "label"), on="task_id"
+    )
+    assert lv["value"].mean() == pytest.approx((lv["label"] == "Neutral").mean())
+    assert lv["value"].mean() > 0
+
+
 def test_predictability_rater_against_the_server(seer, wire_server, provider_env):
     _, _, tasks, outcomes = seer
     tk = tasks.filter(pl.col("task_kind") == "trend3")

@@ -51,6 +51,7 @@ def db(tmp_path):
                 "bundle": bundle,
                 "bundle_hash": bundle_hash(tid),
                 "max_input_available_at": CUTOFF,
+                "last_value_age_days": None,
                 "available_at": CUTOFF,
             }
         )

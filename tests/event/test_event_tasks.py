@@ -27,7 +27,10 @@ def tables(snapshot_dir) -> pipeline.EventTables:
 
 def _count(t: pl.DataFrame, domain: str, kind: str, horizon: str) -> int:
     return t.filter(
-        pl.col("domain") == domain, pl.col("task_kind") == kind, pl.col("horizon") == horizon
+        pl.col("domain") == domain,
+        pl.col("task_kind") == kind,
+        pl.col("horizon") == horizon,
+        tasks.case_day_of().is_null(),  # the SEER case day's 50 stocks are a sample apart
     ).height
 
 
@@ -43,10 +46,11 @@ def test_sample_counts_match_section_4_1_where_the_data_allows(tables):
     assert t.filter(pl.col("domain") == "weather")["target_id"].unique().to_list() == ["new_york"]
     # commodities: 9 of 10 (no coffee closes after 2022; soybeans end 2026-01-13) -> fewer than 340 / 320
     assert 280 <= _count(t, "commodity", "series", "3d") < 340
-    # events: every kept question has all 6 cutoffs
+    # events: 6 cutoffs per question, less those before the question's publication (no text by then)
     ev = t.filter(pl.col("task_kind") == "event")
     per_q = ev.group_by("target_id").len()
-    assert (per_q["len"] == 6).all() and per_q.height > 300
+    # 365 questions keep a cutoff; all 6 for the 74 FOMC markets (known from their open)
+    assert (per_q["len"] <= 6).all() and (per_q.height, (per_q["len"] == 6).sum()) == (365, 74)
     assert set(ev["horizon"].unique().to_list()) == {"100%", "80%", "60%", "40%", "20%", "10%"}
 
 
@@ -87,7 +91,9 @@ def test_rate_of_change_uses_the_cutoff_close_and_the_close_h_sessions_later(tab
 
 
 def test_table6_trend_shares_large_caps_and_commodities(tables):
-    shares = tasks.label_shares(tables.task_outcomes, tables.forecast_tasks)
+    shares = tasks.label_shares(
+        tables.task_outcomes, tables.forecast_tasks.filter(tasks.case_day_of().is_null())
+    )
     got = {
         r["label"]: r["share_pct"]
         for r in shares.filter(pl.col("domain") == "large_cap", pl.col("horizon") == "3d").iter_rows(
@@ -227,3 +233,94 @@ def test_event_cutoffs_are_fractions_of_the_time_to_resolution(tables):
         )
     o = tables.task_outcomes.filter(pl.col("task_id").is_in(ev["task_id"].to_list()))
     assert o["outcome"].to_list() == [1.0] * 6
+
+
+def _question(avail: datetime) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One constructed question open 2025-01-01 .. resolved 2025-01-11 (cutoffs every day apart), stored as
+    published at ``avail``, with trades on 01-02 and 01-09 and the YES resolution."""
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    q = pl.DataFrame(
+        {
+            "question_id": ["q1"],
+            "question": ["Will it?"],
+            "category": [catalog.EVENT_CATEGORIES[0]],
+            "background": ["criteria"],
+            "url": [None],
+            "open_at": [t0],
+            "resolve_at": [t0 + timedelta(days=10)],
+            "available_at": [avail],
+        }
+    )
+    obs = [t0 + timedelta(days=1), t0 + timedelta(days=8), t0 + timedelta(days=10)]
+    path = pl.DataFrame(
+        {
+            "question_id": ["q1"] * 3,
+            "observed_at": obs,
+            "price": [0.2, 0.7, 1.0],
+            "kind": ["trade", "trade", "resolution"],
+            "available_at": obs,
+        }
+    )
+    return q, path
+
+
+def test_no_event_task_before_its_question_text_is_known_and_the_check_sees_the_question():
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    # published on day 5: the 100% (day 0), 80% (day 2) and 60% (day 4) cutoffs precede it -> no task there
+    q, path = _question(t0 + timedelta(days=5))
+    ts = tasks.event_tasks(q, path).tasks.sort("cutoff")
+    assert ts["horizon"].to_list() == ["40%", "20%", "10%"]
+    # the question's publication enters max_input_available_at: at 40% (day 6) it is the latest input
+    assert ts["max_input_available_at"][0] == t0 + timedelta(days=5)
+    assert json.loads(ts["bundle"][0])["question_available_at"].startswith("2025-01-06")
+    assert tasks.bundle_leaks(ts).is_empty()
+    # a bundle holding a question published after its cutoff is what the blocking check refuses
+    # (the 40% bundle, whose latest input is the question, moved to a cutoff on day 4)
+    leaky = ts.head(1).with_columns(pl.col("cutoff") - timedelta(days=2))
+    assert tasks.bundle_leaks(leaky).height == 1
+
+
+def test_event_price_carries_its_age_and_is_stale_past_a_week():
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    q, path = _question(t0)
+    ts = tasks.event_tasks(q, path).tasks.sort("cutoff")
+    # cutoffs at days 0, 2, 4, 6, 8, 9; last trade by then: none, day 1, 1, 1, 8, 8
+    assert ts["last_value"].to_list() == [None, 0.2, 0.2, 0.2, 0.7, 0.7]
+    assert ts["last_value_age_days"].to_list() == pytest.approx([None, 1.0, 3.0, 5.0, 0.0, 1.0], nan_ok=True)
+    b = [json.loads(x) for x in ts["bundle"]]
+    assert [x["last_price_age_days"] for x in b] == ts["last_value_age_days"].to_list()
+    assert [x["last_price_stale"] for x in b] == [None, False, False, False, False, False]
+    # a question published on day 0 whose only trade is day 1 and resolution on day 30: stale by 10%
+    q2 = q.with_columns(resolve_at=pl.lit(t0 + timedelta(days=30)))
+    p2 = path.filter(pl.col("observed_at") != t0 + timedelta(days=8)).with_columns(
+        pl.when(pl.col("kind") == "resolution")
+        .then(pl.lit(t0 + timedelta(days=30)))
+        .otherwise(pl.col("observed_at"))
+        .alias("observed_at")
+    )
+    p2 = p2.with_columns(available_at=pl.col("observed_at"))
+    t2 = tasks.event_tasks(q2, p2).tasks.filter(pl.col("horizon") == "10%").row(0, named=True)
+    assert t2["last_value_age_days"] == pytest.approx(27 - 1)
+    assert json.loads(t2["bundle"])["last_price_stale"] is True
+    assert t2["last_value_age_days"] > tasks.PRICE_MAX_AGE_DAYS
+
+
+def test_snapshot_event_tasks_question_pit_and_price_age(tables):
+    ev = tables.forecast_tasks.filter(pl.col("domain") == "event")
+    q = tables.prediction_markets.select("question_id", pl.col("available_at").alias("q_at"))
+    j = ev.join(q, left_on="target_id", right_on="question_id")
+    assert j.height == ev.height
+    assert j.filter(pl.col("q_at") > pl.col("cutoff")).is_empty()
+    assert (j["max_input_available_at"] >= j["q_at"]).all()
+    at10 = ev.filter(pl.col("horizon") == "10%", pl.col("last_value").is_not_null())
+    age = at10["last_value_age_days"]
+    # 2,502 tasks before the question rule; the 1,408 refused had no price by their cutoff
+    assert (ev.height, ev["last_value"].is_not_null().sum(), at10.height) == (1094, 879, 335)
+    assert (round(age.median(), 1), round(age.max(), 1)) == (18.7, 263.4)  # days (issue 16)
+    assert (age > tasks.PRICE_MAX_AGE_DAYS).sum() == 294  # 41 of 335 at 10% within a week
+    # independent recomputation from the bundle's stored observation time
+    obs = pl.Series([json.loads(b)["last_price_observed_at"] for b in at10["bundle"]]).str.to_datetime(
+        time_zone="UTC"
+    )
+    want = (at10["cutoff"] - obs).dt.total_seconds() / 86400
+    assert age.to_list() == pytest.approx(want.to_list(), abs=2 / 86400)  # bundle times: whole seconds

@@ -12,6 +12,7 @@ from livemacro_helpers import live_releases
 from leaf_live.core.storage import conform
 from leaf_live.macro.windows import (
     WindowError,
+    betting_windows,
     hourly_issue_times,
     mark_after_release,
     nowcast_windows,
@@ -205,3 +206,27 @@ def test_scheduled_releases_rule_on_a_constructed_calendar():
     ]
     with pytest.raises(WindowError, match="actual"):
         scheduled_releases(cal.drop("actual"), landed)
+
+
+def test_betting_windows_follow_the_target_months_that_nowcast_the_market():
+    """App. O: Q1 2026 GDP is bet across the February and March target windows; the January job (opened
+    2026-01-25, before the 2025Q4 advance estimate of 2026-02-20 08:30 ET) still bets on 2025Q4."""
+    rel = live_releases()
+    q1 = betting_windows("real_gdp_advance", date(2026, 1, 1), rel)
+    assert q1 == [
+        ("2026-02 window", datetime(2026, 2, 25, 5, 0, tzinfo=UTC)),  # 00:00 EST
+        ("2026-03 window", datetime(2026, 3, 25, 4, 0, tzinfo=UTC)),  # 00:00 EDT
+    ]
+    # 2025Q4: 2025Q3 printed 2025-12-23, after the October and November windows opened: December only
+    assert betting_windows("real_gdp_advance", date(2025, 10, 1), rel) == [
+        ("2025-12 window", datetime(2025, 12, 25, 5, 0, tzinfo=UTC))
+    ]
+    # a monthly market is bet from its own month's window only (March CPI: the nowcast window)
+    assert betting_windows("cpi", date(2026, 3, 1), rel) == [
+        ("2026-03 window", datetime(2026, 3, 25, 4, 0, tzinfo=UTC))
+    ]
+    # previous quarter not stored: the quarter's last month only
+    none = rel.filter(pl.col("indicator_id") != "real_gdp_advance")
+    assert betting_windows("real_gdp_advance", date(2026, 1, 1), none) == [q1[1]]
+    with pytest.raises(WindowError, match="not the first day of a quarter"):
+        betting_windows("real_gdp_advance", date(2026, 2, 1), rel)

@@ -68,7 +68,9 @@ def test_pooled_instance_keeps_the_default_files_and_other_storages(tmp_path, in
 def test_backfill_materializations_are_stored_in_batches(instance, monkeypatch):
     import os
 
-    import leaf_live  # noqa: F401  (sets the batch size the CLI runs with)
+    from leaf_live.process import prepare_process
+
+    prepare_process()  # the batch size the CLI runs with
 
     assert int(os.environ["DAGSTER_EVENT_BATCH_SIZE"]) >= 197  # a whole release-month span in one batch
     storage = instance.event_log_storage

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance, build_sensor_context
 
+from leaf_live.core import storage
 from leaf_live.core.settings import get_settings
 from leaf_live.definitions import build_definitions
 from leaf_live.macro.scoring.surprises import first_releases
@@ -160,3 +161,83 @@ def test_the_clock_resource_reads_a_fixed_instant_or_the_system_time():
     live = ClockResource()
     before = datetime.now(UTC)
     assert live.simulated() is None and before <= live.now() <= datetime.now(UTC)
+
+
+def test_a_tick_while_another_process_writes_the_database_skips_with_the_reason(snapshot_dir, tmp_path):
+    """Issue 20 item 2: a sensor tick that meets a database locked by ANOTHER process (a run's writer) skips
+    with the reason and requests nothing; the next tick, after the writer is gone, evaluates normally."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "held.duckdb"
+    storage.connect(db).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True);"
+            " sys.stdin.read()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        instance = DagsterInstance.ephemeral()
+        at = datetime(2026, 2, 3, 16, tzinfo=UTC)
+        data = tick(instance, snapshot_dir, db, at, None)
+        assert data.run_requests == [] and data.skip_message is not None
+        assert "held by a writer" in data.skip_message and f"PID {holder.pid}" in data.skip_message
+        assert data.cursor is None  # nothing recorded as requested
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    after = tick(DagsterInstance.ephemeral(), snapshot_dir, db, at, None)
+    assert after.skip_message is None or "held by a writer" not in after.skip_message
+
+
+def test_a_clock_file_advances_the_running_sensor_without_rebuilding_anything(snapshot_dir, tmp_path):
+    """Issue 20 item 5: with LEAF_LIVE_CLOCK_FILE the resources are built once (as a running daemon holds
+    them) and the simulated clock and the snapshot's replay advance when the file is rewritten: retail sales
+    (due 2026-02-10 13:30 UTC) is not requested at 13:29 and requested once at 13:31, with no restart."""
+    clock_file = tmp_path / "clock"
+    clock_file.write_text("2026-02-10T13:29:00Z\n")
+    s = replace(
+        get_settings(), snapshot_dir=snapshot_dir, transport="snapshot", clock=None, clock_file=clock_file
+    )
+    built = default_resources(db=tmp_path / "none_stored.duckdb", settings=s)
+    resources = {k: built[k] for k in ("clock", "calendar", "db")}
+    assert resources["clock"].simulated() == datetime(2026, 2, 10, 13, 29, tzinfo=UTC)
+
+    def tick_with(cursor):
+        ctx = build_sensor_context(instance=instance, cursor=cursor, repository_def=REPO, resources=resources)
+        return SENSOR.evaluate_tick(ctx)
+
+    instance = DagsterInstance.ephemeral()
+    before = tick_with(None)
+    assert "retail_sales@2026-02-10T13:30Z" not in requested_keys(before)
+    clock_file.write_text("2026-02-10T13:31:00Z")  # the operator advances the clock
+    assert resources["clock"].now() == datetime(2026, 2, 10, 13, 31, tzinfo=UTC)
+    after = tick_with(before.cursor)
+    assert requested_keys(after) == ["retail_sales@2026-02-10T13:30Z"]
+    assert tick_with(after.cursor).run_requests == []
+
+
+def test_a_bad_clock_file_is_one_error_naming_it(tmp_path, monkeypatch):
+    from leaf_live.core.settings import SettingsError
+
+    path = tmp_path / "clock"
+    with pytest.raises(SettingsError, match=r"LEAF_LIVE_CLOCK_FILE .*clock: cannot read the clock file"):
+        ClockResource(file=str(path)).now()
+    path.write_text("  \n")
+    with pytest.raises(SettingsError, match="the clock file is empty"):
+        ClockResource(file=str(path)).now()
+    path.write_text("2026-02-10 13:31")
+    with pytest.raises(SettingsError, match=r"clock='2026-02-10 13:31': give a time zone"):
+        ClockResource(file=str(path)).now()
+    monkeypatch.setenv("LEAF_LIVE_CLOCK", "2026-02-10T13:31:00Z")
+    monkeypatch.setenv("LEAF_LIVE_CLOCK_FILE", str(path))
+    with pytest.raises(SettingsError, match="set LEAF_LIVE_CLOCK or LEAF_LIVE_CLOCK_FILE, not both"):
+        get_settings()

@@ -35,6 +35,8 @@ STEPS = [
         "announcement_returns",
         "surprise_events",
         "livemacro_scores",
+        "livemacro_event_losses",  # the macro_scores multi-asset's outputs go together
+        "livemacro_rankings",
         "score_decompositions",
         "relative_errors",
     )

@@ -40,6 +40,7 @@ from sensors.event import (
     event_days_tick,
     event_forecasts_tick,
     llm_forecasts_tick,
+    retry_wait,
     weekly_retrieval_tick,
 )
 from sensors.macro import llm_nowcast_tick
@@ -49,11 +50,14 @@ NAMES = {
     "windows_ahead_sensor",
     "event_questions_sensor",
     "event_days_sensor",
+    "submissions_sensor",  # issue 21
+    "submissions_rescore_sensor",
     "llm_nowcasts_hourly_schedule",
     "event_days_daily_schedule",
     "event_forecasts_daily_schedule",
     "event_llm_forecasts_daily_schedule",
     "event_retrieval_weekly_schedule",
+    "event_question_retrieval_weekly_schedule",
 }
 
 
@@ -241,7 +245,11 @@ def test_a_day_is_requested_per_source_once_its_end_plus_the_lag_has_passed():
             build_sensor_context(instance=instance, cursor=cursor), clock=ClockResource(at=at.isoformat())
         )
         cursor = data.cursor
-        seen += [(h, r.asset_selection[0].to_user_string(), r.partition_key) for r in data.run_requests]
+        seen += [
+            (h, r.asset_selection[0].to_user_string(), r.partition_key)
+            for r in data.run_requests
+            if "/retry" not in r.run_key  # asked again while not materialized: the backoff test below
+        ]
         if not data.run_requests:
             assert "no day newly complete at any daily source" in data.skip_reason.skip_message
     assert seen == [
@@ -253,7 +261,36 @@ def test_a_day_is_requested_per_source_once_its_end_plus_the_lag_has_passed():
     again = event_days_tick(
         build_sensor_context(instance=instance, cursor=cursor), clock=ClockResource(at="2026-02-10T23:00:00Z")
     )
-    assert again.run_requests == []
+    assert [r for r in again.run_requests if "/retry" not in r.run_key] == []
+
+
+def test_a_requested_day_not_materialized_is_asked_again_with_backoff_until_it_is():
+    instance = DagsterInstance.ephemeral()
+    cursor = json.dumps(
+        {"market_prices": "2026-02-08", "weather_hourly": "2026-02-09", "electricity_load": "2026-02-09"}
+    )
+    asked = []  # (minutes after the first request, run_key) of market_prices 2026-02-09
+    start = datetime(2026, 2, 10, 1, 0, tzinfo=UTC)  # 2026-02-09's prices are complete (1 h lag)
+    for m in range(0, 16 * 60, 15):
+        if m == 9 * 60:  # the source had the whole day at last: the 4th run materialized it
+            instance.report_runless_asset_event(AssetMaterialization("market_prices", partition="2026-02-09"))
+        data = event_days_tick(
+            build_sensor_context(instance=instance, cursor=cursor),
+            clock=ClockResource(at=(start + timedelta(minutes=m)).isoformat()),
+        )
+        cursor = data.cursor
+        asked += [(m, r.run_key) for r in data.run_requests if r.partition_key == "2026-02-09"]
+        if not data.run_requests:
+            assert "days waiting to be asked again" in data.skip_reason.skip_message
+    # waits of 1 h, 2 h, 4 h between asks; none once materialized
+    assert asked == [
+        (0, "market_prices/2026-02-09"),
+        (60, "market_prices/2026-02-09/retry1"),
+        (180, "market_prices/2026-02-09/retry2"),
+        (420, "market_prices/2026-02-09/retry3"),
+    ]
+    assert json.loads(cursor)["retry"] == {}
+    assert [retry_wait(n).total_seconds() / 3600 for n in (1, 2, 3, 5, 6, 9)] == [1, 2, 4, 16, 24, 24]
 
 
 def test_a_question_resolution_lands_once_when_the_clock_passes_it(snapshot_dir):

@@ -44,6 +44,7 @@ from leaf_live.core.llm import LLMClient, ModelSpec
 from leaf_live.core.storage import conform, empty_frame
 from leaf_live.event.agents.parsing import Prediction, parse_levels, parse_prediction
 from leaf_live.event.agents.prompts import forecast_messages, predictability_messages
+from leaf_live.event.bundles import event_lookback_days
 from leaf_live.event.catalog import LOOKBACK_DAYS
 from leaf_live.event.tasks import classes_for
 
@@ -191,7 +192,12 @@ class LLMForecaster:
         elif task["task_id"] in self.contexts:
             evs = [dict(e) for e in self.contexts[task["task_id"]]]
         else:
-            lb = None if task["domain"] == "event" else self.lookback_days
+            # questions: every earlier event; mid caps: the series' three months (bundles.event_lookback_days)
+            lb = (
+                event_lookback_days(task["domain"])
+                if task["domain"] in ("event", "mid_cap")
+                else self.lookback_days
+            )
             evs = events_for_task(
                 self.events,
                 task["target_id"],

@@ -33,6 +33,8 @@ from typing import Any
 
 from leaf_live.core.answers import (
     DuplicateKeyError,
+    clean_text,
+    contained,
     detect_prompt_injection,
     json_error_reason,
     looks_like_refusal,
@@ -46,7 +48,7 @@ REQUIRED_FIELDS = ("date", "description", "causality", "sentiment", "impact_type
 SENTIMENTS = ("Positive", "Negative", "Neutral")
 IMPACT_TYPES = ("Direct", "Indirect", "Neutral")
 _JSON_BLOCK = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 def answer_error(
@@ -187,7 +189,17 @@ def parse_retrieval_answer(
 ) -> ParsedRetrieval:
     """Parse one retrieval round's answer (module doc). Accepted: the bare JSON array, the array in one
     enclosing fence, or exactly one fenced ```json block inside prose (search models narrate; LEAF's authors
-    extract the block). ``[start, end]`` is the searched interval; ``end`` is the retrieval cutoff day."""
+    extract the block). ``[start, end]`` is the searched interval; ``end`` is the retrieval cutoff day.
+    Never raises on any text (:func:`leaf_live.core.answers.contained`)."""
+    return contained(
+        lambda: _parse_retrieval(
+            clean_text(content), start, end, finish_reason, clean_text(refusal) or None, ok, error
+        ),
+        lambda reason: ParsedRetrieval([], reason),
+    )
+
+
+def _parse_retrieval(content, start, end, finish_reason, refusal, ok, error) -> ParsedRetrieval:
     err = answer_error(content, finish_reason, refusal, ok=ok, error=error)
     if err:
         return ParsedRetrieval([], err)
@@ -251,7 +263,14 @@ def parse_fact_check(
 ) -> Verdict:
     """Parse a fact-checker's answer: ``<factual>True|False</factual>`` and ``<date>YYYY-MM-DD|N/A</date>``
     (each exactly once), ``<reasoning>`` optional. A factual verdict needs a date; N/A goes only with
-    False."""
+    False. Never raises on any text."""
+    return contained(
+        lambda: _parse_fact_check(clean_text(content), finish_reason, clean_text(refusal) or None, ok, error),
+        lambda reason: Verdict(False, invalid_reason=reason),
+    )
+
+
+def _parse_fact_check(content, finish_reason, refusal, ok, error) -> Verdict:
     err = answer_error(content, finish_reason, refusal, ok=ok, error=error)
     if err:
         return Verdict(False, invalid_reason=err)
@@ -320,7 +339,7 @@ class Prediction:
     invalid_reason: str | None = None
 
 
-_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+_NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 
 
 def _number(s: str) -> float | None:
@@ -343,7 +362,19 @@ def parse_prediction(
 ) -> Prediction:
     """Parse a forecast answer for a task of ``kind`` (trend3 | trend5 | series | event): exactly one
     ``<prediction>`` tag holding a class of ``classes`` (case-insensitive), ``steps`` comma-separated finite
-    numbers, or one percentage 0-100 (``%`` optional; returned as a probability in [0, 1])."""
+    numbers, or one percentage 0-100 (``%`` optional; returned as a probability in [0, 1]). Numbers are
+    ASCII decimals only. Raises ``ValueError`` only for an unknown ``kind``; never on any text."""
+    if kind not in ("trend3", "trend5", "series", "event"):
+        raise ValueError(f"unknown task kind {kind!r}")
+    return contained(
+        lambda: _parse_prediction(
+            clean_text(content), kind, steps, classes, finish_reason, clean_text(refusal) or None, ok, error
+        ),
+        lambda reason: Prediction(False, invalid_reason=reason),
+    )
+
+
+def _parse_prediction(content, kind, steps, classes, finish_reason, refusal, ok, error) -> Prediction:
     err = answer_error(content, finish_reason, refusal, ok=ok, error=error)
     if err:
         return Prediction(False, invalid_reason=err)
@@ -411,11 +442,20 @@ def parse_levels(
     error: str | None = None,
 ) -> Levels:
     """Parse a predictability rating: one ``<levels>`` tag with a JSON object mapping exactly ``targets`` to
-    integers 1..5. Whole-answer failures give every target the reason."""
+    integers 1..5. Whole-answer failures give every target the reason. Never raises on any text."""
 
     def whole(reason: str) -> Levels:
         return Levels({t: None for t in targets}, {t: reason for t in targets}, reason)
 
+    return contained(
+        lambda: _parse_levels(
+            clean_text(content), targets, whole, finish_reason, clean_text(refusal) or None, ok, error
+        ),
+        whole,
+    )
+
+
+def _parse_levels(content, targets, whole, finish_reason, refusal, ok, error) -> Levels:
     err = answer_error(content, finish_reason, refusal, ok=ok, error=error)
     if err:
         return whole(err)

@@ -47,6 +47,33 @@ class RetrievalTarget:
     name: str
 
 
+def question_target(question_id: str, question: str, category: str | None = None) -> RetrievalTarget:
+    """The retrieval target of a prediction-market question (LEAF C.2.5: the agent gathers events per
+    question): domain ``event``, the question id (the event tasks' ``target_id``, so kept events reach the
+    question's bundles) and the question text as the name the prompt searches for."""
+    if not question_id or not (question or "").strip():
+        raise ValueError(f"question {question_id!r}: expected an id and a question text")
+    name = " ".join(question.split())
+    return RetrievalTarget("event", question_id, f"{name} [{category}]" if category else name)
+
+
+def question_weeks(
+    open_at: datetime | None, until: datetime | None, weeks: Sequence[date], *, now: datetime
+) -> list[date]:
+    """The Mondays of ``weeks`` whose week (Monday..Sunday, UTC days) a question's retrieval covers: the week
+    overlaps [``open_at``, ``until``] (``until``: the question's resolution, or ``now`` while open) and has
+    ended by ``now`` (a search never asks about days still to come). A question without an open time gets
+    none. Weekly per question, as LEAF retrieves for its monthly tasks."""
+    if open_at is None:
+        return []
+    first = open_at.astimezone(UTC).date()
+    last = min(until or now, now).astimezone(UTC).date()
+    today = now.astimezone(UTC).date()
+    return [
+        m for m in weeks if m + timedelta(days=6) >= first and m <= last and m + timedelta(days=7) <= today
+    ]
+
+
 def interval_bounds(start: date, end: date) -> tuple[datetime, datetime]:
     """UTC instants of an interval of days: 00:00 of ``start`` to 24:00 of ``end`` (the retrieval cutoff)."""
     if end < start:
@@ -252,6 +279,8 @@ __all__ = [
     "DEFAULT_ROUNDS",
     "RetrievalTarget",
     "interval_bounds",
+    "question_target",
+    "question_weeks",
     "retrieve_events",
     "retrieve_many",
     "retriever_id",

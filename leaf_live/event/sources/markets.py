@@ -52,6 +52,7 @@ PUBLICATION_LAG = timedelta(hours=1)
 STOCK_FOLDERS = (
     "stocks/yfinance_watchlist63_2024-12_2026-08",  # to 2026-08-21
     "stocks/yfinance_us_2025-08_2026-08",  # to 2026-08-20
+    "stocks/yfinance_close_midcaps40_to_2026-08",  # to 2026-08-03: the 40 App. C.2.1 mid caps, Close only
     "stocks/yfinance_nasdaq100plus_to_2026-05",  # to 2026-05-08
     "stocks/yfinance_us_longhist_to_2025-10-08",
     "stocks/yfinance_midcaps_to_2025-04",

@@ -65,6 +65,8 @@ class SeerCase:
     cutoff: date
     blocks: list[StockBlock]
     labels: dict[str, str]
+    picks: list[dict] = field(default_factory=list)  # the model's answer: {"ticker", "prediction", "reason"}
+    picks_line: int = 0  # 1-based line of the answer's <predictions> tag
 
     @property
     def cutoff_at(self) -> datetime:
@@ -161,7 +163,47 @@ def parse_seer_case(text: str, *, file: str = SEER_FILE) -> SeerCase:
     for b in blocks:
         if not b.closes:
             raise err(f"{b.ticker} has no close prices", 0, "closes", None)
-    return SeerCase(file, cutoff, blocks, labels)
+    picks, picks_line = _parse_picks(lines, [b.ticker for b in blocks], err)
+    return SeerCase(file, cutoff, blocks, labels, picks, picks_line)
+
+
+def _parse_picks(lines: list[str], tickers: list[str], err) -> tuple[list[dict], int]:
+    """The recorded answer: the JSON list between the LAST ``<predictions>`` / ``</predictions>`` pair (the
+    system prompt's output template is an earlier pair) of section [3]. Each pick names a basket ticker and a
+    3-way label (Up / Neutral / Down); a malformed answer raises naming the line."""
+    opens = [i for i, ln in enumerate(lines) if ln.strip() == "<predictions>"]
+    if not opens:
+        return [], 0
+    i0 = opens[-1]
+    try:
+        i1 = next(i for i in range(i0 + 1, len(lines)) if lines[i].strip() == "</predictions>")
+    except StopIteration:
+        raise err("<predictions> without </predictions>", i0 + 1, "predictions", None) from None
+    try:
+        got = json.loads("\n".join(lines[i0 + 1 : i1]))
+    except json.JSONDecodeError as exc:
+        raise err(
+            f"the recorded answer is not JSON ({exc.msg})", i0 + 2 + exc.lineno - 1, "predictions", None
+        ) from None
+    if not isinstance(got, list):
+        raise err("the recorded answer is not a JSON list", i0 + 2, "predictions", type(got).__name__)
+    picks = []
+    for k, p in enumerate(got):
+        if (
+            not isinstance(p, dict)
+            or p.get("ticker") not in tickers
+            or p.get("prediction") not in catalog.CLASSES_3
+        ):
+            raise err(
+                "a pick needs a basket ticker and a prediction Up / Neutral / Down",
+                i0 + 3 + k,
+                "pick",
+                str(p)[:60],
+            )
+        picks.append(
+            {"ticker": p["ticker"], "prediction": p["prediction"], "reason": str(p.get("reason", ""))}
+        )
+    return picks, i0 + 1
 
 
 def read_seer_case(snapshot_dir: str | Path) -> SeerCase:
@@ -383,6 +425,86 @@ def case_checks(case: SeerCase, prices: pl.DataFrame, *, rel_tol: float = 0.02) 
     )
 
 
+def selective_predictions(case: SeerCase, outcomes: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """``selective_predictions`` rows: one per pick of the recorded answer (model ``recorded/seer``), scored
+    against OUR realised label of the stock's 1-session ``trend5`` task at the case's cutoff (a 3-way call is
+    correct when it is a substring of the 5-class label, the file's own rule: "Down" matches "Strong Down"),
+    with the task it answers. ``candidates`` = the basket's stocks with such a task (coverage = picks /
+    candidates). ``tasks`` / ``outcomes``: ``forecast_tasks`` / ``task_outcomes`` rows; a pick whose stock has
+    no task gets a null label (not counted correct)."""
+    on_day = pl.col("cutoff").dt.convert_time_zone("America/New_York").dt.date() == case.cutoff
+    t = tasks.filter(
+        pl.col("domain") == "large_cap", pl.col("task_kind") == "trend5", pl.col("horizon") == "1d", on_day
+    ).filter(pl.col("target_id").is_in(case.tickers))
+    lab = dict(
+        t.select("task_id", "target_id")
+        .join(outcomes.select("task_id", "label"), on="task_id")
+        .select("target_id", "label")
+        .iter_rows()
+    )
+    ids = dict(t.select("target_id", "task_id").iter_rows())
+    rows = []
+    for p in case.picks:
+        label = lab.get(p["ticker"])
+        rows.append(
+            {
+                "partition_key": CASE_NAME,
+                "case_name": CASE_NAME,
+                "model_id": RETRIEVER,
+                "cutoff_day": case.cutoff,
+                "target_id": p["ticker"],
+                "task_id": ids.get(p["ticker"]),
+                "prediction": p["prediction"],
+                "reason": p["reason"],
+                "our_label": label,
+                "file_label": case.labels.get(p["ticker"]),
+                "correct": None if label is None else p["prediction"] in label,
+                "candidates": len(lab),
+                "source": f"{case.file}#L{case.picks_line}",
+                "available_at": case.cutoff_at,
+            }
+        )
+    return conform(
+        "selective_predictions", pl.DataFrame(rows, schema=empty_frame("selective_predictions").schema)
+    )
+
+
+def selective_board(picks: pl.DataFrame) -> pl.DataFrame:
+    """The selective-prediction board from ``selective_predictions`` rows: per model and case, picks,
+    candidates, correct picks, precision (correct / picks, with the 95% Wilson interval), coverage (picks /
+    candidates). A model that picked nothing has precision null and coverage 0."""
+    out = []
+    for (model, case), g in picks.group_by(["model_id", "case_name"], maintain_order=True):
+        n, c = g.height, int(g["correct"].fill_null(False).sum())
+        cand = int(g["candidates"].max())
+        lo, hi = wilson_interval(c, n)
+        out.append(
+            {
+                "model_id": model,
+                "case_name": case,
+                "picks": n,
+                "candidates": cand,
+                "correct": c,
+                "precision": c / n if n else None,
+                "precision_lo": lo,
+                "precision_hi": hi,
+                "coverage": n / cand if cand else None,
+            }
+        )
+    return pl.DataFrame(out)
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959963984540054) -> tuple[float | None, float | None]:
+    """95% Wilson score interval of a proportion k/n (None, None when n = 0)."""
+    if n == 0:
+        return None, None
+    p = k / n
+    d = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / d
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / d
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
 __all__ = [
     "CASE_NAME",
     "CITATION_MARKERS",
@@ -397,5 +519,8 @@ __all__ = [
     "read_seer_case",
     "seer_documents",
     "seer_events",
+    "selective_board",
+    "selective_predictions",
     "strip_citation_markers",
+    "wilson_interval",
 ]

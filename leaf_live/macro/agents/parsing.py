@@ -39,7 +39,13 @@ import polars as pl
 from leaf_live.core.answers import FENCE as _FENCE
 from leaf_live.core.answers import REFUSAL_PATTERN as _REFUSAL_PATTERN
 from leaf_live.core.answers import DuplicateKeyError as _DuplicateKey
-from leaf_live.core.answers import detect_prompt_injection, json_error_reason, strict_decoder
+from leaf_live.core.answers import (
+    clean_text,
+    contained,
+    detect_prompt_injection,
+    json_error_reason,
+    strict_decoder,
+)
 from leaf_live.core.pit import flag_at_or_after
 from leaf_live.core.storage import polars_schema
 from leaf_live.macro.catalog import get_indicator, indicators_in_group
@@ -76,7 +82,7 @@ UNIT_ALIASES: dict[str, frozenset[str]] = {
     ),
 }
 
-_PERCENT_IN_TEXT = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", re.IGNORECASE)
+_PERCENT_IN_TEXT = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?)\s*(?:%|percent\b|per cent\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -246,8 +252,22 @@ def parse_nowcast_answer(
     Anthropic ``max_tokens`` -> ``length`` and ``refusal`` -> ``content_filter``); ``refusal`` the message's
     refusal text. Returns a :class:`ParsedAnswer` with one :class:`VariableResult` per indicator of the
     group (Table 2 order); values are in the catalog's reporting unit (no rescaling is ever applied: a
-    value in the wrong scale is rejected, not repaired). Raises ``ValueError`` only for an unknown group.
+    value in the wrong scale is rejected, not repaired). Raises ``ValueError`` only for an unknown group;
+    anything the text provokes (a 5,000-digit integer, nesting 10,000 deep, lone surrogates) is an invalid
+    answer with its reason (:func:`leaf_live.core.answers.contained`).
     """
+    indicators_in_group(group)  # an unknown group is the caller's error, raised
+    return contained(
+        lambda: _parse_nowcast_answer(
+            clean_text(content), group, finish_reason=finish_reason, refusal=clean_text(refusal) or None
+        ),
+        lambda reason: _whole(group, reason),
+    )
+
+
+def _parse_nowcast_answer(
+    content: str, group: str, *, finish_reason: str | None, refusal: str | None
+) -> ParsedAnswer:
     ids = indicators_in_group(group)
     if refusal:
         return _whole(group, f"refusal: {refusal.strip()[:120]}")

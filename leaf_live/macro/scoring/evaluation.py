@@ -64,6 +64,7 @@ from leaf_live.macro.scoring import livemacro as L
 from leaf_live.macro.scoring import relative_error as RE
 from leaf_live.macro.scoring import surprises as SU
 from leaf_live.macro.scoring.betas import MarketBetaFit
+from leaf_live.macro.scoring.board import RANK_BOOT, event_losses_frame, rankings_frame
 from leaf_live.macro.scoring.frames import (
     ALL_SCOPES,
     MIN_EVENTS,
@@ -76,6 +77,7 @@ from leaf_live.macro.scoring.frames import (
     shapley_frame,
     sizing_frame,
 )
+from leaf_live.macro.windows import betting_windows
 
 TARGETS = ("return", "shock")
 POOLED = "pooled"
@@ -154,6 +156,23 @@ class ModeResult:
     coverage: dict[str, int]
     models: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    event_losses: pl.DataFrame | None = None  # livemacro_event_losses rows
+    rankings: pl.DataFrame | None = None  # livemacro_rankings rows
+
+
+def answer_time(nowcasts: pl.DataFrame) -> pl.DataFrame:
+    """The one answered-at rule of scoring and betting: a nowcast counts from when its answer existed,
+    ``answered_at`` (LLM rows: the call's completion; recorded runs: the stamp + 1 h; others: the stamp),
+    never from an earlier stamp. Returns ``nowcasts`` with ``issued_at`` replaced by
+    ``coalesce(answered_at, issued_at)`` (the later of the two), so the scoring step function (the latest
+    answer strictly before the release, carried forward) uses the same instants LiveBetting bets on."""
+    if "answered_at" not in nowcasts.columns:
+        return nowcasts
+    return nowcasts.with_columns(
+        pl.max_horizontal(pl.col("issued_at"), pl.col("answered_at").fill_null(pl.col("issued_at"))).alias(
+            "issued_at"
+        )
+    )
 
 
 def event_coverage(
@@ -224,33 +243,15 @@ def _first_release_only(per_release: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _coverage_frame(cov: Mapping[str, int], *, partition_key: str, available_at: datetime) -> pl.DataFrame:
-    rows = [
-        {
-            "partition_key": partition_key,
-            "model_id": POOLED,
-            "comparator_model_id": None,
-            "fit_id": None,
-            "fit_name": None,
-            "horizon": "terminal",
-            "scope": "overall",
-            "target": None,
-            "decomposition": "event_coverage",
-            "indicator_id": None,
-            "metric": k,
-            "value": float(v),
-            "available_at": available_at,
-        }
-        for k, v in cov.items()
-    ]
-    return storage.conform(
-        "score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions"))
-    )
-
-
-def _relerr_frame(
-    value: float, n: int, *, model_id: str, partition_key: str, available_at: datetime
+def _pooled_metric_rows(
+    metrics: Mapping[str, float],
+    *,
+    model_id: str,
+    decomposition: str,
+    partition_key: str,
+    available_at: datetime,
 ) -> pl.DataFrame:
+    """``score_decompositions`` rows of one model's overall terminal counts: one row per ``metrics`` item."""
     rows = [
         {
             "partition_key": partition_key,
@@ -261,16 +262,67 @@ def _relerr_frame(
             "horizon": "terminal",
             "scope": "overall",
             "target": None,
-            "decomposition": "relative_error",
+            "decomposition": decomposition,
             "indicator_id": None,
-            "metric": m,
+            "metric": k,
             "value": float(v),
             "available_at": available_at,
         }
-        for m, v in (("mean_abs_rel_error", value), ("n_field_events", n))
+        for k, v in metrics.items()
     ]
     return storage.conform(
         "score_decompositions", pl.DataFrame(rows, schema=storage.polars_schema("score_decompositions"))
+    )
+
+
+def _coverage_frame(cov: Mapping[str, int], *, partition_key: str, available_at: datetime) -> pl.DataFrame:
+    return _pooled_metric_rows(
+        cov,
+        model_id=POOLED,
+        decomposition="event_coverage",
+        partition_key=partition_key,
+        available_at=available_at,
+    )
+
+
+def _relerr_frame(
+    value: float,
+    n: int,
+    *,
+    model_id: str,
+    partition_key: str,
+    available_at: datetime,
+    suffix: str = "",
+) -> pl.DataFrame:
+    return _pooled_metric_rows(
+        {f"mean_abs_rel_error{suffix}": value, f"n_field_events{suffix}": n},
+        model_id=model_id,
+        decomposition="relative_error",
+        partition_key=partition_key,
+        available_at=available_at,
+    )
+
+
+ARIMA_MODEL_ID = "baseline/auto-arima"  # = forecasters.arima.nowcasts.MODEL_ID (not imported: the fit stack)
+
+
+def _arima_provenance_frame(
+    fe: pl.DataFrame, nc: pl.DataFrame, *, partition_key: str, available_at: datetime
+) -> pl.DataFrame:
+    """``arima_provenance`` rows of the auto-ARIMA on its scored releases ``fe`` (per-release frame): how
+    many were fitted on an older vintage than App. I's and forecast 4+ periods ahead (issue 16: the board
+    labels the baseline as what it is). The latest nowcast per (indicator, period) is the one scored."""
+    from leaf_live.macro.forecasters.arima.nowcasts import provenance_counts
+
+    keys = ["indicator_id", "reference_period"]
+    last = nc.sort("issued_at").group_by(keys).agg(pl.col("rationale").last())
+    r = fe.select(keys).join(last, on=keys, how="left")["rationale"].to_list()
+    return _pooled_metric_rows(
+        provenance_counts(r),
+        model_id=ARIMA_MODEL_ID,
+        decomposition="arima_provenance",
+        partition_key=partition_key,
+        available_at=available_at,
     )
 
 
@@ -300,6 +352,7 @@ def evaluate_mode(
     sampling_k: int = L.SAMPLING_K,
     min_events: int = MIN_EVENTS,
     available_at: datetime | None = None,
+    rank_boot: int = RANK_BOOT,
 ) -> ModeResult:
     """Score every model of ``nowcasts`` on the releases of ``mode`` (see the module notes for the rules).
 
@@ -361,7 +414,7 @@ def evaluate_mode(
     headline = fits[headline_name]
     first_rel = first_per_period(rel)
     scales = RE.release_scales(first_rel)
-    nc_all = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
+    nc_all = answer_time(nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts)
     sigmas = {name: _fit_sigma(fits[name], sigma) for name in mode.fits}
     sigma_key = {name: tuple(sigmas[name].sort("indicator_id")["sigma"].to_list()) for name in mode.fits}
 
@@ -402,10 +455,24 @@ def evaluate_mode(
 
     # pass 2: own-coverage scores, then the common-events board per horizon, fit, scope and target
     rows: dict[tuple, object] = {}
+    losses = []
     for model in models:
         for horizon in mode.horizons:
             for name in mode.fits:
                 _, d, samp = designs[(model, horizon, sigma_key[name])]
+                losses.append(
+                    event_losses_frame(
+                        d,
+                        fits[name],
+                        model_id=model,
+                        horizon=horizon,
+                        fit_name=name,
+                        scopes=ALL_SCOPES,
+                        targets_=mode.targets,
+                        partition_key=mode.name,
+                        available_at=at,
+                    )
+                )
                 for r in score_model(
                     d,
                     fits[name],
@@ -419,6 +486,7 @@ def evaluate_mode(
                     fit_name=name,
                 ):
                     rows[(model, horizon, name, r.scope, r.target)] = r
+    compared: dict[tuple, list[str]] = {}  # the common-set models per (horizon, fit, scope)
     for horizon in mode.horizons:
         for name in mode.fits:
             dm = {m: designs[(m, horizon, sigma_key[name])][1] for m in models}
@@ -433,6 +501,7 @@ def evaluate_mode(
                 )
                 if not chosen or common.size == 0:
                     continue
+                compared[(horizon, name, scope)] = chosen
                 for target in mode.targets:
                     res = common_scores(
                         {m: dm[m] for m in chosen},
@@ -453,7 +522,7 @@ def evaluate_mode(
         else []
     )
 
-    decomps, relerrs, pooled = [], [], []
+    decomps, relerrs, pooled, own_fe = [], [], [], {}
     h0 = "terminal" if "terminal" in mode.horizons else mode.horizons[0]
     tkey = (h0, sigma_key[headline_name])
     for model in models:
@@ -489,6 +558,9 @@ def evaluate_mode(
                     available_at=at,
                 )
             )
+            own_fe[model] = fe
+            if model == ARIMA_MODEL_ID and "rationale" in nc.columns:
+                decomps.append(_arima_provenance_frame(fe, nc, partition_key=mode.name, available_at=at))
             if not is_consensus(model):
                 pooled.append(fe)
         pts = RE.relative_error_points(first_rel, nc, scales)
@@ -498,6 +570,16 @@ def evaluate_mode(
                     RE.relative_error_by_month(pts), partition_key=mode.name, available_at=at, model_id=model
                 )
             )
+    # rel. err. of the common-set models on the field-events all of them nowcast (the own-event value reads
+    # each model on its own releases, so it ranks nothing)
+    chosen = compared.get((h0, headline_name, "overall"), [])
+    common_re = RE.common_relative_errors({m: own_fe[m] for m in chosen if m in own_fe}, scales)
+    for model, (value, n) in common_re.items():
+        decomps.append(
+            _relerr_frame(
+                value, n, model_id=model, partition_key=mode.name, available_at=at, suffix="_common"
+            )
+        )
     if pooled:
         decomps.append(
             aggregator_frame(
@@ -545,6 +627,7 @@ def evaluate_mode(
                 )
             )
     decomps.append(_coverage_frame(cov, partition_key=mode.name, available_at=at))
+    loss_frame = _concat([f for f in losses if f.height], "livemacro_event_losses")
     return ModeResult(
         mode=mode,
         scores=_concat(scores, "livemacro_scores"),
@@ -553,6 +636,15 @@ def evaluate_mode(
         coverage=cov,
         models=models,
         skipped=skipped,
+        event_losses=loss_frame,
+        rankings=rankings_frame(
+            loss_frame,
+            partition_key=mode.name,
+            available_at=at,
+            n_boot=rank_boot,
+            seed=seed,
+            min_events=min_events,
+        ),
     )
 
 
@@ -601,13 +693,6 @@ class BettingResult:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def month_segments(bet_at: pl.Series) -> list[tuple[str, datetime]]:
-    """One segment per UTC calendar month of the bet hours (``("2026-03", 2026-03-01 00:00 UTC)``, ...), the
-    month decomposition of Table 13."""
-    months = bet_at.dt.truncate("1mo").unique().sort()
-    return [(f"{m:%Y-%m}", m) for m in months.to_list()]
-
-
 def consensus_known_at(release_at: pl.Expr) -> pl.Expr:
     """When a stored consensus value counts as known for betting: 00:00 America/New_York on the release day.
 
@@ -651,13 +736,16 @@ def score_markets(
     *,
     min_common_hours: int = MIN_COMMON_HOURS,
 ) -> BettingResult:
-    """LiveBetting Score of every model on every stored market (App. L, Eq. 13; Table 13 by month).
+    """LiveBetting Score of every model on every stored market (App. L, Eq. 13; Table 13 by target window).
 
     ``prices``: ``prediction_market_prices`` rows; ``releases``: ``releases`` rows (the market resolves on the
     first release of its indicator and reference period: release time and actual); ``nowcasts``: valid rows
     with ``after_release = false`` (``answered_at``, when present, is when each answer existed; default
-    ``issued_at``); ``windows``: ``nowcast_windows`` rows, whose ``opens_at`` starts the bets (None: every
-    price hour before the release, the old rule, kept for callers without windows).
+    ``issued_at``); ``windows``: ``nowcast_windows`` rows: a market is bet only when its window is stored,
+    from the opening of the first target-month window that nowcasts it (:func:`~leaf_live.macro.windows.
+    betting_windows`: 2026Q1 GDP from the February window, 2026-02-25, not the nowcast window's 2026-03-25),
+    each target window its own segment (Table 13's February / March segments); None: every price hour before
+    the release, the old rule, kept for callers without windows.
 
     Rules: a bet at price hour tau needs tau in [opens_at, release) and an answer known by tau
     (``answered_at <= tau``: a recorded run's answer counts from its next scheduled run, an LLM answer from
@@ -682,13 +770,20 @@ def score_markets(
             skipped[market_id] = f"no release of {ind} for {ref} stored yet"
             continue
         release_at, actual = rel["release_at"][0], rel["actual"][0]
+        # Table 13's segments: the target-month windows betting on this market (App. O)
+        segments = betting_windows(ind, ref, releases)
         opens_at = None
         if windows is not None:
             w = windows.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
             if w.height == 0:
                 skipped[market_id] = f"no nowcast window of {ind} for {ref} stored"
                 continue
-            opens_at = w["opens_at"][0]
+            # the stored nowcast window is the last target month's; earlier target months of a quarter
+            # bet before it
+            segments = [(lab, t) for lab, t in segments[:-1] if t < w["opens_at"][0]] + [
+                (segments[-1][0], w["opens_at"][0])
+            ]
+            opens_at = segments[0][1]
         grid = LB.price_grid_from_long(g.select("ts", "bucket_label", "price"))
         in_window = pl.col("bet_at") < release_at
         if opens_at is not None:
@@ -697,7 +792,6 @@ def score_markets(
         if hours.len() == 0:
             skipped[market_id] = f"no price hour in the window {opens_at} .. {release_at}"
             continue
-        segments = month_segments(hours)
         nc_m = nc_all.filter((pl.col("indicator_id") == ind) & (pl.col("reference_period") == ref))
         known = pl.col("answered_at") if "answered_at" in nc_m.columns else pl.col("issued_at")
         cons_at = consensus_known_at(pl.lit(release_at))

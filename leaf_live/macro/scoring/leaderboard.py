@@ -4,14 +4,17 @@ Pure functions over frames read from ``livemacro_scores``, ``score_decomposition
 and ``market_beta_fits`` (joined to the first ``market_betas`` row of each fit): :func:`leaderboard_rows`
 selects and orders one board, :func:`render_leaderboards` prints the historical backtest and the live window.
 
-What a board shows (README "Reading the leaderboards"): models are ranked only on their common event set (the
-events every compared model nowcasts itself, size printed); beside the rank, each model's own-coverage score
+What a board shows (docs/leaderboards.md): with the stored board (``macro_board``, given as ``board``) the
+ranks are its coverage-robust ones (:func:`leaf_live.macro.scoring.board.render_macro_board`); without it the
+former view: models ranked only on their common event set (the events every compared model nowcasts itself,
+size printed); beside the rank, each model's own-coverage score
 on all of its own events; every interval is labelled with the uncertainty it carries; a paired comparison
 with fewer shared events than the minimum prints "too few shared events" instead of an interval.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import polars as pl
@@ -119,7 +122,7 @@ def _too_few(n: int, m: int | None) -> str:
     return f"too few events ({n} < {m})"
 
 
-def _score_table(rows: pl.DataFrame, rel_err: dict[str, float] | None = None) -> str:
+def _score_table(rows: pl.DataFrame, rel_err: dict[str, tuple[float, float | None]] | None = None) -> str:
     """One scope's board: the common-event ranking and each model's own-coverage score beside it."""
     header = [
         "rank",
@@ -135,8 +138,8 @@ def _score_table(rows: pl.DataFrame, rel_err: dict[str, float] | None = None) ->
     ]
     align = "rllrrrrrrr"
     if rel_err is not None:
-        header.append("rel. err.")
-        align += "r"
+        header += ["rel. err. own", "rel. err. common"]
+        align += "rr"
     out = []
     for r in rows.iter_rows(named=True):
         compared = r["common_rank"] is not None
@@ -172,13 +175,13 @@ def _score_table(rows: pl.DataFrame, rel_err: dict[str, float] | None = None) ->
             _num(r["lmd"], ".3f"),
         ]
         if rel_err is not None:
-            v = rel_err.get(r["model_id"]) if r["scope"] == "overall" else None
-            cells.append("" if v is None else f"{v:.3f}")
+            own, com = rel_err.get(r["model_id"], (None, None)) if r["scope"] == "overall" else (None, None)
+            cells += ["" if own is None else f"{own:.3f}", "" if com is None else f"{com:.3f}"]
         out.append(cells)
     return _table(header, out, align)
 
 
-def _board(rows: pl.DataFrame, rel_err: dict[str, float] | None) -> list[str]:
+def _board(rows: pl.DataFrame, rel_err: dict[str, tuple[float, float | None]] | None) -> list[str]:
     out = []
     for scope in SCOPE_ORDER:
         s = rows.filter(pl.col("scope") == scope)
@@ -245,13 +248,73 @@ def _coverage_line(decompositions: pl.DataFrame, partition_key: str) -> str:
     )
 
 
-def _rel_err(decompositions: pl.DataFrame, partition_key: str) -> dict[str, float]:
+def _rel_err(decompositions: pl.DataFrame, partition_key: str) -> dict[str, tuple[float, float | None]]:
+    """model -> (rel. err. on its own releases, on the common set's field-events or None)."""
+    d = decompositions.filter(
+        (pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "relative_error")
+    )
+    v = {(m, k): x for m, k, x in zip(d["model_id"], d["metric"], d["value"])}
+    return {
+        m: (x, v.get((m, "mean_abs_rel_error_common")))
+        for (m, k), x in v.items()
+        if k == "mean_abs_rel_error"
+    }
+
+
+def _rel_err_note(decompositions: pl.DataFrame, partition_key: str) -> str:
     d = decompositions.filter(
         (pl.col("partition_key") == partition_key)
         & (pl.col("decomposition") == "relative_error")
-        & (pl.col("metric") == "mean_abs_rel_error")
+        & (pl.col("metric") == "n_field_events_common")
     )
-    return dict(zip(d["model_id"], d["value"]))
+    common = (
+        f"'rel. err. common' = the same on the {int(d['value'][0])} field-events every compared model"
+        f" nowcasts ({', '.join(sorted(d['model_id']))}): the column to compare"
+        if d.height
+        else "no common field-events: 'rel. err. common' is empty"
+    )
+    return (
+        "rel. err. (App. J, Table 16; lower is better): mean |nowcast - actual| / s_i. 'rel. err. own' = on"
+        f" the model's own releases (not comparable across models); {common}."
+    )
+
+
+def _rel_err_table(decompositions: pl.DataFrame, partition_key: str) -> str:
+    """The relative error per model, on its own releases and on the common set, with its legend."""
+    d = decompositions.filter(
+        (pl.col("partition_key") == partition_key) & (pl.col("decomposition") == "relative_error")
+    )
+    v = {(m, k): x for m, k, x in zip(d["model_id"], d["metric"], d["value"])}
+
+    def cell(m: str, k: str, fmt: str) -> str:
+        x = v.get((m, k))
+        return "" if x is None else format(x, fmt)
+
+    models = sorted(
+        {m for m, k in v if k == "mean_abs_rel_error"},
+        key=lambda m: (
+            v.get((m, "mean_abs_rel_error_common")) is None,
+            v.get((m, "mean_abs_rel_error_common"), 0),
+            m,
+        ),
+    )
+    rows = [
+        [
+            m,
+            cell(m, "n_field_events", ".0f"),
+            cell(m, "mean_abs_rel_error", ".3f"),
+            cell(m, "n_field_events_common", ".0f"),
+            cell(m, "mean_abs_rel_error_common", ".3f"),
+        ]
+        for m in models
+    ]
+    header = ["model", "own n", "rel. err. own", "common n", "rel. err. common"]
+    return (
+        "Relative error\n"
+        + textwrap.fill(_rel_err_note(decompositions, partition_key), 110)
+        + "\n"
+        + _table(header, rows, "lrrrr")
+    )
 
 
 def _span(scores: pl.DataFrame, partition_key: str) -> str:
@@ -405,8 +468,14 @@ def render_leaderboards(
     fits: pl.DataFrame,
     *,
     partitions: Sequence[str] = ("backtest", "live"),
+    board: pl.DataFrame | None = None,
+    width: int | None = None,
 ) -> str:
     """The two leaderboards as text.
+
+    ``board``: rows of the stored ``macro_board`` (dbt mart); when given, each target's headline is the
+    stored coverage-robust board (overall scope, terminal horizon, the full and the ex-COVID windows,
+    :func:`leaf_live.macro.scoring.board.render_macro_board` at ``width``) instead of the common-event rows.
 
     ``scores``: ``livemacro_scores`` rows; ``decompositions``: ``score_decompositions`` rows (at least the
     ``shapley``, ``relative_error``, ``event_coverage`` and ``paired_bootstrap`` ones); ``betting``:
@@ -431,21 +500,47 @@ def render_leaderboards(
         out.append(f"== {title} ({pk}): {_span(scores, pk)} ==")
         out.append(_fit_line(fits, head))
         out.append(_coverage_line(decompositions, pk))
+        ranked_on = (
+            "Ranks are the stored board's (macro_board): difficulty-adjusted scores, each model on its own"
+            " events."
+            if board is not None and board.filter(pl.col("leaderboard") == pk).height
+            else "Models are ranked only on their common event set."
+        )
         out.append(
             "Each model is scored on its own events (those where it has its own pre-release nowcast for a"
             " released field of the scope; a release of such an event it does not nowcast takes the"
-            " consensus, S_hat = 0); 'own events' = own/all events of the scope. Models are ranked only on"
-            " their common event set. LMD = |Y|-weighted sign hit rate, 0.5 = coin flip (a zero predicted"
-            " return counts half). Intervals: 'beta only' = parametric over V_beta (Eq. 12); 'beta+events' ="
-            f" beta draws on event resamples (combined), given from {min_ev} events on."
+            f" consensus, S_hat = 0); 'own events' = own/all events of the scope. {ranked_on} LMD ="
+            " |Y|-weighted sign hit rate, 0.5 = coin flip (a zero predicted return counts half). Intervals:"
+            " 'beta only' = parametric over V_beta (Eq. 12); 'beta+events' = beta draws on event resamples"
+            f" (combined), given from {min_ev} events on."
         )
         rel = _rel_err(decompositions, pk) if pk == "live" else None
         order = ("shock", "return") if pk == "live" else ("return", "shock")
+        stored = (
+            board.filter(
+                (pl.col("leaderboard") == pk)
+                & (pl.col("fit_id") == head)
+                & (pl.col("horizon") == "terminal")
+                & (pl.col("scope") == "overall")
+            )
+            if board is not None
+            else None
+        )
         for target in order:
+            if stored is not None and stored.height:
+                from leaf_live.macro.scoring.board import render_macro_board
+
+                for window in ("full", "ex_covid"):
+                    g = stored.filter((pl.col("target") == target) & (pl.col("event_window") == window))
+                    if g.height:
+                        out.append("\n" + render_macro_board(g, width=width))
+                continue
             rows = leaderboard_rows(scores, partition_key=pk, fit_id=head, target=target)
             if rows.height:
                 out.append(f"\n{TARGET_LABELS[target]}, terminal nowcast:")
                 out.extend(_board(rows, rel))
+        if rel:
+            out.append("\n" + _rel_err_table(decompositions, pk))
         paired = _paired(decompositions, pk)
         if paired:
             out.append("\n" + paired)

@@ -57,7 +57,7 @@ import numpy as np
 import polars as pl
 
 from leaf_live.core.pit import check_month, month_index, month_of_index
-from leaf_live.core.sources import SourceError, http_get_text
+from leaf_live.core.sources import MISSING_MARKERS, SourceError, http_get_text
 
 KINDS = ("md", "qd")
 DEFAULT_BASE_URL = "https://www.stlouisfed.org/-/media/project/frbstl/stlouisfed/research/fred-md"
@@ -515,7 +515,7 @@ def parse_vintage_csv(
     for j, name in enumerate(header[1:]):
         if keep is not None and name not in keep:
             continue
-        col = [c[j].strip() for c in cells]
+        col = ["" if (v := c[j].strip()) in MISSING_MARKERS else v for c in cells]  # "." is a missing value
         try:
             arr = np.array([float(v) if v else np.nan for v in col], dtype=np.float64)
         except ValueError:

@@ -379,7 +379,10 @@ def _parse_livemacroeval(
     c_col = "forecast" if "forecast" in cols and "C" not in cols else "C"
     out: list[_Row] = []
     for i, r in csv_rows(
-        text, file=file, required=("field_id", "release_datetime_et", "event", a_col, c_col)
+        text,
+        file=file,
+        required=("field_id", "release_datetime_et", "event", a_col, c_col),
+        non_empty=("field_id", "release_datetime_et", "event"),  # a calendar row always names its release
     ):
         fid = (r["field_id"] or "").strip()
         try:

@@ -215,7 +215,7 @@ def test_rationale_audit_is_empty_for_gpt5_and_works_on_real_agent_text(con, sna
 
 def test_run_writes_the_report_it_names(main_run):
     out = main_run["out"]
-    m = re.search(r"App\. E, F, G, Q, R\) beside the paper's figures: (\S+)", out)
+    m = re.search(r"App\. E, F, G, Q, R\) and the LEAF analyses .* beside the papers' figures: (\S+)", out)
     assert m, out[-2000:]
     path = Path(m.group(1))
     assert path == Path(main_run["db"]).parent / "macro_analyses.md"

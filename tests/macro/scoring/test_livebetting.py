@@ -445,3 +445,63 @@ def test_common_hours_and_the_consensus_known_from_the_release_day():
         {"x": res.bets.filter(pl.col("model_id") == "consensus/investing")}, min_hours=10
     )
     assert chosen == [] and hrs.len() == 0
+
+
+def test_q1_gdp_is_bet_from_the_february_window_with_one_segment_per_target_window():
+    """App. O: the Q1 2026 GDP market is bet across the February and March target windows (from 2026-02-25
+    00:00 EST), each its own Table 13 segment, on the recorded market; the nowcast window opens 2026-03-25."""
+    from leaf_live.macro.scoring.evaluation import score_markets
+
+    raw = read_export("gdp-q1-2026-polymarket-price-data.csv")
+    grid = LB.price_grid_from_export(raw)
+    ref, release = date(2026, 1, 1), datetime(2026, 4, 30, 12, 30, tzinfo=UTC)  # advance 2.0% (08:30 EDT)
+    prices = grid.unpivot(index="bet_at", variable_name="bucket_label", value_name="price").select(
+        pl.lit("gdp-q1").alias("market_id"),
+        pl.lit("real_gdp_advance").alias("indicator_id"),
+        pl.lit(ref).alias("reference_period"),
+        pl.col("bet_at").alias("ts"),
+        "bucket_label",
+        "price",
+    )
+    releases = pl.DataFrame(
+        {
+            "indicator_id": ["real_gdp_advance"] * 2,
+            "reference_period": [date(2025, 10, 1), ref],
+            "release_at": [datetime(2026, 2, 20, 13, 30, tzinfo=UTC), release],
+            "actual": [1.4, 2.0],
+        }
+    )
+    windows = pl.DataFrame(
+        {
+            "indicator_id": ["real_gdp_advance"],
+            "reference_period": [ref],
+            "opens_at": [datetime(2026, 3, 25, 4, tzinfo=UTC)],
+        }
+    )
+    issued = datetime(2026, 2, 20, tzinfo=UTC)  # known before either window opens
+    nc = pl.DataFrame(
+        {
+            "model_id": ["const/2.2"],
+            "issued_at": [issued],
+            "value": [2.2],
+            "indicator_id": ["real_gdp_advance"],
+            "reference_period": [ref],
+        }
+    )
+    res = score_markets(prices, releases, nc, windows)
+    s = res.scores.filter(pl.col("hours") == "window")
+    by = {r["segment"]: r for r in s.iter_rows(named=True)}
+    assert list(by) == ["2026-02 window", "2026-03 window", "total"]
+    ts = raw["Timestamp (UTC)"].to_numpy()
+    p = raw["2.0–2.5%"].to_numpy()
+    feb_open, mar_open = datetime(2026, 2, 25, 5, tzinfo=UTC), datetime(2026, 3, 25, 4, tzinfo=UTC)
+    feb = (ts >= feb_open.timestamp()) & (ts < mar_open.timestamp()) & np.isfinite(p)
+    mar = (ts >= mar_open.timestamp()) & (ts < release.timestamp()) & np.isfinite(p)
+    assert by["2026-02 window"]["n_bets"] == feb.sum() > 600 and by["2026-03 window"]["n_bets"] == mar.sum()
+    assert by["2026-02 window"]["profit"] == pytest.approx((1 / p[feb] - 1).sum(), rel=1e-9)
+    assert by["total"]["final_return"] == pytest.approx(np.mean(1 / p[feb | mar]) - 1, rel=1e-9)
+    assert s["window_opens_at"][0] == feb_open
+    # without the 2025Q4 release stored the market is bet from the nowcast window only (the old rule)
+    old = score_markets(prices, releases.filter(pl.col("reference_period") == ref), nc, windows)
+    o = old.scores.filter((pl.col("hours") == "window") & (pl.col("segment") == "total")).row(0, named=True)
+    assert o["n_bets"] == mar.sum() and o["window_opens_at"] == mar_open

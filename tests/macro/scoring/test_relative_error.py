@@ -155,3 +155,40 @@ def test_errors_name_the_field():
         RE.relative_error_points(REL, NC.with_columns(pl.col("issued_at").dt.replace_time_zone(None)))
     with pytest.raises(RE.RelativeErrorError, match="every beta is 0"):
         RE.economic_weights(np.zeros(16))
+
+
+def test_common_relative_errors_read_every_model_on_the_same_field_events():
+    """Issue 16: the consensus's own-release value (many easy releases) is not comparable with a sparse
+    model's; on the field-events both nowcast the order can flip."""
+    sc = pl.DataFrame({"indicator_id": ["cpi", "nonfarm_payrolls"], "s_i": [1.0, 100.0]})
+    t = [datetime(2026, m, 10, 12, 30, tzinfo=UTC) for m in (1, 2, 3, 4)]
+    cons = pl.DataFrame(  # four releases: three exact, one off by 2 s_i
+        {
+            "indicator_id": ["cpi"] * 4,
+            "release_at": t,
+            "nowcast": [2.0, 2.0, 2.0, 4.0],
+            "actual": [2.0, 2.0, 2.0, 2.0],
+        }
+    )
+    sparse = pl.DataFrame(  # the hard release (off by 1 s_i) and one the consensus does not have
+        {
+            "indicator_id": ["cpi", "nonfarm_payrolls"],
+            "release_at": [t[3], t[0]],
+            "nowcast": [3.0, 150.0],
+            "actual": [2.0, 100.0],
+        }
+    )
+    # own releases: consensus 2/4 = 0.5, sparse (1 + 0.5)/2 = 0.75 -> the consensus looks better
+    assert RE.mean_abs_relative_error(cons, sc) == pytest.approx(0.5)
+    assert RE.mean_abs_relative_error(sparse, sc) == pytest.approx(0.75)
+    # on the one field-event both nowcast (cpi, April): consensus 2.0, sparse 1.0: sparse better
+    got = RE.common_relative_errors({"consensus/investing": cons, "m": sparse}, sc)
+    assert got == {"consensus/investing": (pytest.approx(2.0), 1), "m": (pytest.approx(1.0), 1)}
+    # a null nowcast is no field-event of that model; one model alone or nothing shared: no common set
+    assert RE.common_relative_errors({"m": sparse}, sc) == {}
+    disjoint = sparse.filter(pl.col("indicator_id") == "nonfarm_payrolls")
+    assert RE.common_relative_errors({"c": cons, "m": disjoint}, sc) == {}
+    nulled = cons.with_columns(
+        pl.when(pl.col("release_at") == t[3]).then(None).otherwise(pl.col("nowcast")).alias("nowcast")
+    )
+    assert RE.common_relative_errors({"c": nulled, "m": sparse}, sc) == {}

@@ -6,6 +6,7 @@ the catalog's reporting transformation."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -43,6 +44,37 @@ from leaf_live.macro.sources.fred_md import wanted_vintage
 from leaf_live.macro.windows import target_month, window_open
 
 MODEL_ID = "baseline/auto-arima"
+
+_GAP = re.compile(r"not stored: (\d+) months older")
+_H = re.compile(r"; h=(\d+) (months|quarters);")
+
+
+def rationale_provenance(rationale: str | None) -> tuple[int, int | None]:
+    """(vintage gap in months, horizon h in periods) of one auto-ARIMA nowcast, read from the ``rationale``
+    this module writes (``..., vintage V (wanted W, not stored: G months older); ...; h=H months; ...``).
+    The gap is 0 when the fit used the vintage App. I prescribes (the one immediately preceding the target
+    month) or first releases; h is None when the rationale states none (an invalid row)."""
+    if not rationale:
+        return 0, None
+    g, h = _GAP.search(rationale), _H.search(rationale)
+    return (int(g.group(1)) if g else 0), (int(h.group(1)) if h else None)
+
+
+def provenance_counts(rationales: Sequence[str | None]) -> dict[str, int]:
+    """How far the live auto-ARIMA is from App. I on its scored releases (issue 16): ``n_releases``,
+    ``n_older_vintage`` (fitted on a vintage older than the one preceding the target month, which is not
+    stored), ``n_h_4plus`` (forecast 4 or more periods past the last observation: the prescribed vintage
+    gives 1-2), ``min_h``/``max_h`` (periods past the last observation; 0 when none is stated)."""
+    prov = [rationale_provenance(r) for r in rationales]
+    hs = [h for _, h in prov if h is not None]
+    return {
+        "n_releases": len(prov),
+        "n_older_vintage": sum(g > 0 for g, _ in prov),
+        "n_h_4plus": sum(h >= 4 for h in hs),
+        "min_h": min(hs, default=0),
+        "max_h": max(hs, default=0),
+    }
+
 
 # ------------------------------------------------------------------------------------------------
 # one nowcast

@@ -1,0 +1,160 @@
+"""A small store for the participation tests: two macro windows around the real clock (cpi 2026-11 open,
+payrolls 2026-10 closed an hour ago), one first release, and one event task whose cutoff is two days ahead."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import polars as pl
+
+import leaf_live.core.participation  # noqa: F401  (registers external_receipts)
+import leaf_live.event  # noqa: F401
+import leaf_live.macro  # noqa: F401
+from leaf_live.core import storage
+
+OPEN = ("cpi", date(2026, 11, 1))
+CLOSED = ("nonfarm_payrolls", date(2026, 10, 1))
+
+
+def _hour(t: datetime) -> datetime:
+    return t.replace(minute=0, second=0, microsecond=0)
+
+
+def make_store(db: Path, now: datetime | None = None) -> dict:
+    """Write the store; returns the instants used (``now``, ``open_close``, ``closed_close``, ``cutoff``)."""
+    now = _hour(now or datetime.now(UTC))
+    open_close, closed_close, cutoff = (
+        now + timedelta(days=2),
+        now - timedelta(hours=1),
+        now + timedelta(days=2),
+    )
+    windows = pl.DataFrame(
+        [
+            {
+                "partition_key": c.strftime("%Y-%m"),
+                "indicator_id": iid,
+                "reference_period": per,
+                "target_month": per,
+                "opens_at": o,
+                "closes_at": c,
+                "release_time_et": "08:30",
+                "prompt_group": "output_core",
+                "n_issue_hours": int((c - o) / timedelta(hours=1)),
+                "available_at": o,
+            }
+            for (iid, per), o, c in (
+                (OPEN, now - timedelta(days=7), open_close),
+                (CLOSED, now - timedelta(days=20), closed_close),
+            )
+        ]
+    )
+    bundle = json.dumps(
+        {"meta": {"question": "Will it rain?", "price": 0.4, "price_age_h": 2}}, sort_keys=True
+    )
+    task = pl.DataFrame(
+        [
+            {
+                "partition_key": "q1",
+                "task_id": f"event/q1/event/50%/{cutoff:%Y-%m-%d}",
+                "domain": "event",
+                "target_id": "q1",
+                "task_kind": "event",
+                "horizon": "50%",
+                "horizon_steps": 1,
+                "frequency": "event",
+                "cutoff": cutoff,
+                "target_times": [cutoff + timedelta(days=5)],
+                "last_value": 0.4,
+                "bundle": bundle,
+                "bundle_hash": hashlib.sha256(bundle.encode()).hexdigest(),
+                "max_input_available_at": cutoff - timedelta(hours=2),
+                "last_value_age_days": None,
+                "available_at": cutoff,
+            }
+        ]
+    )
+    release = pl.DataFrame(
+        [
+            {
+                "partition_key": "2026-10",
+                "indicator_id": "cpi",
+                "reference_period": date(2026, 9, 1),
+                "period_label": "Sep",
+                "period_source": "event_text",
+                "release_at": now - timedelta(days=40),
+                "actual": 3.0,
+                "source": "test",
+                "available_at": now - timedelta(days=40),
+            }
+        ]
+    )
+    con = storage.connect(db)
+    try:
+        storage.replace_partition(
+            con,
+            "nowcast_windows",
+            windows.filter(pl.col("partition_key") == windows["partition_key"][0]),
+            {"partition_key": windows["partition_key"][0]},
+        )
+        if windows["partition_key"][1] != windows["partition_key"][0]:
+            storage.replace_partition(
+                con,
+                "nowcast_windows",
+                windows.filter(pl.col("partition_key") == windows["partition_key"][1]),
+                {"partition_key": windows["partition_key"][1]},
+            )
+        storage.replace_partition(con, "forecast_tasks", task, {"partition_key": "q1"})
+        rel = storage.conform(
+            "releases",
+            release.with_columns(
+                pl.lit(None, dtype=s).alias(c)
+                for c, s in storage.polars_schema("releases").items()
+                if c not in release.columns
+            ).select(list(storage.polars_schema("releases"))),
+        )
+        storage.replace_partition(con, "releases", rel, {"partition_key": "2026-10"})
+    finally:
+        con.close()
+    return {
+        "now": now,
+        "open_close": open_close,
+        "closed_close": closed_close,
+        "cutoff": cutoff,
+        "task_id": task["task_id"][0],
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_service(db: Path, port: int, *extra: str) -> subprocess.Popen:
+    """``leaf-live serve`` on loopback in a child process; returns once ``/health`` answers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "leaf_live.cli", "serve", "--db", str(db), "--port", str(port), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"service exited: {proc.stdout.read().decode()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("service did not start in 60 s")
