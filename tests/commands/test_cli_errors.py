@@ -155,15 +155,25 @@ def test_snapshot_errors_never_switch_to_live(tmp_path, capsys, monkeypatch, ins
 
 
 def test_from_another_directory_the_default_snapshot_is_the_checkouts(tmp_path, monkeypatch, snapshot_dir):
+    # the checkout's default is ../shared/data beside the checkout root (this file's grandparent's parent)
+    assert (
+        settings_mod.CHECKOUT_SNAPSHOT == Path(__file__).resolve().parents[2] / settings_mod.DEFAULT_SNAPSHOT
+    )
+    # a checkout whose ../shared/data holds the recorded data (a clone may live anywhere, e.g. a worktree)
+    root = tmp_path / "clone" / "leaf_live"
+    root.mkdir(parents=True)
+    (tmp_path / "clone" / "shared").mkdir()
+    (tmp_path / "clone" / "shared" / "data").symlink_to(snapshot_dir, target_is_directory=True)
+    monkeypatch.setattr(settings_mod, "CHECKOUT_SNAPSHOT", root / settings_mod.DEFAULT_SNAPSHOT)
     monkeypatch.delenv("LEAF_LIVE_SNAPSHOT", raising=False)
     monkeypatch.delenv("LEAF_LIVE_TRANSPORT", raising=False)
-    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     s = settings_mod.get_settings()
     assert s.transport == "snapshot" and not s.transport_set
-    assert s.snapshot_dir == settings_mod.CHECKOUT_SNAPSHOT
-    assert (
-        s.snapshot_dir.resolve() == (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve()
-    )
+    assert s.snapshot_dir == root / settings_mod.DEFAULT_SNAPSHOT
+    assert s.snapshot_dir.resolve() == Path(snapshot_dir).resolve()
 
 
 @pytest.mark.parametrize(
