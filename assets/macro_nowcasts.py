@@ -144,7 +144,8 @@ def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> Ma
     client = fed_nowcasts.client()
     with db.get_connection() as con:
         rel = first_per_period(storage.read_table(con, "releases"))
-        fed = client.nowcasts()
+        missing: dict[str, int] = {}
+        fed = client.nowcasts(missing)
         if client.current_only:
             # A live fetch returns each Fed series as published now; keep every earlier stored vintage so the
             # step function of publication time only grows.
@@ -164,7 +165,15 @@ def comparator_nowcasts(db: LeafLiveDB, fed_nowcasts: FedNowcastsResource) -> Ma
         )
         written = replace_producer(con, "nowcasts", "comparator_nowcasts", frame)
     models = frame.group_by("model_id").len().sort("model_id").rows()
-    return MaterializeResult(metadata={"rows": sum(written.values()), "models": str(models)})
+    return MaterializeResult(
+        metadata={
+            "rows": sum(written.values()),
+            "models": str(models),
+            # "." cells of the files read: no row, never a refusal of the file
+            "missing_values": sum(missing.values()),
+            "missing_values_by_series": str(missing),
+        }
+    )
 
 
 @asset(
@@ -198,6 +207,11 @@ def series_vintages(
     for name, reason in report.unavailable.items():
         context.log.warning(f"series_vintages: {name} not stored: {reason}")
     todo = [k for k in keys if k not in failed]
+    missing = {
+        name: sum(by.values())
+        for name, by in report.missing_values.items()
+        if SV.partition_for(name.split()[1], first) in todo
+    }
     with db.get_connection() as con:
         written = write_partitions(
             con, "series_vintages", rows.filter(pl.col("partition_key").is_in(todo)), todo
@@ -207,6 +221,9 @@ def series_vintages(
             "rows": sum(written.values()),
             "vintages": str(report.vintages),
             "unavailable": str(sorted(report.unavailable)),
+            # "." cells of the vintages stored: null (not stored), never a refusal of the file
+            "missing_values": sum(missing.values()),
+            "missing_values_by_vintage": str(missing),
         }
     )
 

@@ -647,6 +647,7 @@ def execute_with_progress(job, clock, **kwargs):
     from dagster._core.utils import make_new_run_id
 
     run_id = make_new_run_id()
+    storage.record_writer_run(run_id)  # a reader told a run is in progress is told which
     materialized: set[str] = set()
     planned: set[str] = set()
 

@@ -89,7 +89,18 @@ def check_output(path: str | None) -> Path | None:
 
 def read_only(path: str | Path, wait_s: float = READ_WAIT_S) -> duckdb.DuckDBPyConnection:
     """A read-only connection (retried ``wait_s`` seconds while another process writes; then the one-line
-    :class:`leaf_live.core.storage.DatabaseLockedError`)."""
+    :class:`leaf_live.core.storage.DatabaseLockedError`). While another leaf-live writer holds the database
+    (:func:`leaf_live.core.storage.writer_holder`), one line on stderr says so, naming its PID, command,
+    start time and Dagster run, and the read goes on: between a run's steps the tables it has rewritten
+    and those it has not yet are both visible."""
+    holder = storage.writer_holder(path)
+    if holder is not None and holder.pid != os.getpid():  # a writer reading its own file is no news
+        print(
+            f"leaf-live: a run is in progress on {storage.real_path(path)} ({holder.describe()}): tables may"
+            " mix its new results with the previous run's until it finishes; reading anyway",
+            file=sys.stderr,
+            flush=True,
+        )
     return storage.connect_read_only(path, wait_s=wait_s)
 
 

@@ -62,7 +62,176 @@ def _litellm():
     import litellm  # its no-download switch is set by the entry point (leaf_live.process.prepare_process)
 
     litellm.suppress_debug_info = True  # no "Give Feedback" banners in run logs
+    _install_answer_cleaning()
     return litellm
+
+
+# ---------------------------------------------------------------------------------------------
+# Citation fields of a provider answer, cleaned before litellm converts it
+# ---------------------------------------------------------------------------------------------
+
+# A provider may send a citation field as JSON null, or a list holding nulls or wrong types (Gemini's
+# ``groundingMetadata: {"groundingChunks": null}``, a null Anthropic ``citations`` item): null means absent
+# (protobuf's JSON mapping, and what the providers document for optional fields). litellm's converters
+# iterate these fields unguarded, so such an answer -- paid for, with its text intact -- would be recorded
+# as a failed call. Each shape below is what a converter reads; an entry of the wrong type is dropped (a
+# list item that others point to by position becomes ``{}`` so the positions hold).
+_STR, _INT, _NUM = "str", "int", "num"
+_POSITIONAL = "positional"
+_GEMINI_GROUNDING: dict[str, Any] = {
+    "webSearchQueries": [_STR],
+    "groundingChunks": [
+        {
+            "web": {"uri": _STR, "title": _STR, "domain": _STR},
+            "retrievedContext": {"uri": _STR, "title": _STR},
+        },
+        _POSITIONAL,
+    ],
+    "groundingSupports": [
+        {
+            "segment": {"startIndex": _INT, "endIndex": _INT, "partIndex": _INT, "text": _STR},
+            "groundingChunkIndices": [_INT],
+            "confidenceScores": [_NUM],
+        }
+    ],
+}
+_GEMINI_CITATIONS: dict[str, Any] = {
+    "citations": [{"startIndex": _INT, "endIndex": _INT, "uri": _STR, "title": _STR, "license": _STR}],
+    "citationSources": [{"startIndex": _INT, "endIndex": _INT, "uri": _STR, "license": _STR}],
+}
+_GEMINI_URL_CONTEXT: dict[str, Any] = {"urlMetadata": [{"retrievedUrl": _STR, "urlRetrievalStatus": _STR}]}
+_CITATION_ITEM: dict[str, Any] = {"url": _STR, "title": _STR, "cited_text": _STR}
+_OPENAI_ANNOTATION: dict[str, Any] = {
+    "url_citation": {"url": _STR, "title": _STR, "start_index": _INT, "end_index": _INT}
+}
+_DROP = object()
+
+
+def _shaped(value: Any, shape: Any) -> Any:
+    """``value`` fitted to ``shape`` (a scalar kind, ``{key: shape}`` or ``[item shape(, _POSITIONAL)]``):
+    nulls and entries of the wrong type removed, keys outside the shape kept with their nulls removed;
+    ``_DROP`` when ``value`` itself does not fit."""
+    if value is None:
+        return _DROP
+    if shape == _STR:
+        return value if isinstance(value, str) else _DROP
+    if shape in (_INT, _NUM):
+        ok = isinstance(value, int) or (shape == _NUM and isinstance(value, float))
+        return value if ok and not isinstance(value, bool) else _DROP
+    if isinstance(shape, dict):
+        if not isinstance(value, Mapping):
+            return _DROP
+        out = {}
+        for k, v in value.items():
+            v = _shaped(v, shape[k]) if k in shape else _without_nulls(v)
+            if v is not _DROP:
+                out[k] = v
+        return out
+    if not isinstance(value, list):
+        return _DROP
+    items = [_shaped(v, shape[0]) for v in value]
+    if _POSITIONAL in shape[1:]:
+        return [{} if v is _DROP else v for v in items]
+    return [v for v in items if v is not _DROP]
+
+
+def _without_nulls(value: Any) -> Any:
+    if value is None:
+        return _DROP
+    if isinstance(value, Mapping):
+        return {k: w for k, v in value.items() if (w := _without_nulls(v)) is not _DROP}
+    if isinstance(value, list):
+        return [w for v in value if (w := _without_nulls(v)) is not _DROP]
+    return value
+
+
+def clean_answer_citations(api: str, body: Any) -> Any:
+    """A provider's response body (parsed JSON) with its citation fields made convertible: for ``api``
+    ``"gemini"`` the candidates' ``groundingMetadata`` / ``citationMetadata`` / ``urlContextMetadata``, for
+    ``"anthropic"`` the content blocks' ``citations`` and web-search result lists, for ``"openai"`` the
+    messages' ``annotations``. Null or ill-typed entries are removed (a null field is an absent one), so
+    an answer without usable citations converts as an answer with zero citations. Other fields and other
+    bodies are returned unchanged; never raises."""
+    if not isinstance(body, Mapping):
+        return body
+    body = dict(body)
+    if api == "gemini" and isinstance(body.get("candidates"), list):
+        cands = []
+        for cand in body["candidates"]:
+            if isinstance(cand, Mapping):
+                cand = dict(cand)
+                for key, shape in (
+                    ("groundingMetadata", _GEMINI_GROUNDING),
+                    ("citationMetadata", _GEMINI_CITATIONS),
+                    ("urlContextMetadata", _GEMINI_URL_CONTEXT),
+                ):
+                    if key in cand:
+                        v = cand.pop(key)
+                        v = _shaped(v, [shape]) if isinstance(v, list) else _shaped(v, shape)
+                        if v is not _DROP:
+                            cand[key] = v
+            cands.append(cand)
+        body["candidates"] = cands
+    elif api == "anthropic" and isinstance(body.get("content"), list):
+        blocks = []
+        for block in body["content"]:
+            if isinstance(block, Mapping):
+                block = dict(block)
+                if "citations" in block:
+                    v = _shaped(block.pop("citations"), [_CITATION_ITEM])
+                    if v is not _DROP:
+                        block["citations"] = v
+                if block.get("type") == "web_search_tool_result" and isinstance(block.get("content"), list):
+                    block["content"] = _shaped(block["content"], [_CITATION_ITEM])
+            blocks.append(block)
+        body["content"] = blocks
+    elif api == "openai" and isinstance(body.get("choices"), list):
+        choices = []
+        for choice in body["choices"]:
+            if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
+                msg = dict(choice["message"])
+                if "annotations" in msg:
+                    v = _shaped(msg.pop("annotations"), [_OPENAI_ANNOTATION])
+                    if v is not _DROP:
+                        msg["annotations"] = v
+                choice = {**choice, "message": msg}
+            choices.append(choice)
+        body["choices"] = choices
+    return body
+
+
+def _install_answer_cleaning() -> None:
+    """Run :func:`clean_answer_citations` on each provider body where litellm starts converting it (its
+    Gemini, Anthropic and OpenAI-compatible response converters). A converter litellm renamed is left
+    as it is (tests/core/test_llm.py then fails on the null-grounding answers)."""
+    from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+    from litellm.llms.base_llm.chat.transformation import BaseConfig
+    from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import VertexGeminiConfig
+
+    def wrap(cls: type, name: str, api: str, arg: str) -> None:
+        fn = cls.__dict__.get(name)
+        if fn is None or getattr(fn, "_leaf_cleaned", False):
+            return
+
+        @functools.wraps(fn)
+        def cleaned(self, *args, **kwargs):
+            if arg in kwargs:
+                kwargs[arg] = clean_answer_citations(api, kwargs[arg])
+            elif args:
+                args = (clean_answer_citations(api, args[0]), *args[1:])
+            return fn(self, *args, **kwargs)
+
+        cleaned._leaf_cleaned = True  # type: ignore[attr-defined]
+        setattr(cls, name, cleaned)
+
+    wrap(
+        VertexGeminiConfig,
+        "_transform_google_generate_content_to_openai_model_response",
+        "gemini",
+        "completion_response",
+    )
+    wrap(AnthropicConfig, "transform_parsed_response", "anthropic", "completion_response")
+    wrap(BaseConfig, "transform_parsed_response_dict", "openai", "parsed_response")
 
 
 DESIGNS = ("single", "team", "plugin")
@@ -496,7 +665,8 @@ def extract_citations(response: Mapping[str, Any] | None) -> list[dict[str, str 
 
     Reads OpenAI ``choices[].message.annotations`` (``url_citation``; Gemini grounding arrives in the same
     form through litellm), Anthropic text-block ``citations`` and ``web_search_tool_result`` results, which
-    litellm keeps under ``message.provider_specific_fields``.
+    litellm keeps under ``message.provider_specific_fields``. Null or ill-typed fields count as no
+    citations; never raises.
     """
     out: list[dict[str, str | None]] = []
     seen: set[str] = set()
@@ -506,22 +676,25 @@ def extract_citations(response: Mapping[str, Any] | None) -> list[dict[str, str 
             seen.add(url)
             out.append({"url": url, "title": title if isinstance(title, str) else None})
 
-    if not response:
-        return out
-    for choice in response.get("choices") or []:
-        msg = (choice or {}).get("message") or {}
-        for ann in msg.get("annotations") or []:
+    def mapping(v: Any) -> Mapping[str, Any]:
+        return v if isinstance(v, Mapping) else {}
+
+    def items(v: Any) -> list[Any]:  # a null or non-list field is no citations, never an error
+        return v if isinstance(v, list) else []
+
+    for choice in items(mapping(response).get("choices")):
+        msg = mapping(mapping(choice).get("message"))
+        for ann in items(msg.get("annotations")):
             if isinstance(ann, Mapping) and ann.get("type") == "url_citation":
-                uc = ann.get("url_citation") or {}
+                uc = mapping(ann.get("url_citation"))
                 add(uc.get("url"), uc.get("title"))
-        psf = msg.get("provider_specific_fields") or {}
-        for group in psf.get("citations") or []:
+        psf = mapping(msg.get("provider_specific_fields"))
+        for group in items(psf.get("citations")):
             for cit in group if isinstance(group, list) else [group]:
                 if isinstance(cit, Mapping):
                     add(cit.get("url"), cit.get("title"))
-        for block in psf.get("web_search_results") or []:
-            content = block.get("content") if isinstance(block, Mapping) else None
-            for res in content if isinstance(content, list) else []:
+        for block in items(psf.get("web_search_results")):
+            for res in items(mapping(block).get("content")):
                 if isinstance(res, Mapping):
                     add(res.get("url"), res.get("title"))
     return out

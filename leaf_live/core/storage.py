@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -134,27 +135,98 @@ def _open(p: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
             raise StorageError(f"{p}: cannot open the database ({_first_line(exc)})") from None
 
 
+@dataclass(frozen=True)
+class WriterRecord:
+    """What a writer lock file records while held: ``pid``, ``started_at`` (UTC, ISO 8601, when the lock was
+    taken) and ``run_id`` (the Dagster run the writer is executing now, once it says; else None), plus the
+    holder's ``command`` line read from ``/proc`` (None when unreadable)."""
+
+    pid: int
+    started_at: str | None
+    run_id: str | None
+    command: str | None
+
+    def describe(self) -> str:
+        """``PID 123 (leaf-live run ...), started 2026-04-09T14:00:00Z, Dagster run 1f2e...``."""
+        parts = [f"PID {self.pid} ({self.command or 'unknown command'})"]
+        if self.started_at:
+            parts.append(f"started {self.started_at}")
+        if self.run_id:
+            parts.append(f"Dagster run {self.run_id}")
+        return ", ".join(parts)
+
+
+def _lock_file(p: Path) -> Path:
+    return p.with_name(p.name + ".lock")
+
+
+def _parse_record(text: str) -> WriterRecord | None:
+    """Lock-file text: line 1 the PID, then ``started_at=...`` / ``run_id=...`` lines (a file written by an
+    older version holds the PID alone)."""
+    lines = text.strip().splitlines()
+    if not lines or not lines[0].strip().isdigit():
+        return None
+    fields = dict(ln.split("=", 1) for ln in lines[1:] if "=" in ln)
+    pid = int(lines[0].strip())
+    return WriterRecord(
+        pid, fields.get("started_at") or None, fields.get("run_id") or None, _process_command(pid)
+    )
+
+
+def writer_holder(path: str | os.PathLike) -> WriterRecord | None:
+    """The leaf-live writer (``run``, ``rescore``, ``submit``, ``inbox drain``) that holds the writer lock of
+    ``path`` (:func:`writer_lock`, on :func:`real_path`) now, as its lock file records it, or None: no lock
+    file, an empty one (released), or a record of a process that is gone (killed with -9). Reads only, never
+    takes the lock, so a probe cannot make a writer fail to start; never raises."""
+    try:
+        text = _lock_file(real_path(path)).read_text(errors="replace")
+    except (OSError, StorageError):
+        return None
+    rec = _parse_record(text)
+    if rec is None or not Path(f"/proc/{rec.pid}").exists():
+        return None
+    return rec
+
+
+# fd of each writer lock this process holds, by real path (record_writer_run rewrites its record)
+_HELD: dict[Path, tuple[int, str]] = {}
+
+
+def _write_record(fd: int, started_at: str, run_id: str | None) -> None:
+    text = f"{os.getpid()}\nstarted_at={started_at}\n" + (f"run_id={run_id}\n" if run_id else "")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, text.encode(), 0)
+
+
+def record_writer_run(run_id: str) -> None:
+    """Record ``run_id`` (the Dagster run now executing) in every writer lock this process holds, so a
+    reader told a run is in progress is told which (:func:`writer_holder`). No lock held: nothing."""
+    for fd, started_at in list(_HELD.values()):
+        _write_record(fd, started_at, run_id)
+
+
 @contextmanager
 def writer_lock(path: str | Path):
     """Hold the leaf-live writer lock of the database ``path`` for a whole command (an ``flock`` on
-    ``<db>.lock`` beside it, holding the PID). DuckDB's own lock lasts only while a connection is open, and a
-    run opens one per step, so without this a second ``leaf-live run``/``submit``/``rescore`` on the same file
-    would interleave its steps with the first. The lock is taken on :func:`real_path`, so every spelling of
-    one file (a symlink, a relative path, ``./x/../db``) is the same lock. Released when the block exits
-    (also when the process dies). Raises
-    :class:`DatabaseLockedError` naming the holder's PID and command when another process holds it."""
+    ``<db>.lock`` beside it, recording the PID, the start time and, once :func:`record_writer_run` is
+    called, the Dagster run id: :class:`WriterRecord`). DuckDB's own lock lasts only while a connection is
+    open, and a run opens one per step, so without this a second ``leaf-live run``/``submit``/``rescore`` on
+    the same file would interleave its steps with the first. The lock is taken on :func:`real_path`, so every
+    spelling of one file (a symlink, a relative path, ``./x/../db``) is the same lock. Released when the
+    block exits (also when the process dies). Raises :class:`DatabaseLockedError` naming the holder's PID and
+    command when another process holds it."""
     p = real_path(path)  # one lock per file, whatever the spelling (symlink, relative, ``x/../db``)
     try:
-        fd = os.open(p.with_name(p.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(_lock_file(p), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise StorageError(f"{p}: cannot create its lock file ({exc.strerror or exc})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        text = os.pread(fd, 64, 0).decode(errors="replace").split()
+        rec = _parse_record(os.pread(fd, 512, 0).decode(errors="replace"))
         os.close(fd)
-        pid = int(text[0]) if text and text[0].isdigit() else None
-        cmd = (_process_command(pid) if pid else None) or "unknown command"
+        pid = rec.pid if rec else None
+        cmd = (rec.command if rec else None) or "unknown command"
         raise DatabaseLockedError(
             f"{p} is being written by another leaf-live process, PID {pid} ({cmd}): one writer "
             "at a time; try again when it finishes",
@@ -162,10 +234,12 @@ def writer_lock(path: str | Path):
             holder=cmd,
         ) from None
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _write_record(fd, started_at, None)
+        _HELD[p] = (fd, started_at)
         yield p
     finally:
+        _HELD.pop(p, None)
         os.ftruncate(fd, 0)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

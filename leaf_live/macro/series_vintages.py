@@ -29,7 +29,7 @@ of
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
 import numpy as np
@@ -143,11 +143,14 @@ def fred_vintage_rows(
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What :func:`load_vintage_rows` read: vintages per source, and the vintages listed but not readable
-    (``{'fred-md 2026-05': 'reason'}``: a live vintage not published yet), which are left out."""
+    """What :func:`load_vintage_rows` read: vintages per source, the vintages listed but not readable
+    (``{'fred-md 2026-05': 'reason'}``: a live vintage not published yet), which are left out, and the
+    missing-value marker cells (``"."``, read as null and not stored) per vintage read and series
+    (``{'fred-md 2025-12': {'CPIAUCSL': 1}}``; vintages without one are left out)."""
 
     vintages: dict[str, int]
     unavailable: dict[str, str]
+    missing_values: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def vintage_plan(keys: Sequence[str], first_month: str, fred_md: FredMdClient) -> dict[str, list[str]]:
@@ -169,24 +172,30 @@ def load_vintage_rows(
     release month, which also holds the lookback): every FRED-MD and FRED-QD vintage labelled in them that
     ``fred_md`` lists (``plan``, default :func:`vintage_plan`; the snapshot archive read in one pass), and the
     real-time GDP vintages of ``gdp``. ``progress(n)`` is called per FRED vintage read. Vintages that fail to
-    load are left out and reported. Returns ``(rows, report)``; rows in the table's column order."""
+    load are left out and reported; their ``"."`` cells are counted (``report.missing_values``). Returns
+    ``(rows, report)``; rows in the table's column order."""
     labels = set(labels_for(keys, first_month))
-    frames, counts, bad = [], {}, {}
+    frames, counts, bad, missing = [], {}, {}, {}
     plan = plan if plan is not None else vintage_plan(keys, first_month, fred_md)
     for kind, wanted in plan.items():
         loaded: dict = {}
+        marks: dict[str, dict[str, int]] = {}
         try:
-            loaded = fred_md.load_vintages(wanted, kind, catalog_columns(kind))
+            loaded = fred_md.load_vintages(wanted, kind, catalog_columns(kind), marks)
         except SourceError:
+            marks = {}
             for v in wanted:  # one at a time, to keep what can be read
                 try:
-                    loaded[v] = fred_md.load_vintage(v, kind, catalog_columns(kind))
+                    marks[v] = {}
+                    loaded[v] = fred_md.load_vintage(v, kind, catalog_columns(kind), marks[v])
                 except SourceError as exc:
                     bad[f"fred-{kind} {v}"] = str(exc)
         for v in wanted:
             if v in loaded:
                 frames.append(fred_vintage_rows(v, kind, *loaded[v], first_month))
                 counts[f"fred-{kind}"] = counts.get(f"fred-{kind}", 0) + 1
+                if marks.get(v):
+                    missing[f"fred-{kind} {v}"] = dict(sorted(marks[v].items()))
             if progress is not None:
                 progress(1)
     if gdp is not None:
@@ -209,7 +218,7 @@ def load_vintage_rows(
             for (src,), part in g.group_by("source"):
                 counts[src] = part["vintage"].n_unique()
     rows = pl.concat([_empty(), *frames], how="vertical_relaxed") if frames else _empty()
-    return rows, LoadReport(counts, bad)
+    return rows, LoadReport(counts, bad, missing)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -323,12 +323,7 @@ def writer_active(db: Path) -> bool:
     """A leaf-live writer (``run``, ``rescore``, ``submit``, ``inbox drain``) holds ``db``: its writer lock
     file (``<db>.lock``, :func:`leaf_live.core.storage.writer_lock`) names a live process. Read only, never
     taken, so the service cannot make a writer fail to start."""
-    lock = Path(db).with_name(Path(db).name + ".lock")
-    try:
-        text = lock.read_text().strip()
-    except OSError:
-        return False
-    return text.isdigit() and Path(f"/proc/{text}").exists()
+    return storage.writer_holder(db) is not None
 
 
 def _load(db: Path, wait_s: float) -> R.RoundInputs:

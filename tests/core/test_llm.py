@@ -16,7 +16,9 @@ from llm_wire_server import (  # noqa: F401 (fixtures)
     WireReply,
     WireRequest,
     anthropic_error,
+    anthropic_message,
     gemini_generate_content,
+    openai_chat_completion,
     openai_error,
     provider_env,
     reply_ok,
@@ -24,6 +26,7 @@ from llm_wire_server import (  # noqa: F401 (fixtures)
 )
 
 from leaf_live.core.llm import (
+    clean_answer_citations,
     extract_citations,
     is_retryable,
     llm_calls_frame,
@@ -478,10 +481,117 @@ def test_an_unconvertible_200_answer_is_recorded_as_a_conversion_failure(wire_se
     assert not res.ok and len(wire_server.requests) == 1
     assert res.record.error.startswith("conversion failure: the provider answered"), res.record.error
     assert "HTTP 500" not in res.record.error and "no 'choices'" in res.record.error
-    # the Gemini answer whose grounding chunks are null: litellm fails converting it (was HTTP 422)
-    body = gemini_generate_content("hello", model="gemini-2.5-pro")
-    body["candidates"][0]["groundingMetadata"] = {"webSearchQueries": ["q"], "groundingChunks": None}
+
+
+# Citation fields sent as null, or as lists holding nulls and wrong types: the answer is a successful call
+# with the citations that remain usable (none, or the one well-formed source), never a failed call.
+_B = {"web": {"uri": "https://www.bea.gov/gdp", "title": "GDP"}}
+_GEMINI_NULL_GROUNDING = [
+    ({"webSearchQueries": ["q"], "groundingChunks": None}, []),
+    ({"webSearchQueries": None, "groundingChunks": None, "groundingSupports": None}, []),
+    (None, []),
+    ("grounded", []),
+    ({"groundingChunks": [_B], "groundingSupports": None}, []),
+    (
+        {
+            "groundingChunks": [_B],
+            "groundingSupports": [None, {"segment": None, "groundingChunkIndices": None}],
+        },
+        [],
+    ),
+    # a null chunk keeps its position: index 1 still names the GDP page after cleaning
+    (
+        {
+            "webSearchQueries": [None, "q"],
+            "groundingChunks": [None, _B, {"web": None}, "x"],
+            "groundingSupports": [
+                {"segment": {"startIndex": 0, "endIndex": 5}, "groundingChunkIndices": [None, 1, "2", [3], 2]}
+            ],
+        },
+        [{"url": "https://www.bea.gov/gdp", "title": "GDP"}],
+    ),
+]
+
+
+@pytest.mark.parametrize("grounding,expected", _GEMINI_NULL_GROUNDING)
+def test_gemini_answer_with_null_grounding_is_a_successful_call(
+    wire_server, provider_env, grounding, expected
+):
+    body = gemini_generate_content("hello world", model="gemini-2.5-pro")
+    body["candidates"][0]["groundingMetadata"] = grounding
     wire_server.reset(sequence(WireReply(200, body)))
     res = call(cfg(wire_server.url, max_attempts=1), "gemini/gemini-2.5-pro@single")
-    assert res.record.error.startswith("conversion failure:"), res.record.error
-    assert "HTTP 422" not in res.record.error
+    assert res.ok and res.record.error is None and res.record.attempts == 1, res.record.error
+    assert res.content == "hello world" and res.citations == expected
+    assert res.record.prompt_tokens == 1000 and res.record.completion_tokens == 200
+
+
+def _openai_with(annotations):
+    body = openai_chat_completion("hello world", model="gpt-5-search-api")
+    body["choices"][0]["message"]["annotations"] = annotations
+    return body
+
+
+def _anthropic_with(citations, results):
+    body = anthropic_message(
+        "the cpi rose",
+        model="claude-sonnet-4-5",
+        search_results=[{"url": "https://www.bls.gov/cpi", "title": "CPI"}],
+        cited_spans=[("cpi", {"url": "https://www.bls.gov/cpi", "title": "CPI"})],
+    )
+    for block in body["content"]:
+        if block.get("citations"):
+            block["citations"] = citations
+        if block["type"] == "web_search_tool_result":
+            block["content"] = results
+    return body
+
+
+_GDP = {"type": "url_citation", "url_citation": {"url": "https://www.bea.gov/gdp", "title": "GDP"}}
+
+
+@pytest.mark.parametrize(
+    "model,body,content,expected",
+    [
+        ("openai/gpt-5-search-api@single", _openai_with(None), "hello world", []),
+        ("openai/gpt-5-search-api@single", _openai_with([None, 5, "x"]), "hello world", []),
+        (
+            "openai/gpt-5-search-api@single",
+            _openai_with([{"type": "url_citation", "url_citation": None}, _GDP]),
+            "hello world",
+            [{"url": "https://www.bea.gov/gdp", "title": "GDP"}],
+        ),
+        ("anthropic/claude-sonnet-4-5@single", _anthropic_with(None, None), "the cpi rose", []),
+        ("anthropic/claude-sonnet-4-5@single", _anthropic_with([None], [None, 7]), "the cpi rose", []),
+        (
+            "anthropic/claude-sonnet-4-5@single",
+            _anthropic_with(None, [None, {"type": "web_search_result", "url": "https://www.bls.gov/cpi"}]),
+            "the cpi rose",
+            [{"url": "https://www.bls.gov/cpi", "title": None}],
+        ),
+    ],
+)
+def test_null_citation_fields_are_a_successful_call(
+    wire_server, provider_env, model, body, content, expected
+):
+    wire_server.reset(sequence(WireReply(200, body)))
+    res = call(cfg(wire_server.url, max_attempts=1), model)
+    assert res.ok and res.record.error is None and res.record.attempts == 1, res.record.error
+    assert res.content == content and res.citations == expected
+
+
+def test_clean_answer_citations_never_raises_and_keeps_other_fields():
+    rng = random.Random(17)
+    junk = [None, 0, 1.5, True, "", "x", [], {}, [None], {"a": None}, [[None]], {"web": None}]
+    for _ in range(3000):
+        api = rng.choice(["gemini", "anthropic", "openai", "other"])
+        shape = {
+            "candidates": [{"groundingMetadata": rng.choice(junk), "citationMetadata": rng.choice(junk)}],
+            "content": [{"type": "text", "citations": rng.choice(junk)}, rng.choice(junk)],
+            "choices": [{"message": {"annotations": [rng.choice(junk), rng.choice(junk)]}}, rng.choice(junk)],
+            "usage": {"prompt_tokens": 3, "extra": None},
+        }
+        out = clean_answer_citations(api, shape)
+        assert out["usage"] == {"prompt_tokens": 3, "extra": None}  # fields outside citations untouched
+        assert extract_citations(out) == []
+    assert clean_answer_citations("gemini", "not json") == "not json"

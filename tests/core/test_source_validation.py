@@ -25,6 +25,7 @@ from leaf_live.core.sources import (
     parse_number,
 )
 from leaf_live.macro.sources.fed_nowcasts import parse_fred_stleni_csv
+from leaf_live.macro.sources.fred import parse_fredgraph_csv
 from leaf_live.macro.sources.fred_md import parse_vintage_csv
 
 LIVE_CAL = "macro/livemacroeval/field_releases_live.csv"
@@ -67,14 +68,102 @@ def test_missing_value_markers_are_null_and_counted_never_a_refusal():
         parse_number("..", file="f", row=1, field="V")
 
 
-def test_the_st_louis_fed_and_fred_md_parsers_take_a_dot_as_missing():
-    text = "observation_date,STLENI\n2025-01-01,2.1\n2025-04-01,.\n2025-07-01,1.8\n"
-    f = parse_fred_stleni_csv(text, file="STLENI.csv", as_of=datetime(2025, 8, 1, tzinfo=UTC))
-    assert f.height == 2 and sorted(f["value"].to_list()) == [1.8, 2.1]
-    md = "sasdate,AAA,BBB\nTransform:,5,2\n1/1/2000,1.5,.\n2/1/2000,.,2\n"
-    levels, tcodes = parse_vintage_csv(md, "md", file="md.csv")
-    assert levels["AAA"].to_list() == [1.5, None] and levels["BBB"].to_list() == [None, 2.0]
-    assert tcodes == {"AAA": 5, "BBB": 2}
+def test_the_st_louis_fed_and_fred_md_parsers_take_a_dot_as_missing_and_count_it():
+    text = "observation_date,STLENI\n2025-01-01,2.1\n2025-04-01,.\n2025-07-01,1.8\n2025-10-01, . \n"
+    missing: dict[str, int] = {}
+    f = parse_fred_stleni_csv(
+        text, file="STLENI.csv", as_of=datetime(2025, 8, 1, tzinfo=UTC), missing=missing
+    )
+    assert f.height == 2 and sorted(f["value"].to_list()) == [1.8, 2.1] and missing == {"STLENI": 2}
+    # an empty cell is a null too, but no marker; a date is never missing
+    md = "sasdate,AAA,BBB,CCC\nTransform:,5,2,1\n1/1/2000,1.5,.,\n2/1/2000,.,2,.\n3/1/2000,.,.,4\n"
+    missing = {}
+    levels, tcodes = parse_vintage_csv(md, "md", file="md.csv", missing=missing)
+    assert levels["AAA"].to_list() == [1.5, None, None] and levels["BBB"].to_list() == [None, 2.0, None]
+    assert levels["CCC"].to_list() == [None, None, 4.0]
+    assert tcodes == {"AAA": 5, "BBB": 2, "CCC": 1}
+    assert missing == {"AAA": 2, "BBB": 2, "CCC": 1} and sum(missing.values()) == md.count(",.")
+    missing = {}
+    parse_vintage_csv(md, "md", file="md.csv", columns=["BBB"], missing=missing)
+    assert missing == {"BBB": 2}  # only the series kept are counted
+    graph = "observation_date,PAYEMS\n2025-08-01,.\n2025-09-01,159659\n2025-10-01,\n2025-11-01,.\n"
+    missing = {}
+    frame = parse_fredgraph_csv(graph, "PAYEMS.csv", "PAYEMS", missing=missing)
+    assert frame["value"].to_list() == [None, 159659.0, None, None] and missing == {"PAYEMS": 2}
+    with pytest.raises(SourceError, match=r"row 1 \(line 2\), field observation_date='': not a date"):
+        parse_fredgraph_csv("observation_date,PAYEMS\n.,1\n", "PAYEMS.csv", "PAYEMS")
+
+
+def _snapshot_with(snapshot: Path, root: Path, replaced: dict[str, str]) -> Path:
+    """A snapshot directory of links to ``snapshot`` in which the files ``replaced`` (relative path ->
+    text, gzipped when the name ends in .gz) are real files."""
+
+    def link(src: Path, dst: Path, rel: Path) -> None:
+        dst.mkdir(parents=True, exist_ok=True)
+        inside = {
+            Path(k).parts[len(rel.parts)] for k in replaced if Path(k).parts[: len(rel.parts)] == rel.parts
+        }
+        for entry in src.iterdir():
+            if entry.name in inside and entry.is_dir():
+                link(entry, dst / entry.name, rel / entry.name)
+            elif entry.name not in inside:
+                (dst / entry.name).symlink_to(entry)
+        for k, text in replaced.items():
+            if Path(k).parent == rel:
+                data = text.encode()
+                (dst / Path(k).name).write_bytes(gzip.compress(data) if k.endswith(".gz") else data)
+
+    link(snapshot, root, Path())
+    return root
+
+
+def test_dot_cells_of_a_fred_md_vintage_are_counted_in_the_assets_metadata(tmp_path, snapshot_dir):
+    from assets.macro_nowcasts import series_vintages
+    from leaf_live.macro import series_vintages as SV
+    from leaf_live.macro.sources import fred_md
+    from resources import default_resources
+
+    rel = "macro/fred_md/vintage_2025-12_approx_Nakamoto911_mrs/fred_md.csv.gz"
+    text = gzip.decompress((snapshot_dir / rel).read_bytes()).decode()
+    lines = text.splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    cpi, houst = header.index("CPIAUCSL"), header.index("HOUST")
+    assert "CPIAUCSL" in SV.catalog_columns("md") and "HOUST" in SV.catalog_columns("md")
+    changed, dots = 0, []
+    for i in range(len(lines) - 40, len(lines) - 30):  # ten rows of the recent history
+        cells = lines[i].rstrip("\n").split(",")
+        for j in (cpi, houst) if i % 2 else (cpi,):
+            if cells[j]:
+                cells[j], changed = ".", changed + 1
+                dots.append((cells[0], header[j]))
+        lines[i] = ",".join(cells) + "\n"
+    assert changed == 15
+    snap = _snapshot_with(snapshot_dir, tmp_path / "snap", {rel: "".join(lines)})
+    fred_md.clear_cache()
+    db = tmp_path / "v.duckdb"
+    res = materialize(
+        [series_vintages],
+        resources=default_resources(db=db, snapshot=snap),
+        instance=DagsterInstance.ephemeral(),
+        partition_key="2025-12",
+    )
+    assert res.success  # never a refusal of the file
+    meta = res.asset_materializations_for_node("series_vintages")[0].metadata
+    assert meta["missing_values"].value == 15
+    assert meta["missing_values_by_vintage"].value == "{'fred-md 2025-12': 15}"
+    stored = _stored(db, "series_vintages", "source = 'fred-md' AND vintage = '2025-12'")
+    # the dotted cells are not stored; the same cells are stored from the unmodified file
+    original = fred_md.parse_vintage_csv(
+        text,
+        "md",
+        file=rel,
+        transforms_text=(
+            snapshot_dir / "macro/fred_md/vintage_2025-12_approx_Nakamoto911_mrs/fred_md_transforms.csv"
+        ).read_text(),
+    )[0]
+    n_orig = sum(original[c].is_not_null().sum() for c in SV.catalog_columns("md") if c in original.columns)
+    assert stored.height == n_orig - 15
+    fred_md.clear_cache()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,3 +426,18 @@ def test_a_trading_day_needs_a_close_of_every_listed_ticker_of_its_open_exchange
         "d2": "closes of 2 of 3 tickers (missing B)",
         "d6": "closes of 1 of 2 tickers (missing B)",
     }
+
+
+def test_dot_cells_of_the_st_louis_fed_file_are_counted_by_the_client(tmp_path, snapshot_dir):
+    from leaf_live.macro.sources.fed_nowcasts import FED_DIR, STLOUIS, FedNowcastsSnapshot
+
+    rel = f"{FED_DIR}/gdp-stlouisfed.csv"
+    recorded = (snapshot_dir / rel).read_text()
+    text = recorded.rstrip("\n") + "\n1/1/26,.\n4/1/26, . \n"
+    snap = _snapshot_with(snapshot_dir, tmp_path / "snap", {rel: text})
+    as_of = datetime(2026, 4, 1, tzinfo=UTC)
+    missing: dict[str, int] = {}
+    got = FedNowcastsSnapshot(snap, models=[STLOUIS], stlouis_as_of=as_of).nowcasts(missing)
+    want = FedNowcastsSnapshot(snapshot_dir, models=[STLOUIS], stlouis_as_of=as_of).nowcasts()
+    assert missing == {"STLENI": 2} and got.height == want.height >= 1
+    assert got["value"].to_list() == want["value"].to_list()

@@ -245,3 +245,71 @@ def test_an_unanswered_partition_keeps_its_stored_rows(tmp_path):
         assert con.execute("SELECT count(*) FROM announcement_returns").fetchone()[0] == 3
     finally:
         con.close()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from leaf_live.core import storage
+    with storage.writer_lock(sys.argv[1]):
+        storage.record_writer_run("run-4f2a")
+        print("holding", flush=True)
+        time.sleep(float(sys.argv[2]))
+    """
+)
+
+
+def test_readers_are_told_a_run_is_in_progress_and_keep_working(tmp_path, monkeypatch, capsys):
+    """``leaf-live sql`` and ``leaf-live scores`` while another process holds the writer lock (taken through
+    a symlink, read through the real path): one stderr line naming the run's PID, start time and Dagster
+    run, then exactly what they print without it. A lock left by a writer killed with -9 tells nothing."""
+    from leaf_live.cli import main
+
+    real, link, _, _ = _spellings(tmp_path, monkeypatch)
+    storage.connect(real).close()
+    commands = [
+        ["sql", "SELECT 6 * 7 AS answer", "--db", str(real)],
+        ["scores", "--db", str(real)],
+        ["scores", "--track", "event", "--db", str(real)],
+    ]
+
+    def run_all() -> list[tuple[int, str, str]]:
+        out = []
+        for argv in commands:
+            rc = main(argv)
+            got = capsys.readouterr()
+            out.append((rc, got.out, got.err))
+        return out
+
+    alone = run_all()
+    assert alone[0][0] == 0 and "42" in alone[0][1] and alone[0][2] == ""
+    assert storage.writer_holder(real) is None
+    before = datetime.now(UTC).replace(microsecond=0)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(link), "60"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        rec = storage.writer_holder(link)
+        assert rec is not None and rec.pid == holder.pid and rec.run_id == "run-4f2a"
+        started = datetime.strptime(rec.started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert before <= started <= datetime.now(UTC)
+        during = run_all()
+        warning = (
+            f"leaf-live: a run is in progress on {real} (PID {holder.pid} ({rec.command}), started"
+            f" {rec.started_at}, Dagster run run-4f2a): tables may mix its new results with the previous"
+            " run's until it finishes; reading anyway\n"
+        )
+        for (rc0, out0, err0), (rc, out, err) in zip(alone, during):
+            assert (rc, out) == (rc0, out0) and err == warning + err0, err
+        # killed with -9: the lock file keeps the record, but its process is gone
+        holder.kill()
+        holder.wait()
+        assert (real.parent / "leaf.duckdb.lock").read_text().startswith(f"{holder.pid}\n")
+        assert storage.writer_holder(real) is None and run_all() == alone
+    finally:
+        holder.kill()
+        holder.wait()

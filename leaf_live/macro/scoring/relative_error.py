@@ -28,14 +28,24 @@ class RelativeErrorError(ValueError):
     """Inputs to the relative-error metrics are unusable; the message names the field and value."""
 
 
+def _in_order(e: pl.Expr) -> pl.Expr:
+    """``e`` sorted before a float sum or mean, so the additions run in one order whatever order the rows
+    arrive in (a DuckDB scan and a parallel ``group_by`` deliver them in varying order, and float addition
+    is not associative: identical runs differed in the 15th digit of ``s_i``)."""
+    return e.sort()
+
+
 def release_scales(releases: pl.DataFrame) -> pl.DataFrame:
-    """s_i = mean |actual| per indicator over the given releases (App. J). Columns: indicator_id, s_i.
+    """s_i = mean |actual| per indicator over the given releases (App. J). Columns: indicator_id, s_i; the
+    same bits for any row order of ``releases``.
 
     Raises :class:`RelativeErrorError` when an indicator's mean absolute release is 0 (undefined scale).
     """
     require_columns(releases, ["indicator_id", "actual"], "releases", RelativeErrorError)
     out = (
-        releases.group_by("indicator_id").agg(pl.col("actual").abs().mean().alias("s_i")).sort("indicator_id")
+        releases.group_by("indicator_id")
+        .agg(_in_order(pl.col("actual").abs()).mean().alias("s_i"))
+        .sort("indicator_id")
     )
     bad = out.filter(~(pl.col("s_i") > 0))
     if bad.height:
@@ -101,7 +111,7 @@ def relative_error_by_month(points: pl.DataFrame) -> pl.DataFrame:
     return (
         points.group_by(keys)
         .agg(
-            pl.col("sq_rel_error").mean().alias("mean_sq_rel_error"),
+            _in_order(pl.col("sq_rel_error")).mean().alias("mean_sq_rel_error"),
             pl.len().cast(pl.Int32).alias("n_nowcasts"),
             pl.col("s_i").first(),
         )
@@ -115,7 +125,7 @@ def relative_error_curve(by_month: pl.DataFrame) -> pl.DataFrame:
     keys = [c for c in ("model_id",) if c in by_month.columns] + ["indicator_id", "days_to_release"]
     return (
         by_month.group_by(keys)
-        .agg(pl.col("mean_sq_rel_error").mean(), pl.len().cast(pl.Int32).alias("n_months"))
+        .agg(_in_order(pl.col("mean_sq_rel_error")).mean(), pl.len().cast(pl.Int32).alias("n_months"))
         .sort(keys)
     )
 
@@ -132,7 +142,7 @@ def mean_abs_relative_error(per_release: pl.DataFrame, scales: pl.DataFrame) -> 
         raise RelativeErrorError(
             f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}"
         )
-    return float(((d["nowcast"] - d["actual"]).abs() / d["s_i"]).mean())
+    return float(((d["nowcast"] - d["actual"]).abs() / d["s_i"]).sort().mean())  # sorted: see _in_order
 
 
 def common_relative_errors(
@@ -199,8 +209,8 @@ def aggregator_shares(
             f"no scale s_i for indicator_id={d.filter(pl.col('s_i').is_null())['indicator_id'][0]}"
         )
     g = d.group_by("indicator_id").agg(
-        ((pl.col("nowcast") - pl.col("actual")) ** 2).sum().alias("raw"),
-        (((pl.col("nowcast") - pl.col("actual")) / pl.col("s_i")) ** 2).sum().alias("rel"),
+        _in_order((pl.col("nowcast") - pl.col("actual")) ** 2).sum().alias("raw"),
+        _in_order(((pl.col("nowcast") - pl.col("actual")) / pl.col("s_i")) ** 2).sum().alias("rel"),
     )
     base = pl.DataFrame(
         {"indicator_id": list(indicator_ids), "economic_weight": 100.0 * economic_weights(beta)}

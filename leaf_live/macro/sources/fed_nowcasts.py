@@ -51,7 +51,7 @@ import httpx
 import polars as pl
 
 from leaf_live.core.pit import ET, UTC, check_month, localize
-from leaf_live.core.sources import SourceError, http_get, parse_number, require_header
+from leaf_live.core.sources import SourceError, csv_rows, http_get, parse_number, require_header
 from leaf_live.core.storage import empty_frame
 from leaf_live.macro.nowcasts import build_nowcasts
 
@@ -243,21 +243,28 @@ def parse_nyfed_csv(
 
 
 def parse_fred_stleni_csv(
-    text: str, *, file: str, as_of: datetime, partition_key: str | None = None
+    text: str,
+    *,
+    file: str,
+    as_of: datetime,
+    partition_key: str | None = None,
+    missing: dict[str, int] | None = None,
 ) -> pl.DataFrame:
     """FRED graph CSV of the St. Louis Fed Economic News Index real GDP nowcast (``observation_date``,
     ``STLENI``; older FRED files name the first column ``DATE``). ``observation_date`` is the reference
     quarter's first day. FRED gives no publication date, so every value is stamped ``as_of`` (tz-aware: the
-    download time, or a documented vintage). Raises :class:`SourceError`; :class:`ValueError` for a naive
-    ``as_of``."""
+    download time, or a documented vintage). An empty value or FRED's missing-value marker ``"."`` is no row,
+    never a refusal of the file; the markers (rows checked by :func:`~leaf_live.core.sources.csv_rows`) are
+    added to ``missing`` (a dict, optional) under ``"STLENI"``. Raises :class:`SourceError`;
+    :class:`ValueError` for a naive ``as_of``."""
     if as_of is None or as_of.tzinfo is None:
         raise ValueError(
             f"as_of={as_of!r}: FRED STLENI rows carry no publication time; pass a tz-aware as_of"
         )
-    date_col = "observation_date" if "observation_date" in text.splitlines()[0] else "DATE"
-    rows = []
-    for i, r in _rows(text, file, (date_col, "STLENI")):
-        d = _date(r[date_col], ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y"), file=file, row=i, field=date_col)
+    date_col = "observation_date" if "observation_date" in text.split("\n", 1)[0] else "DATE"
+    rows, marks = [], {}
+    for i, r in csv_rows(text, file=file, required=(date_col, "STLENI"), missing=marks):
+        d = _date(r[date_col].strip(), ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y"), file=file, row=i, field=date_col)
         if d.day != 1 or d.month not in (1, 4, 7, 10):
             raise SourceError(
                 "expected the first day of a quarter", file=file, row=i, field=date_col, value=r[date_col]
@@ -265,6 +272,8 @@ def parse_fred_stleni_csv(
         v = parse_number(r["STLENI"], file=file, row=i, field="STLENI")
         if v is not None:
             rows.append(_Row(STLOUIS, d, as_of.astimezone(UTC), v, "STLENI", f"{file}#{i}"))
+    if missing is not None and marks.get("STLENI"):
+        missing["STLENI"] = missing.get("STLENI", 0) + marks["STLENI"]
     return _frame(rows, partition_key)
 
 
@@ -598,8 +607,9 @@ class FedNowcastsClient(Protocol):
 
     current_only: bool
 
-    def nowcasts(self) -> pl.DataFrame:
-        """Every configured Fed series (partition_key = model_id, ``producer`` NULL)."""
+    def nowcasts(self, missing: dict[str, int] | None = None) -> pl.DataFrame:
+        """Every configured Fed series (partition_key = model_id, ``producer`` NULL); ``missing`` (a dict,
+        optional) gets the missing-value marker (``"."``) cells per series read (St. Louis ``STLENI``)."""
         ...
 
 
@@ -630,7 +640,7 @@ class FedNowcastsSnapshot:
             raise ValueError(f"unknown Fed model {unknown[0]!r}; expected one of {MODEL_IDS}")
         self.stlouis_as_of = stlouis_as_of
 
-    def nowcasts(self) -> pl.DataFrame:
+    def nowcasts(self, missing: dict[str, int] | None = None) -> pl.DataFrame:
         frames = []
         for model in self.models:
             for rel in SNAPSHOT_FILES[model]:
@@ -644,7 +654,9 @@ class FedNowcastsSnapshot:
                         raise ValueError(
                             "fed/stlouis-eni needs stlouis_as_of (its file has no publication date)"
                         )
-                    frames.append(parse_fred_stleni_csv(text, file=name, as_of=self.stlouis_as_of))
+                    frames.append(
+                        parse_fred_stleni_csv(text, file=name, as_of=self.stlouis_as_of, missing=missing)
+                    )
                 elif model == CLEVELAND:
                     parse = parse_cleveland_history_csv if "historical" in rel else parse_cleveland_chart_csv
                     frames.append(parse(text, file=name))
@@ -699,7 +711,7 @@ class FedNowcastsLive:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._http = http
 
-    def nowcasts(self) -> pl.DataFrame:
+    def nowcasts(self, missing: dict[str, int] | None = None) -> pl.DataFrame:
         fetched = self._clock().astimezone(UTC)
         frames = []
         for model in self.models:
@@ -712,7 +724,7 @@ class FedNowcastsLive:
             elif model == NYFED:
                 frames.append(parse_nyfed_csv(resp.text, file=url, fetched_at=fetched))
             elif model == STLOUIS:
-                frames.append(parse_fred_stleni_csv(resp.text, file=url, as_of=fetched))
+                frames.append(parse_fred_stleni_csv(resp.text, file=url, as_of=fetched, missing=missing))
             else:
                 frames.append(parse_chicago_workbook(resp.content, file=url, as_of=fetched))
         out = pl.concat(frames, how="vertical") if frames else empty_frame("nowcasts")

@@ -28,6 +28,7 @@ from typing import Protocol, runtime_checkable
 import polars as pl
 
 from leaf_live.core.sources import (
+    MISSING_MARKERS,
     SourceError,
     cached_parse,
     csv_rows,
@@ -43,6 +44,7 @@ SNAPSHOT_DIR = "macro/fred_series"
 SERIES_SCHEMA = {"date": pl.Date, "value": pl.Float64}
 FIRST_RELEASE_SCHEMA = {"date": pl.Date, "value": pl.Float64, "realtime_start": pl.Date}
 _DATE_COLUMNS = ("date", "DATE", "observation_date")
+Missing = dict[str, int] | None  # out: missing-value marker cells ("."), per series id
 
 
 @runtime_checkable
@@ -56,12 +58,18 @@ class FredClient(Protocol):
         vintage_date: date | None = None,
         observation_start: date | None = None,
         observation_end: date | None = None,
+        missing: Missing = None,
     ) -> pl.DataFrame:
         """One series as ``[date, value]`` (see :meth:`FredLive.series`)."""
         ...
 
     def first_release(
-        self, series_id: str, *, observation_start: date | None = None, observation_end: date | None = None
+        self,
+        series_id: str,
+        *,
+        observation_start: date | None = None,
+        observation_end: date | None = None,
+        missing: Missing = None,
     ) -> pl.DataFrame:
         """Every observation's first release with the day it was published (ALFRED)."""
         ...
@@ -96,8 +104,10 @@ class FredSnapshot:
         vintage_date: date | None = None,
         observation_start: date | None = None,
         observation_end: date | None = None,
+        missing: Missing = None,
     ) -> pl.DataFrame:
-        """``date`` (pl.Date), ``value`` (pl.Float64, NULL where FRED has ``.``), sorted by date. Raises
+        """``date`` (pl.Date), ``value`` (pl.Float64, NULL where FRED has ``.``), sorted by date; ``missing``
+        (a dict, optional) gets ``{series_id: number of "." cells in the file read}``. Raises
         :class:`SourceError` (no file for the id; malformed CSV naming file, row, field, value) and
         :class:`ValueError` for a ``vintage_date`` (the snapshot holds one vintage)."""
         if vintage_date is not None:
@@ -105,12 +115,17 @@ class FredSnapshot:
                 "vintage_date: the fred_series snapshot holds one vintage; use the FRED-MD vintages "
                 "(macro/fred_md) or the live client with FRED_API_KEY"
             )
-        return _window(
-            _snapshot_series(series_id, self.snapshot_dir, self.folder), observation_start, observation_end
-        )
+        frame, marks = _snapshot_series(series_id, self.snapshot_dir, self.folder)
+        _add(missing, series_id, marks)
+        return _window(frame, observation_start, observation_end)
 
     def first_release(
-        self, series_id: str, *, observation_start: date | None = None, observation_end: date | None = None
+        self,
+        series_id: str,
+        *,
+        observation_start: date | None = None,
+        observation_end: date | None = None,
+        missing: Missing = None,
     ) -> pl.DataFrame:
         raise ValueError(
             f"first_release({series_id!r}): the fred_series snapshot has no release dates; use the "
@@ -140,10 +155,12 @@ class FredLive:
         vintage_date: date | None = None,
         observation_start: date | None = None,
         observation_end: date | None = None,
+        missing: Missing = None,
     ) -> pl.DataFrame:
         """One FRED series as ``[date, value]``: ``date`` (pl.Date, observation period start), ``value``
         (pl.Float64, the series' units; NULL where FRED has ``.``), sorted by date, kept to the inclusive
         observation range. ``vintage_date``: the series as known on that day (ALFRED; needs the API key).
+        ``missing`` (a dict, optional) gets ``{series_id: number of "." values in the answer}``.
 
         Raises :class:`SourceError` (HTTP error, malformed CSV/JSON naming the URL, row, field and value) and
         :class:`ValueError` for ``vintage_date`` without an API key."""
@@ -155,7 +172,7 @@ class FredLive:
             if observation_end is not None:
                 params["coed"] = observation_end.isoformat()
             text = http_get_text(url, params=params, what=f"FRED series {series_id}")
-            frame = parse_fredgraph_csv(text, f"{url}?id={series_id}", series_id)
+            frame = parse_fredgraph_csv(text, f"{url}?id={series_id}", series_id, missing=missing)
         else:
             obs = _api_observations(
                 series_id,
@@ -167,16 +184,22 @@ class FredLive:
                 },
                 observation_start,
                 observation_end,
+                missing,
             )
             frame = obs.select("date", "value")
         return _window(frame, observation_start, observation_end)
 
     def first_release(
-        self, series_id: str, *, observation_start: date | None = None, observation_end: date | None = None
+        self,
+        series_id: str,
+        *,
+        observation_start: date | None = None,
+        observation_end: date | None = None,
+        missing: Missing = None,
     ) -> pl.DataFrame:
         """Every observation's FIRST release from ALFRED (FRED API ``output_type=4``, "initial release only"):
         ``date``, ``value`` (first-release value, series units) and ``realtime_start`` (the day it was first
-        published), sorted by date. Raises like :meth:`series`."""
+        published), sorted by date; ``missing`` as in :meth:`series`. Raises like :meth:`series`."""
         obs = _api_observations(
             series_id,
             self._key("first_release"),
@@ -188,6 +211,7 @@ class FredLive:
             },
             observation_start,
             observation_end,
+            missing,
         )
         return obs.select("date", "value", "realtime_start")
 
@@ -205,9 +229,20 @@ class FredLive:
 # ------------------------------------------------------------------------------------------------
 
 
-def parse_fredgraph_csv(text: str, file: str, series_id: str | None = None) -> pl.DataFrame:
+def _add(missing: Missing, series_id: str, n: int) -> None:
+    if missing is not None and n:
+        missing[series_id] = missing.get(series_id, 0) + n
+
+
+def parse_fredgraph_csv(
+    text: str, file: str, series_id: str | None = None, *, missing: Missing = None
+) -> pl.DataFrame:
     """Parse a fredgraph-style CSV (``<date column>,<value column>``; date column ``date``, ``DATE`` or
-    ``observation_date``; value column ``value`` or the series id). Raises :class:`SourceError`."""
+    ``observation_date``; value column ``value`` or the series id) into ``[date, value]`` sorted by date.
+    A value that is empty or FRED's missing-value marker ``"."`` is NULL, never a refusal of the file; the
+    markers are counted by :func:`~leaf_live.core.sources.csv_rows` and added to ``missing`` (a dict,
+    optional) under ``series_id`` (else the value column's name). Raises :class:`SourceError` naming file,
+    row, field and value."""
     header = text.lstrip("\ufeff").split("\n", 1)[0].strip().split(",")
     if len(header) != 2 or header[0] not in _DATE_COLUMNS:
         raise SourceError(
@@ -226,11 +261,11 @@ def parse_fredgraph_csv(text: str, file: str, series_id: str | None = None) -> p
             field="header",
             value=vcol,
         )
-    dates, values = [], []
-    for i, r in csv_rows(text, file=file, required=(dcol, vcol)):
+    dates, values, marks = [], [], {}
+    for i, r in csv_rows(text, file=file, required=(dcol, vcol), missing=marks):
         dates.append(_parse_date(r[dcol], file=file, row=i, field=dcol))
-        raw = (r[vcol] or "").strip()
-        values.append(None if raw in ("", ".") else parse_number(raw, file=file, row=i, field=vcol))
+        values.append(parse_number(r[vcol], file=file, row=i, field=vcol))
+    _add(missing, series_id or vcol, marks.get(vcol, 0))
     return pl.DataFrame({"date": dates, "value": values}, schema=SERIES_SCHEMA).sort("date")
 
 
@@ -242,7 +277,13 @@ def _parse_date(text: str | None, *, file: str, row: int, field: str) -> date:
 
 
 def _api_observations(
-    series_id: str, key: str, api_url: str, extra: dict[str, str], start: date | None, end: date | None
+    series_id: str,
+    key: str,
+    api_url: str,
+    extra: dict[str, str],
+    start: date | None,
+    end: date | None,
+    missing: Missing = None,
 ) -> pl.DataFrame:
     url = f"{api_url.rstrip('/')}/series/observations"
     params = {"series_id": series_id, "api_key": key, "file_type": "json", **extra}
@@ -272,13 +313,15 @@ def _api_observations(
         dates.append(_parse_date(o.get("date"), file=shown, row=i, field="date"))
         starts.append(_parse_date(o.get("realtime_start"), file=shown, row=i, field="realtime_start"))
         raw = str(o.get("value", "")).strip()
-        values.append(None if raw in ("", ".") else parse_number(raw, file=shown, row=i, field="value"))
+        _add(missing, series_id, int(raw in MISSING_MARKERS))
+        values.append(parse_number(raw, file=shown, row=i, field="value"))
     return pl.DataFrame(
         {"date": dates, "value": values, "realtime_start": starts}, schema=FIRST_RELEASE_SCHEMA
     ).sort(["date", "realtime_start"])
 
 
-def _snapshot_series(series_id: str, snapshot_dir: Path, folder: str | None) -> pl.DataFrame:
+def _snapshot_series(series_id: str, snapshot_dir: Path, folder: str | None) -> tuple[pl.DataFrame, int]:
+    """The most recent snapshot file of ``series_id`` parsed, with its count of ``"."`` cells."""
     root = Path(snapshot_dir) / SNAPSHOT_DIR
     candidates = sorted(root.glob(f"{folder or '*'}/{series_id}.csv"))
     if not candidates:
@@ -289,15 +332,13 @@ def _snapshot_series(series_id: str, snapshot_dir: Path, folder: str | None) -> 
             + f"; available: {have}",
             file=display_path(root, snapshot_dir),
         )
-    frames = [
-        cached_parse(
-            "fredgraph",
-            p,
-            lambda p: parse_fredgraph_csv(
-                p.read_text(encoding="utf-8"), display_path(p, snapshot_dir), series_id
-            ),
-        )
-        for p in candidates
-    ]
+
+    def parse(p: Path) -> tuple[pl.DataFrame, int]:
+        marks: dict[str, int] = {}
+        text = p.read_text(encoding="utf-8")
+        frame = parse_fredgraph_csv(text, display_path(p, snapshot_dir), series_id, missing=marks)
+        return frame, marks.get(series_id, 0)
+
+    parsed = [cached_parse("fredgraph-counted", p, parse) for p in candidates]
     # several folders may hold the id: the latest observation marks the most recent vintage
-    return max(frames, key=lambda f: (f["date"].max() or date.min, f.height))
+    return max(parsed, key=lambda fm: (fm[0]["date"].max() or date.min, fm[0].height))

@@ -9,7 +9,8 @@ File format (both transports; the publisher's CSV):
 * FRED-MD: line 2 ``Transform:,5,5,...``; FRED-QD: line 2 ``factors,0,1,...`` and line 3 ``transform,5,...``
   (the snapshot's ≈2025-12 FRED-MD vintage keeps the tcode row in a separate file with the same layout);
 * data rows ``M/D/YYYY`` (older files ``MM/DD/YYYY``; one vintage, 2023-11, uses two-digit years ``M/D/YY``,
-  read as 1959-2058), not always in date order; empty cells are missing values; rows whose cells are all
+  read as 1959-2058), not always in date order; empty cells and ``"."`` are missing values (the markers
+  counted per series, never a refusal of the file); rows whose cells are all
   empty are ignored. FRED-QD dates the quarter by its last month (``3/1/1959`` = 1959Q1).
 
 Two implementations of one client interface (:class:`FredMdClient`):
@@ -68,6 +69,8 @@ FIRST_LIVE_VINTAGE = {"md": "1999-08", "qd": "2018-05"}
 ARCHIVE = "macro/fred_md/vintages_1999-08_to_2024-03_DSE3101/fred-md_vintages_1999-08_2024-03.tar.xz"
 _ARCHIVE_MEMBER = re.compile(r"(?:^|/)(\d{4}-\d{2})\.csv$")
 Columns = Sequence[str] | None  # series to keep (None: every column)
+Missing = dict[str, int] | None  # out: missing-value marker cells per series
+MissingBy = dict[str, dict[str, int]] | None  # out: the same per vintage
 
 
 @dataclass(frozen=True)
@@ -145,13 +148,13 @@ class FredMdClient(Protocol):
         ...
 
     def load_vintage(
-        self, vintage: str, kind: str = "md", columns: Columns = None
+        self, vintage: str, kind: str = "md", columns: Columns = None, missing: Missing = None
     ) -> tuple[pl.DataFrame, dict[str, int]]:
         """``(levels, tcodes)`` of one vintage (see :class:`FredMdSnapshot.load_vintage`)."""
         ...
 
     def load_vintages(
-        self, vintages: list[str], kind: str = "md", columns: Columns = None
+        self, vintages: list[str], kind: str = "md", columns: Columns = None, missing: MissingBy = None
     ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """``{vintage: (levels, tcodes)}`` for several vintages."""
         ...
@@ -165,7 +168,7 @@ class _FredMd:
     """What both implementations share: several vintages, the preceding-vintage rule."""
 
     def load_vintage(
-        self, vintage: str, kind: str = "md", columns: Columns = None
+        self, vintage: str, kind: str = "md", columns: Columns = None, missing: Missing = None
     ) -> tuple[pl.DataFrame, dict[str, int]]:
         raise NotImplementedError
 
@@ -173,15 +176,19 @@ class _FredMd:
         raise NotImplementedError
 
     def load_vintages(
-        self, vintages: list[str], kind: str = "md", columns: Columns = None
+        self, vintages: list[str], kind: str = "md", columns: Columns = None, missing: MissingBy = None
     ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
-        """Load several vintages: ``{vintage: (levels, tcodes)}`` as :meth:`load_vintage` returns them.
+        """Load several vintages: ``{vintage: (levels, tcodes)}`` as :meth:`load_vintage` returns them;
+        ``missing`` (a dict, optional) receives ``{vintage: {series: missing-value marker cells}}``.
         Raises what :meth:`load_vintage` raises."""
         _check_kind(kind)
-        return {
-            v: self.load_vintage(v, kind, columns)
-            for v in (check_vintage(v) for v in dict.fromkeys(vintages))
-        }
+        out = {}
+        for v in (check_vintage(v) for v in dict.fromkeys(vintages)):
+            counts: dict[str, int] = {}
+            out[v] = self.load_vintage(v, kind, columns, counts)
+            if missing is not None:
+                missing[v] = counts
+        return out
 
     def vintage_preceding(self, target_month: date, kind: str = "md") -> str:
         """The vintage label to fit on for ``target_month`` (App. I): :meth:`resolve_preceding_vintage`'s
@@ -239,16 +246,18 @@ class FredMdSnapshot(_FredMd):
         return sorted(out)
 
     def load_vintage(
-        self, vintage: str, kind: str = "md", columns: Columns = None
+        self, vintage: str, kind: str = "md", columns: Columns = None, missing: Missing = None
     ) -> tuple[pl.DataFrame, dict[str, int]]:
         """Load one FRED-MD (``kind='md'``) or FRED-QD (``kind='qd'``) vintage (only the series ``columns``
-        that it has, when given: parsing a vintage's ~130 columns costs most of the time).
+        that it has, when given: parsing a vintage's ~130 columns costs most of the time). ``missing`` (a
+        dict, optional) is updated with the number of missing-value marker cells (``"."``) per series, as
+        :func:`parse_vintage_csv` counts them (also on a cache hit).
 
         Returns ``(levels, tcodes)``:
 
         * ``levels``: one row per observation period, sorted; column ``date`` (``pl.Date``, first day of the
           month, or of the quarter for FRED-QD) then one ``Float64`` column per series in file order, raw
-          (untransformed) values in the publisher's units, NULL where the file cell is empty;
+          (untransformed) values in the publisher's units, NULL where the file cell is empty or ``"."``;
         * ``tcodes``: McCracken-Ng transform code (1-7) per series column.
 
         Raises :class:`~leaf_live.core.sources.SourceError` (file, row, field, value) for an unreadable
@@ -261,11 +270,11 @@ class FredMdSnapshot(_FredMd):
         snap = self.snapshot_dir
         single = SINGLE_FILES.get((kind, vintage))
         if single is not None and (snap / single.path).is_file():
-            return _load_single(snap, single, kind, columns)
+            return _counted(_load_single(snap, single, kind, columns), missing)
         if kind == "md" and (snap / ARCHIVE).is_file():
             members = _archive_index(snap / ARCHIVE)
             if vintage in members:
-                return _load_member(snap / ARCHIVE, members[vintage], columns)
+                return _counted(_load_member(snap / ARCHIVE, members[vintage], columns), missing)
         have = self.list_vintages(kind)
         raise SourceError(
             f"FRED-{kind.upper()} vintage {vintage} is not in the snapshot; available: "
@@ -274,10 +283,11 @@ class FredMdSnapshot(_FredMd):
         )
 
     def load_vintages(
-        self, vintages: list[str], kind: str = "md", columns: Columns = None
+        self, vintages: list[str], kind: str = "md", columns: Columns = None, missing: MissingBy = None
     ) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
         """Several vintages; the archive members are read in one pass over the xz stream (a backtest needing
-        80 vintages costs one decompression instead of 80). Raises what :meth:`load_vintage` raises."""
+        80 vintages costs one decompression instead of 80). ``missing`` as in :meth:`_FredMd.load_vintages`.
+        Raises what :meth:`load_vintage` raises."""
         _check_kind(kind)
         wanted = [check_vintage(v) for v in dict.fromkeys(vintages)]
         snap = self.snapshot_dir
@@ -291,10 +301,17 @@ class FredMdSnapshot(_FredMd):
                     from_archive[v] = members[v]
             if from_archive:
                 parsed = _load_members(snap / ARCHIVE, list(from_archive.values()), columns)
-                out.update({v: parsed[m] for v, m in from_archive.items()})
+                for v, m in from_archive.items():
+                    counts: dict[str, int] = {}
+                    out[v] = _counted(parsed[m], counts)
+                    if missing is not None:
+                        missing[v] = counts
         for v in wanted:
             if v not in out:
-                out[v] = self.load_vintage(v, kind, columns)
+                counts = {}
+                out[v] = self.load_vintage(v, kind, columns, counts)
+                if missing is not None:
+                    missing[v] = counts
         return out
 
 
@@ -322,14 +339,14 @@ class FredMdLive(_FredMd):
         return [month_of_index(k) for k in range(month_index(FIRST_LIVE_VINTAGE[kind]), last + 1)]
 
     def load_vintage(
-        self, vintage: str, kind: str = "md", columns: Columns = None
+        self, vintage: str, kind: str = "md", columns: Columns = None, missing: Missing = None
     ) -> tuple[pl.DataFrame, dict[str, int]]:
-        """One vintage as :meth:`FredMdSnapshot.load_vintage` returns it, downloaded. Raises
-        :class:`~leaf_live.core.sources.SourceError` naming every URL tried and its HTTP status, or the URL,
-        row, field and value of a malformed file."""
+        """One vintage as :meth:`FredMdSnapshot.load_vintage` returns it (``missing`` counted the same way),
+        downloaded. Raises :class:`~leaf_live.core.sources.SourceError` naming every URL tried and its HTTP
+        status, or the URL, row, field and value of a malformed file."""
         check_vintage(vintage)
         _check_kind(kind)
-        return _load_live(vintage, kind, self.base_url, columns)
+        return _counted(_load_live(vintage, kind, self.base_url, columns), missing)
 
     def resolve_preceding_vintage(self, target_month: date, kind: str = "md") -> VintageChoice:
         """The publisher keeps every vintage: the wanted one itself (gap 0)."""
@@ -410,9 +427,14 @@ def parse_vintage_csv(
     transforms_text: str | None = None,
     transforms_file: str | None = None,
     columns: Columns = None,
+    missing: Missing = None,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Parse the text of one FRED-MD / FRED-QD vintage CSV (format in the module docstring); ``columns``: keep
     only these series (those the file has; every cell of the date column and the tcode row is still checked).
+    A cell holding a documented missing-value marker (``"."``,
+    :data:`~leaf_live.core.sources.MISSING_MARKERS`) is NULL like an empty one, never a refusal of the file;
+    ``missing`` (a dict, optional) is updated with the number of such cells per kept series (series without
+    one are left out).
 
     ``file`` names the source in error messages. ``transforms_text`` supplies the tcode row when the vintage
     file has none (header line + ``Transform:`` line, as in the snapshot's ≈2025-12 vintage). Returns
@@ -515,7 +537,12 @@ def parse_vintage_csv(
     for j, name in enumerate(header[1:]):
         if keep is not None and name not in keep:
             continue
-        col = ["" if (v := c[j].strip()) in MISSING_MARKERS else v for c in cells]  # "." is a missing value
+        col = [c[j].strip() for c in cells]
+        markers = sum(v in MISSING_MARKERS for v in col)
+        if markers:  # "." is a missing value: null, counted
+            col = ["" if v in MISSING_MARKERS else v for v in col]
+            if missing is not None:
+                missing[name] = missing.get(name, 0) + markers
         try:
             arr = np.array([float(v) if v else np.nan for v in col], dtype=np.float64)
         except ValueError:
@@ -544,7 +571,8 @@ def _is_float(s: str) -> bool:
 
 _lock = threading.Lock()
 _index_cache: dict[tuple[str, int, int], dict[str, str]] = {}
-_parsed: OrderedDict[tuple, tuple[pl.DataFrame, dict[str, int]]] = OrderedDict()
+# (levels, tcodes, missing-value marker cells per series)
+_parsed: OrderedDict[tuple, tuple[pl.DataFrame, dict[str, int], dict[str, int]]] = OrderedDict()
 _PARSED_MAX = 48  # a vintage is ~1 MB of floats; a backtest walks vintages in order
 
 
@@ -567,6 +595,24 @@ def _cache_put(key: tuple, value) -> None:
         _parsed.move_to_end(key)
         while len(_parsed) > _PARSED_MAX:
             _parsed.popitem(last=False)
+
+
+def _parse_counted(text: str, kind: str, **kw) -> tuple[pl.DataFrame, dict[str, int], dict[str, int]]:
+    """:func:`parse_vintage_csv` with its missing-value counts kept: the form the cache holds."""
+    counts: dict[str, int] = {}
+    levels, tcodes = parse_vintage_csv(text, kind, missing=counts, **kw)
+    return levels, tcodes, counts
+
+
+def _counted(
+    parsed: tuple[pl.DataFrame, dict[str, int], dict[str, int]], missing: Missing
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """``(levels, tcodes)`` of a cached parse; its counts added to ``missing`` when one is given."""
+    levels, tcodes, counts = parsed
+    if missing is not None:
+        for k, n in counts.items():
+            missing[k] = missing.get(k, 0) + n
+    return levels, tcodes
 
 
 def clear_cache() -> None:
@@ -599,7 +645,9 @@ def _archive_index(path: Path) -> dict[str, str]:
     return out
 
 
-def _load_member(path: Path, member: str, columns: Columns = None) -> tuple[pl.DataFrame, dict[str, int]]:
+def _load_member(
+    path: Path, member: str, columns: Columns = None
+) -> tuple[pl.DataFrame, dict[str, int], dict[str, int]]:
     return _load_members(path, [member], columns)[member]
 
 
@@ -609,11 +657,11 @@ def _columns_key(columns: Columns) -> tuple:
 
 def _load_members(
     path: Path, members: list[str], columns: Columns = None
-) -> dict[str, tuple[pl.DataFrame, dict[str, int]]]:
+) -> dict[str, tuple[pl.DataFrame, dict[str, int], dict[str, int]]]:
     """Parse archive members, reading the xz stream once for all that are not cached yet (an xz tar is
     not seekable: each separate read decompresses from the start, ~0.5-1 s)."""
     stat = _stat_key(path)
-    out: dict[str, tuple[pl.DataFrame, dict[str, int]]] = {}
+    out: dict[str, tuple[pl.DataFrame, dict[str, int], dict[str, int]]] = {}
     todo = set()
     for member in members:
         hit = _cache_get(("member", *stat, member, _columns_key(columns)))
@@ -632,7 +680,7 @@ def _load_members(
                 f = tf.extractfile(m)
                 if f is None:
                     raise SourceError("archive member is not a regular file", file=label)
-                value = parse_vintage_csv(_decode(f.read(), label), "md", file=label, columns=columns)
+                value = _parse_counted(_decode(f.read(), label), "md", file=label, columns=columns)
                 _cache_put(("member", *stat, m.name, _columns_key(columns)), value)
                 out[m.name] = value
                 todo.discard(m.name)
@@ -664,7 +712,7 @@ def _decode(raw: bytes, label: str) -> str:
 
 def _load_single(
     snap: Path, single: _SingleFile, kind: str, columns: Columns = None
-) -> tuple[pl.DataFrame, dict[str, int]]:
+) -> tuple[pl.DataFrame, dict[str, int], dict[str, int]]:
     path = snap / single.path
     tpath = snap / single.transforms if single.transforms else None
     key = ("single", *_stat_key(path), *(_stat_key(tpath) if tpath else ()), _columns_key(columns))
@@ -672,7 +720,7 @@ def _load_single(
     if hit is not None:
         return hit
     ttext = _read_text(tpath, single.transforms) if tpath is not None else None
-    value = parse_vintage_csv(
+    value = _parse_counted(
         _read_text(path, single.path),
         kind,
         file=single.path,
@@ -702,7 +750,7 @@ def vintage_urls(vintage: str, kind: str = "md", base_url: str = DEFAULT_BASE_UR
 
 def _load_live(
     vintage: str, kind: str, base_url: str, columns: Columns = None
-) -> tuple[pl.DataFrame, dict[str, int]]:
+) -> tuple[pl.DataFrame, dict[str, int], dict[str, int]]:
     urls = vintage_urls(vintage, kind, base_url)
     key = ("live", tuple(urls), _columns_key(columns))
     if vintage != "current":  # "current" changes every month: never cached
@@ -716,7 +764,7 @@ def _load_live(
         except SourceError as exc:
             errors.append(str(exc))
             continue
-        value = parse_vintage_csv(text, kind, file=url, columns=columns)
+        value = _parse_counted(text, kind, file=url, columns=columns)
         if vintage != "current":
             _cache_put(key, value)
         return value

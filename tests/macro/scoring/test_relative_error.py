@@ -3,7 +3,7 @@ column follows from Table 9; relative-error curves and shares worked by hand."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import polars as pl
@@ -192,3 +192,83 @@ def test_common_relative_errors_read_every_model_on_the_same_field_events():
         pl.when(pl.col("release_at") == t[3]).then(None).otherwise(pl.col("nowcast")).alias("nowcast")
     )
     assert RE.common_relative_errors({"c": nulled, "m": sparse}, sc) == {}
+
+
+def test_s_i_and_the_curves_are_the_same_bits_for_any_row_order():
+    """Issue 17: identical runs gave ``relative_errors.s_i`` differing in the 15th digit (the rows of a DuckDB
+    read arrive in varying order and a float mean depends on the order of its additions). Every mean and
+    sum of the relative-error metrics is now taken over sorted values: the same bits for any order."""
+    rng = np.random.default_rng(17)
+    n = 4000
+    ids = rng.choice(["cpi", "ppi", "payrolls"], n)
+    periods = [date(1990, 1, 1) + timedelta(days=i) for i in range(n)]  # one release per row
+    # magnitudes over eight decades, so that the order of the additions shows in the last digits
+    actual = rng.normal(0.0, 1.0, n) * 10.0 ** rng.uniform(-3, 5, n)
+    rel = pl.DataFrame(
+        {
+            "indicator_id": ids,
+            "reference_period": periods,
+            "release_at": [datetime(p.year, p.month, p.day, 12, 30, tzinfo=UTC) for p in periods],
+            "actual": actual,
+        }
+    )
+    nc = pl.concat(
+        [
+            rel.select(
+                "indicator_id",
+                "reference_period",
+                (pl.col("release_at") - pl.duration(hours=h)).alias("issued_at"),
+                (pl.col("actual") * (1.0 + 0.01 * h) + h).alias("value"),
+            )
+            for h in (1, 20, 30, 50)
+        ]
+    )
+    per_release = rel.select("indicator_id", "actual", (pl.col("actual") * 1.1 + 0.3).alias("nowcast"))
+    beta = np.linspace(0.5, 1.5, len(INDICATOR_IDS))
+
+    def metrics(seed: int):
+        r = rel.sample(fraction=1.0, shuffle=True, seed=seed)
+        sc = RE.release_scales(r)
+        pts = RE.relative_error_points(r, nc.sample(fraction=1.0, shuffle=True, seed=seed + 1), sc)
+        by_month = RE.relative_error_by_month(pts)
+        pr = per_release.sample(fraction=1.0, shuffle=True, seed=seed + 2)
+        return sc, by_month, RE.relative_error_curve(by_month), RE.mean_abs_relative_error(pr, sc), pr
+
+    sc0, bm0, cu0, mare0, _ = metrics(0)
+    # the scales by hand: math.fsum (exactly rounded) over the same values agrees to the last bits' rounding
+    import math
+
+    for iid, s_i in sc0.iter_rows():
+        vals = rel.filter(pl.col("indicator_id") == iid)["actual"].abs().to_list()
+        assert s_i == pytest.approx(math.fsum(vals) / len(vals), rel=1e-14)
+    shuffled_differently = set()
+    for seed in range(1, 13):
+        sc, bm, cu, mare, pr = metrics(seed)
+        assert sc.equals(sc0) and bm.equals(bm0) and cu.equals(cu0) and mare == mare0
+        shuffled_differently.add(tuple(pr["actual"].head(5)))
+    assert len(shuffled_differently) == 12  # each run really saw another row order
+    # a plain mean over the shuffled rows is what differed: several distinct bit patterns
+    plain = {
+        tuple(
+            rel.sample(fraction=1.0, shuffle=True, seed=s)
+            .group_by("indicator_id")
+            .agg(pl.col("actual").abs().mean())
+            .sort("indicator_id")["actual"]
+        )
+        for s in range(12)
+    }
+    assert len(plain) > 1
+    ids_all = list(INDICATOR_IDS)
+    pr_map = per_release.with_columns(
+        pl.col("indicator_id").replace_strict({"cpi": ids_all[0], "ppi": ids_all[1], "payrolls": ids_all[2]})
+    )
+    sc_map = sc0.with_columns(
+        pl.col("indicator_id").replace_strict({"cpi": ids_all[0], "ppi": ids_all[1], "payrolls": ids_all[2]})
+    )
+    shares = {
+        RE.aggregator_shares(pr_map.sample(fraction=1.0, shuffle=True, seed=s), sc_map, beta)
+        .rows()
+        .__repr__()
+        for s in range(6)
+    }
+    assert len(shares) == 1

@@ -72,8 +72,10 @@ def test_live_fredgraph_keyless(http_server):
         "text/csv",
         "DATE,UNRATE\n2013-10-01,.\n2013-11-01,7.0\n",
     )
-    got = FredLive(graph_url=http_server.url).series("UNRATE")
+    missing: dict[str, int] = {}
+    got = FredLive(graph_url=http_server.url).series("UNRATE", missing=missing)
     assert got.rows() == [(date(2013, 10, 1), None), (date(2013, 11, 1), 7.0)]
+    assert missing == {"UNRATE": 1}  # the "." counted; the PAYEMS empty cell above is no marker
 
 
 def test_live_fredgraph_errors(http_server):
@@ -145,7 +147,9 @@ def test_live_alfred_vintage_and_first_release(http_server):
     assert path == "/fred/series/observations"
     assert q["series_id"] == ["PAYEMS"] and q["file_type"] == ["json"]
     assert q["realtime_start"] == q["realtime_end"] == ["2013-11-08"]
-    first = live.first_release("PAYEMS")
+    missing: dict[str, int] = {}
+    first = live.first_release("PAYEMS", missing=missing)
+    assert missing == {"PAYEMS": 1}
     assert first.rows() == [
         (date(2013, 10, 1), 136460.0, date(2013, 11, 8)),
         (date(2013, 11, 1), None, date(2013, 12, 6)),
