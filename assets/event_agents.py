@@ -53,11 +53,13 @@ from assets.common import (
     SAMPLE,
     SINGLE_RUN,
     record_partition_rows,
+    refuse_if_run_finished,
     run_partition_keys,
     sql_check,
     table_metadata,
     unique_key_check,
     write_partitions,
+    write_tables,
 )
 from assets.event_data import EVENT_DAYS, EVENT_QUESTIONS, leaf_targets, market_prices, prediction_markets
 from assets.event_tasks import event_tasks, forecast_tasks
@@ -170,6 +172,63 @@ def _pick(cfg, wanted: list[str], field: str) -> list[ModelSpec]:
     return [have[m] for m in wanted] if wanted else list(cfg.models)
 
 
+# Each step below stores its call log first (its own transaction: a paid call's record survives whatever
+# follows), then its output tables together in ONE transaction (issue 17), so a killed step leaves the outputs
+# as before or after and every stored output row has its raw response.
+
+
+def write_retrieval(con, key: str, events: pl.DataFrame, merges: pl.DataFrame) -> int:
+    """Replace slice ``key`` of ``retrieved_events`` with ``events`` and of ``event_merges`` with ``merges``
+    in ONE transaction (:func:`assets.common.write_tables`): no merge naming an event that is not stored.
+    Returns the events written."""
+    written = write_tables(con, {"retrieved_events": events, "event_merges": merges}, [key])
+    return written["retrieved_events"][key]
+
+
+def write_fact_checks(con, key: str, checks: pl.DataFrame, decided: pl.DataFrame) -> int:
+    """Replace slice ``key`` of ``fact_checks`` (the checkers' verdicts) with ``checks`` and of
+    ``fact_checked_events`` (the decision they make) with ``decided`` in ONE transaction. Returns the
+    decided events written."""
+    written = write_tables(con, {"fact_checked_events": decided, "fact_checks": checks}, [key])
+    return written["fact_checked_events"][key]
+
+
+def write_llm_forecasts(con, pk: str, trials: pl.DataFrame, forecasts: pl.DataFrame) -> int:
+    """Replace slice ``pk`` (``llm:<day>``) of ``leaf_forecast_trials`` with ``trials`` and of
+    ``leaf_forecasts`` (producer ``leaf_llm_forecasts``) with ``forecasts`` in ONE transaction: a forecast
+    is never stored without the trials it aggregates. Returns the forecasts written."""
+    where = {"producer": LLM_PRODUCER, "partition_key": [pk]}
+    write_tables(
+        con, {"leaf_forecast_trials": trials}, [pk], also=[storage.Slice("leaf_forecasts", forecasts, where)]
+    )
+    return forecasts.height
+
+
+def write_recorded_case(
+    con,
+    retrieved: pl.DataFrame,
+    checked: pl.DataFrame,
+    checks: pl.DataFrame,
+    picks: pl.DataFrame,
+    keys: list[str],
+) -> list[int]:
+    """Store the recorded case's four tables in ONE transaction (``storage.replace_partitions``): the
+    slices ``keys`` of ``retrieved_events`` / ``fact_checked_events`` and the case's partition
+    (``seer.CASE_NAME``) of ``recorded_case_checks`` / ``selective_predictions``, so a killed step leaves
+    the case as before or after. Returns rows written per table, in that order."""
+    case_key = {"partition_key": seer.CASE_NAME}
+    refuse_if_run_finished()
+    return storage.replace_partitions(
+        con,
+        [
+            storage.Slice("retrieved_events", retrieved, {"partition_key": keys}),
+            storage.Slice("fact_checked_events", checked, {"partition_key": keys}),
+            storage.Slice("recorded_case_checks", checks, case_key),
+            storage.Slice("selective_predictions", picks, case_key),
+        ],
+    )
+
+
 def _write_calls(con, client: LLMClient, start: int, key: str) -> int:
     """The run's calls since record ``start`` as the ``llm_calls`` slice ``key`` (written before the rows that
     cite them, so every stored answer has its raw response)."""
@@ -242,8 +301,10 @@ def _retrieve(context, config: RetrievalConfig, db: LeafLiveDB, llm: LLMResource
         if isinstance(got_target, str):
             context.log.info(got_target)
             skipped.append(got_target)
-            with db.get_connection() as con:
-                write_partitions(con, "retrieved_events", storage.empty_frame("retrieved_events"), [key])
+            with db.get_connection() as con:  # both tables emptied: no merge left naming a dropped event
+                write_retrieval(
+                    con, key, storage.empty_frame("retrieved_events"), storage.empty_frame("event_merges")
+                )
             continue
         start, end, target = got_target
         n0 = len(client.records)
@@ -255,9 +316,8 @@ def _retrieve(context, config: RetrievalConfig, db: LeafLiveDB, llm: LLMResource
         merges = find_merges(ev) if ev.height else storage.empty_frame("event_merges")
         with db.get_connection() as con:
             calls += _write_calls(con, client, n0, f"retrieval:{key}")
-            written = write_partitions(con, "retrieved_events", ev, [key])
-            storage.replace_partition(con, "event_merges", merges, {"partition_key": key})
-        rows, merged = rows + written[key], merged + merges.height
+            written = write_retrieval(con, key, ev, merges)
+        rows, merged = rows + written, merged + merges.height
     meta = {
         "rows": rows,
         "merged": merged,
@@ -342,8 +402,7 @@ def _fact_check(context, config: FactCheckConfig, db: LeafLiveDB, llm: LLMResour
         checks, decided = asyncio.run(fact_check_events(client, a, b, ev, merges=merges, target_names=names))
         with db.get_connection() as con:
             _write_calls(con, client, n0, f"fact_check:{key}")
-            storage.replace_partition(con, "fact_checks", checks, {"partition_key": key})
-            write_partitions(con, "fact_checked_events", decided, [key])
+            write_fact_checks(con, key, checks, decided)
         kept += int(decided["kept"].sum()) if decided.height else 0
         dropped += decided.height - (int(decided["kept"].sum()) if decided.height else 0)
     return MaterializeResult(
@@ -453,17 +512,7 @@ def recorded_events(
         )
         picks = seer.selective_predictions(case, outcomes, tasks)
         all_keys = sorted(old | set(keys))
-        case_key = {"partition_key": seer.CASE_NAME}
-        # the four tables of the case in ONE transaction: a killed step leaves the case as before or after
-        storage.replace_partitions(
-            con,
-            [
-                storage.Slice("retrieved_events", retrieved, {"partition_key": all_keys}),
-                storage.Slice("fact_checked_events", checked, {"partition_key": all_keys}),
-                storage.Slice("recorded_case_checks", checks, case_key),
-                storage.Slice("selective_predictions", picks, case_key),
-            ],
-        )
+        write_recorded_case(con, retrieved, checked, checks, picks, all_keys)
     agree = int(checks["agree"].fill_null(False).sum())
     if checks["our_label"].null_count():
         context.log.warning(
@@ -714,8 +763,7 @@ def leaf_llm_forecasts(
             raise ValueError(f"day {day}: forecasts keyed {sorted(set(fc['partition_key']))}, expected {pk}")
         with db.get_connection() as con:
             total["calls"] += _write_calls(con, client, n0, pk)
-            write_partitions(con, "leaf_forecast_trials", tr, [pk])
-            write_partitions(con, "leaf_forecasts", fc, [pk], extra_where={"producer": LLM_PRODUCER})
+            write_llm_forecasts(con, pk, tr, fc)
         record_partition_rows({day: fc.height})  # the run's key is the day; the table's slice llm:<day>
         total["forecasts"] += fc.height
         total["invalid"] += int((~fc["valid"]).sum()) if fc.height else 0

@@ -15,7 +15,7 @@ import polars as pl
 from dagster import Config, MaterializeResult, asset
 from pydantic import Field
 
-from assets.common import DUCKDB_POOL, table_metadata, write_partitions
+from assets.common import DUCKDB_POOL, table_metadata, write_tables
 from assets.event_agents import (
     fact_checked_events,
     leaf_llm_forecasts,
@@ -43,14 +43,18 @@ ALL = "all"
 STATUS = "event_analysis_status"
 
 
-def _write_status(con, st: AnalysisStatus) -> None:
-    write_partitions(con, STATUS, analyses.status_frame([st], datetime.now(UTC)), [st.analysis])
+def write_analysis(con, frames: dict[str, pl.DataFrame], st: AnalysisStatus) -> None:
+    """Replace the partition ``all`` of each table in ``frames`` (table -> its rows) and the analysis's
+    ``event_analysis_status`` row (partition ``st.analysis``) in ONE transaction
+    (:func:`assets.common.write_tables`), so a killed step never leaves a status that describes other rows
+    than the stored ones (issue 17)."""
+    status = analyses.status_frame([st], datetime.now(UTC))
+    write_tables(con, frames, [ALL], also=[storage.Slice(STATUS, status, {"partition_key": st.analysis})])
 
 
 def _write(db: LeafLiveDB, table: str, frame: pl.DataFrame, st: AnalysisStatus) -> MaterializeResult:
     with db.get_connection() as con:
-        write_partitions(con, table, frame, [ALL])
-        _write_status(con, st)
+        write_analysis(con, {table: frame}, st)
     return MaterializeResult(
         metadata={
             "rows": frame.height,
@@ -94,8 +98,6 @@ def event_filter_rates(db: LeafLiveDB) -> MaterializeResult:
             if calls.height
             else storage.empty_frame("event_retrieval_costs")
         )
-        write_partitions(con, "event_filter_rates", rates, [ALL])
-        write_partitions(con, "event_retrieval_costs", costs, [ALL])
         st = analyses.outcome(
             "event_filter_rates",
             rates,
@@ -107,7 +109,7 @@ def event_filter_rates(db: LeafLiveDB) -> MaterializeResult:
             ),
             "no retrieved_events stored (no recorded transcript imported and no retrieval model configured)",
         )
-        _write_status(con, st)
+        write_analysis(con, {"event_filter_rates": rates, "event_retrieval_costs": costs}, st)
     return MaterializeResult(
         metadata={"rows": rates.height, "cost_rows": costs.height, "status": st.status, "reason": st.reason}
     )

@@ -30,6 +30,7 @@ from assets.common import (
     table_metadata,
     unique_key_check,
     write_partitions,
+    write_tables,
 )
 from leaf_live.core import storage
 from leaf_live.core.sources import incomplete_days
@@ -260,8 +261,9 @@ def prediction_markets(
     questions = data.questions.filter(pl.col("partition_key").is_in(keys))
     path = data.path.filter(pl.col("partition_key").is_in(keys))
     with db.get_connection() as con:
-        written = write_partitions(con, "prediction_markets", questions, keys)
-        prices = write_partitions(con, "market_price_path", path, keys)
+        # the questions and their price paths in ONE transaction (issue 17): a question never without its path
+        both = write_tables(con, {"prediction_markets": questions, "market_price_path": path}, keys)
+        written, prices = both["prediction_markets"], both["market_price_path"]
     return result(
         written,
         path_rows=sum(prices.values()),

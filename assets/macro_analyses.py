@@ -14,7 +14,7 @@ import polars as pl
 from dagster import AssetCheckResult, AssetKey, AssetSpec, Config, MaterializeResult, asset_check, multi_asset
 from pydantic import Field
 
-from assets.common import DUCKDB_POOL, table_metadata, write_partitions
+from assets.common import DUCKDB_POOL, refuse_if_run_finished, table_metadata
 from leaf_live.core import storage
 from leaf_live.macro.analyses import copying as F
 from leaf_live.macro.analyses import cross_model as Q
@@ -39,12 +39,18 @@ def _inputs(con, where: str = "valid") -> tuple[pl.DataFrame, pl.DataFrame, pl.D
     )
 
 
-def replace_models(con, table: str, frame: pl.DataFrame) -> int:
-    """Replace every model slice (``partition_key``) of ``table`` that ``frame`` holds or the table held
-    before, through :func:`assets.common.write_partitions`. Returns rows written."""
-    old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}"').fetchall()}
-    keys = sorted(old | set(frame["partition_key"].unique().to_list()))
-    return sum(write_partitions(con, table, frame, keys).values())
+def replace_models(con, frames: dict[str, pl.DataFrame]) -> dict[str, int]:
+    """Replace every model slice (``partition_key``) of each table in ``frames`` (table -> its rows) that
+    the frame holds or the table held before, all tables in ONE transaction
+    (``storage.replace_partitions``): an analysis writing several tables (a summary and its paths) is stored
+    whole or not at all, also when killed midway (issue 17). Returns table -> rows written."""
+    slices = []
+    for table, frame in frames.items():
+        old = {r[0] for r in con.execute(f'SELECT DISTINCT partition_key FROM "{table}"').fetchall()}
+        keys = sorted(old | set(frame["partition_key"].unique().to_list()))
+        slices.append(storage.Slice(table, frame, {"partition_key": keys}))
+    refuse_if_run_finished()
+    return dict(zip(frames, storage.replace_partitions(con, slices), strict=True))
 
 
 def _result(table: str, frame: pl.DataFrame, written: int) -> MaterializeResult:
@@ -87,10 +93,9 @@ def post_release_recovery_analysis(db: LeafLiveDB) -> Iterator[MaterializeResult
     with db.get_connection() as con:
         nc, rel, _ = _inputs(con)
         summary, paths = E.post_release_recovery(nc, rel)
-        n1 = replace_models(con, "post_release_recovery", summary)
-        n2 = replace_models(con, "post_release_paths", paths)
-    yield _result("post_release_recovery", summary, n1)
-    yield _result("post_release_paths", paths, n2)
+        n = replace_models(con, {"post_release_recovery": summary, "post_release_paths": paths})
+    yield _result("post_release_recovery", summary, n["post_release_recovery"])
+    yield _result("post_release_paths", paths, n["post_release_paths"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,15 +168,14 @@ def copying_tests(config: CopyingConfig, db: LeafLiveDB) -> Iterator[Materialize
             draws=config.perm_draws,
             seed=config.perm_seed,
         )
-        out = {
-            t: (f, replace_models(con, t, f))
-            for t, f in (
-                ("copying_convergence", series),
-                ("copying_gap_bins", bins),
-                ("copying_comovement", comov),
-                ("copying_event_time", event),
-            )
+        frames = {
+            "copying_convergence": series,
+            "copying_gap_bins": bins,
+            "copying_comovement": comov,
+            "copying_event_time": event,
         }
+        written = replace_models(con, frames)
+        out = {t: (f, written[t]) for t, f in frames.items()}
     for t, (f, n) in out.items():
         yield _result(t, f, n)
 
@@ -221,7 +225,7 @@ def rationale_audit_analysis(config: RationaleConfig, db: LeafLiveDB) -> Iterato
                 G.audit_rationales(nc, tolerance=config.tolerance),
             )
         )
-        written = {t: replace_models(con, t, f) for t, f in frames.items()}
+        written = replace_models(con, frames)
     for t, f in frames.items():
         yield _result(t, f, written[t])
 
@@ -310,10 +314,9 @@ def cross_model_analysis(config: CrossModelConfig, db: LeafLiveDB) -> Iterator[M
         errors = Q.final_errors(nc, rel, sc)
         have = set(zip(rel["indicator_id"], rel["reference_period"]))
         paths = Q.path_summaries(nc, rel, [c for c in cases if (c.indicator_id, c.reference_period) in have])
-        n1 = replace_models(con, "cross_model_errors", errors)
-        n2 = replace_models(con, "nowcast_path_summaries", paths)
-    yield _result("cross_model_errors", errors, n1)
-    yield _result("nowcast_path_summaries", paths, n2)
+        n = replace_models(con, {"cross_model_errors": errors, "nowcast_path_summaries": paths})
+    yield _result("cross_model_errors", errors, n["cross_model_errors"])
+    yield _result("nowcast_path_summaries", paths, n["nowcast_path_summaries"])
 
 
 class EventConfig(Config):
@@ -397,7 +400,7 @@ def revision_attribution_analysis(config: RevisionConfig, db: LeafLiveDB) -> Ite
     with db.get_connection() as con:
         nc, rel, _ = _inputs(con)
         frame = R.revision_attribution(nc, rel, events)
-        n = replace_models(con, "revision_attributions", frame)
+        n = replace_models(con, {"revision_attributions": frame})["revision_attributions"]
     yield _result("revision_attributions", frame, n)
 
 

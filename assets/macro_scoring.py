@@ -39,7 +39,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.common import DUCKDB_POOL, table_metadata
+from assets.common import DUCKDB_POOL, refuse_if_run_finished, table_metadata
 from assets.macro_nowcasts import MACRO_NOWCAST_ASSETS
 from assets.macro_releases import announcement_returns, releases, surprise_events, surprise_scales
 from leaf_live.core import storage
@@ -236,6 +236,18 @@ def _lambda_rule(f: FitWindow) -> str:
     return f"from:{f.lam_from}" if f.lam_from else (f"fixed:{f.lam:g}" if f.lam is not None else "cv")
 
 
+def write_fit(con, fit_id: str, betas: pl.DataFrame | None, registry: pl.DataFrame, fit_name: str) -> None:
+    """Store a new fit's ``market_betas`` rows (``betas``, slice ``fit_id``; None: the fit is already stored
+    and frozen) and the window's ``market_beta_fits`` registry ``registry`` in ONE transaction
+    (``storage.replace_partitions``), so a killed step never leaves a registry row naming a fit that is not
+    stored, nor a new fit no window names (issue 17). Raises :class:`leaf_live.core.storage.StorageError`."""
+    slices = [storage.Slice("market_beta_fits", registry, {"fit_name": fit_name})]
+    if betas is not None:
+        slices.insert(0, storage.Slice("market_betas", betas, {"fit_id": fit_id}))
+    refuse_if_run_finished()
+    storage.replace_partitions(con, slices)
+
+
 @asset(
     pool=DUCKDB_POOL,
     group_name=GROUP,
@@ -307,11 +319,6 @@ def market_betas(
             used = ev.filter(pl.col("r_g").is_not_null())
             avail = used["available_at"].max()
             new = fit.fit_id not in stored
-            if new:  # a stored fit is frozen: never rewritten
-                storage.replace_partition(
-                    con, "market_betas", market_betas_frame(fit, available_at=avail), {"fit_id": fit.fit_id}
-                )
-                stored.add(fit.fit_id)
             reg = storage.read_table(con, "market_beta_fits", "fit_name = ?", [w.name])
             row = {
                 "fit_name": w.name,
@@ -333,7 +340,9 @@ def market_betas(
                     pl.DataFrame([row], schema=storage.polars_schema("market_beta_fits")),
                 ]
             )
-            storage.replace_partition(con, "market_beta_fits", reg, {"fit_name": w.name})
+            betas = market_betas_frame(fit, available_at=avail) if new else None  # a stored fit is frozen
+            write_fit(con, fit.fit_id, betas, reg, w.name)
+            stored.add(fit.fit_id)
             meta[w.name] = (
                 f"{fit.fit_id} ({'new' if new else 'already stored'}): lambda={fit.lam:.4g}"
                 f" ({fit.lam_source}), {fit.n_events} events, iterations={fit.iterations},"
@@ -453,6 +462,29 @@ _SCORE_DEPS = [
 ]
 
 
+MODE_TABLES = (
+    "livemacro_scores",
+    "score_decompositions",
+    "relative_errors",
+    "livemacro_event_losses",
+    "livemacro_rankings",
+)
+
+
+def write_mode_scores(con, res, mode: str) -> list[int]:
+    """Replace the partition ``mode`` of the five LiveMacro tables (:data:`MODE_TABLES`) with the frames
+    of ``res`` (an :func:`leaf_live.macro.scoring.evaluation.evaluate_mode` result: ``scores``,
+    ``decompositions``, ``relative_errors``, ``event_losses``, ``rankings``) in ONE transaction, so a killed
+    step never leaves a board whose rankings come from another scoring than its scores (issue 17). Returns
+    the rows written per table, in :data:`MODE_TABLES` order."""
+    frames = [res.scores, res.decompositions, res.relative_errors, res.event_losses, res.rankings]
+    where = {"partition_key": mode}
+    refuse_if_run_finished()
+    return storage.replace_partitions(
+        con, [storage.Slice(t, f, where) for t, f in zip(MODE_TABLES, frames, strict=True)]
+    )
+
+
 @multi_asset(
     pool=DUCKDB_POOL,
     name="macro_scores",
@@ -540,12 +572,7 @@ def macro_scores(
                 min_events=config.min_events,
                 rank_boot=config.rank_boot,
             )
-            where = {"partition_key": mode.name}
-            n1 = storage.replace_partition(con, "livemacro_scores", res.scores, where)
-            n2 = storage.replace_partition(con, "score_decompositions", res.decompositions, where)
-            n3 = storage.replace_partition(con, "relative_errors", res.relative_errors, where)
-            n4 = storage.replace_partition(con, "livemacro_event_losses", res.event_losses, where)
-            n5 = storage.replace_partition(con, "livemacro_rankings", res.rankings, where)
+            n1, n2, n3, n4, n5 = write_mode_scores(con, res, mode.name)
             meta["livemacro_event_losses"][mode.name] = f"{n4} rows"
             meta["livemacro_rankings"][mode.name] = f"{n5} rows"
             for skipped, reason in res.skipped.items():
@@ -560,6 +587,19 @@ def macro_scores(
 # ---------------------------------------------------------------------------------------------
 # livebetting_scores, livebetting_bets
 # ---------------------------------------------------------------------------------------------
+
+
+def write_market_scores(con, scores: pl.DataFrame, bets: pl.DataFrame, markets: list[str]) -> tuple[int, int]:
+    """Replace the partitions ``markets`` (market ids) of ``livebetting_scores`` with ``scores`` and of
+    ``livebetting_bets`` with ``bets`` in ONE transaction (``storage.replace_partitions``): a killed step
+    never leaves a market's score without the bet stream it sums. Returns (score rows, bet rows)."""
+    where = {"partition_key": list(markets)}
+    refuse_if_run_finished()
+    n_s, n_b = storage.replace_partitions(
+        con,
+        [storage.Slice("livebetting_scores", scores, where), storage.Slice("livebetting_bets", bets, where)],
+    )
+    return n_s, n_b
 
 
 @multi_asset(
@@ -607,15 +647,7 @@ def livebetting(context: AssetExecutionContext, db: LeafLiveDB) -> Iterator[Mate
             "(SELECT DISTINCT indicator_id, reference_period FROM prediction_market_prices)",
         )
         res = E.score_markets(prices, rel, nc, windows)
-        n_s = n_b = 0
-        for m in res.markets:
-            where = {"partition_key": m}
-            n_s += storage.replace_partition(
-                con, "livebetting_scores", res.scores.filter(pl.col("partition_key") == m), where
-            )
-            n_b += storage.replace_partition(
-                con, "livebetting_bets", res.bets.filter(pl.col("partition_key") == m), where
-            )
+        n_s, n_b = write_market_scores(con, res.scores, res.bets, res.markets)
     for m, reason in res.skipped.items():
         context.log.warning(f"livebetting: market {m} not scored: {reason}")
     total = res.scores.filter(pl.col("segment") == "total")

@@ -129,8 +129,8 @@ def _store_macro(con, sub, model: str, now: datetime, db: Path) -> tuple[int, in
         ).fetchall()
     )
     keys = sorted(set(old) | set(frame["partition_key"].unique().to_list()))
-    written = storage.replace_partition(con, "nowcasts", frame, {"producer": PRODUCER, "partition_key": keys})
-    record_file_receipts(con, "macro", "nowcasts", model, frame, sub.sha256, now)
+    where = {"producer": PRODUCER, "partition_key": keys}
+    written = write_file_submission(con, "macro", "nowcasts", where, model, frame, sub.sha256, now)
     return written, sum(old.values()), frame["partition_key"].n_unique()
 
 
@@ -149,15 +149,31 @@ def _store_event(con, sub, model: str, now: datetime, db: Path) -> tuple[int, in
     replaced = con.execute(f"SELECT count(*) FROM {TABLE} WHERE {cond}", list(where.values())).fetchall()[0][
         0
     ]
-    written = storage.replace_partition(con, TABLE, frame, where)
-    record_file_receipts(con, "event", TABLE, model, frame, sub.sha256, now)
+    written = write_file_submission(con, "event", TABLE, where, model, frame, sub.sha256, now)
     return written, replaced
 
 
-def record_file_receipts(con, track: str, table: str, model: str, frame, sha256: str, now: datetime) -> None:
-    """The ``external_receipts`` rows of a file submission (issue 21): one per stored slice, board
-    ``retrospective`` (a file's issue times are the submitter's own), receipt id ``file:<sha256 16 hex>``;
-    they replace the model's previous file rows (``partition_key`` = ``file:<model>``)."""
+def write_file_submission(
+    con, track: str, table: str, where: dict, model: str, frame, sha256: str, now: datetime
+) -> int:
+    """Replace the slice ``where`` of ``table`` with a file submission's rows ``frame`` and its
+    ``external_receipts`` (:func:`file_receipts_slice`) in ONE transaction
+    (``storage.replace_partitions``): a killed ``submit`` leaves neither rows without their receipts nor
+    receipts without their rows (issue 17). Returns the rows written to ``table``."""
+    written, _ = storage.replace_partitions(
+        con,
+        [storage.Slice(table, frame, where), file_receipts_slice(track, table, model, frame, sha256, now)],
+    )
+    return written
+
+
+def file_receipts_slice(
+    track: str, table: str, model: str, frame, sha256: str, now: datetime
+) -> storage.Slice:
+    """The ``external_receipts`` slice of a file submission (issue 21), written with its rows in one
+    transaction: one row per stored slice, board ``retrospective`` (a file's issue times are the submitter's
+    own), receipt id ``file:<sha256 16 hex>``; it replaces the model's previous file rows (``partition_key``
+    = ``file:<model>``)."""
     import polars as pl
 
     from leaf_live.core.participation import RETROSPECTIVE
@@ -188,7 +204,7 @@ def record_file_receipts(con, track: str, table: str, model: str, frame, sha256:
         ],
         schema=storage.polars_schema(RECEIPTS),
     )
-    storage.replace_partition(con, RECEIPTS, rows, {"partition_key": f"file:{model}"})
+    return storage.Slice(RECEIPTS, rows, {"partition_key": f"file:{model}"})
 
 
 def _last_run_config(instance, job) -> dict:

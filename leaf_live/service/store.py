@@ -2,9 +2,9 @@
 ``sensors/participation.py``).
 
 Each submission is its own slice: its rows replace the slice ``(producer, partition_key)`` of the track's
-forecast table and its provenance replaces its ``external_receipts`` row, both through
-:func:`leaf_live.core.storage.replace_partition`; only then is it marked stored in the inbox. Storing the same
-submission again (a crash between the steps, a rerun of its partition) writes the same rows once.
+forecast table and its provenance replaces its ``external_receipts`` row, both in one transaction
+(:func:`leaf_live.core.storage.replace_partitions`); only then is it marked stored in the inbox. Storing the
+same submission again (a crash before the inbox mark, a rerun of its partition) writes the same rows once.
 """
 
 from __future__ import annotations
@@ -52,19 +52,26 @@ def receipt_row(sub: dict, source: str = "service") -> pl.DataFrame:
     return storage.conform(RECEIPTS, frame.select(storage.get_table(RECEIPTS).column_names))
 
 
+def write_submission(con, sub: dict, frame: pl.DataFrame, source: str = "service") -> int:
+    """Replace a submission's slice ``(producer, partition_key)`` of its table (``sub["table_name"]``) with
+    ``frame`` and its ``external_receipts`` row (:func:`receipt_row`) in ONE transaction
+    (``storage.replace_partitions``): a crash never leaves a receipt without its rows, nor rows without
+    their receipt. Returns the rows written. Raises :class:`leaf_live.core.storage.StorageError`."""
+    table = storage.get_table(sub["table_name"])
+    where = {"producer": sub["producer"], "partition_key": sub["partition_key"]}
+    where = {k: v for k, v in where.items() if k in table.partition_by}
+    receipt = storage.Slice(RECEIPTS, receipt_row(sub, source), {"partition_key": sub["receipt_id"]})
+    _, n = storage.replace_partitions(con, [receipt, storage.Slice(sub["table_name"], frame, where)])
+    return n
+
+
 def store_submission(con, inbox: Inbox, receipt_id: str) -> int:
     """Write one inbox submission into the store (module doc); returns its row count. Raises
     :class:`leaf_live.service.inbox.InboxError` for an unknown id and
     :class:`leaf_live.core.storage.StorageError` when its rows no longer fit the table."""
     sub = inbox.load(receipt_id)
     frame = pl.read_parquet(io.BytesIO(sub["rows"]))
-    table = storage.get_table(sub["table_name"])
-    where = {"producer": sub["producer"], "partition_key": sub["partition_key"]}
-    where = {k: v for k, v in where.items() if k in table.partition_by}
-    storage.replace_partition(
-        con, RECEIPTS, receipt_row(sub, inbox.source_of(receipt_id)), {"partition_key": receipt_id}
-    )
-    n = storage.replace_partition(con, sub["table_name"], frame, where)
+    n = write_submission(con, sub, frame, inbox.source_of(receipt_id))
     inbox.mark_stored(receipt_id, datetime.now(UTC))
     return n
 
@@ -82,15 +89,18 @@ def store_agent_call(con, inbox: Inbox, call_id: str) -> int:
     call = inbox.load_call(call_id)
     if call["record"] is None:
         raise InboxError(f"agent call {call_id!r}: not finished ({call['status']})")
-    n = storage.replace_partition(
-        con, "llm_calls", pl.read_parquet(io.BytesIO(call["record"])), {"partition_key": f"agent:{call_id}"}
-    )
+    slices = [
+        storage.Slice(
+            "llm_calls", pl.read_parquet(io.BytesIO(call["record"])), {"partition_key": f"agent:{call_id}"}
+        )
+    ]
     if call["invalid_rows"] is not None:
         frame = pl.read_parquet(io.BytesIO(call["invalid_rows"]))
         where = {"producer": frame["producer"][0], "partition_key": frame["partition_key"][0]}
         table = storage.get_table(call["table_name"])
         where = {k: v for k, v in where.items() if k in table.partition_by}
-        n += storage.replace_partition(con, call["table_name"], frame, where)
+        slices.append(storage.Slice(call["table_name"], frame, where))
+    n = sum(storage.replace_partitions(con, slices))  # the call and its invalid rows in one transaction
     inbox.mark_call_stored(call_id, datetime.now(UTC))
     return n
 
