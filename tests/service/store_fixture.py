@@ -158,3 +158,102 @@ def start_service(db: Path, port: int, *extra: str) -> subprocess.Popen:
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("service did not start in 60 s")
+
+
+# A writer holding the store the way ``leaf-live run`` does: the leaf-live writer lock for the whole command
+# (taken through :func:`leaf_live.commands.participation.writing`, which keeps the round inputs in the inbox
+# as a run does) and one read-write DuckDB connection per step, opened with no wait (a reader holding the file
+# when a step opens it fails that open, and is counted). With ``pump`` each step is also what the Dagster
+# daemon does for submissions: one evaluation of ``submissions_sensor`` and a real Dagster run of the
+# ``leaf_live_store_submission`` job per requested partition (recorded in the database's instance,
+# :func:`leaf_live.instance.instance_for`), so the inbox moves into the store WHILE the load goes on; after
+# the stop file appears it keeps pumping until nothing waits in the inbox. Prints "holding" once the lock is
+# taken and, at the end, one JSON line of counts.
+WRITER = r"""
+import json, sys, time
+from pathlib import Path
+from leaf_live.commands.participation import writing
+from leaf_live.core import storage
+db, stop, pump = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "pump"
+n = {"steps": 0, "writes": 0, "failed_opens": 0, "ticks": 0, "runs": 0, "failed_runs": 0, "stored": 0}
+if pump:
+    from dagster import Definitions, build_sensor_context
+    from assets.participation import SUBMISSIONS, external_submission
+    from leaf_live.instance import instance_for
+    from resources import LeafLiveDB
+    from sensors.participation import pending_submissions, submission_store_job
+    resources = {"db": LeafLiveDB(database=str(db), connect_wait_s=0.0)}
+    job = Definitions(
+        assets=[external_submission], jobs=[submission_store_job], resources=resources
+    ).resolve_job_def(submission_store_job.name)
+    instance = instance_for(db)
+    done = set()
+with writing(db):
+    print("holding", flush=True)
+    while True:
+        stopping = stop.exists()
+        try:
+            con = storage.connect(db)  # a step of the run
+        except storage.StorageError as exc:
+            n["failed_opens"] += 1
+            print(f"open failed: {exc}", file=sys.stderr, flush=True)
+        else:
+            try:
+                con.execute("CREATE TABLE IF NOT EXISTS bench_writer (t TIMESTAMPTZ)")
+                for _ in range(5):
+                    con.execute("INSERT INTO bench_writer VALUES (now())")
+                    n["writes"] += 1
+                    time.sleep(0.01)
+            finally:
+                con.close()
+            n["steps"] += 1
+        waiting = 0
+        if pump:
+            res = pending_submissions(build_sensor_context(instance=instance), db=resources["db"])
+            n["ticks"] += 1
+            reqs = getattr(res, "run_requests", None) or []
+            for add in getattr(res, "dynamic_partitions_requests", None) or []:
+                instance.add_dynamic_partitions(SUBMISSIONS.name, list(add.partition_keys))
+            for r in reqs:
+                if r.run_key in done:  # the daemon runs a run key once
+                    continue
+                ok = job.execute_in_process(
+                    partition_key=r.partition_key, instance=instance, raise_on_error=False
+                ).success
+                n["runs"] += 1
+                if ok:
+                    done.add(r.run_key)
+                    n["stored"] += 1
+                else:
+                    n["failed_runs"] += 1
+            waiting = len(reqs)
+        if stopping and waiting == 0:
+            break
+        if not waiting:
+            time.sleep(0.05)
+print(json.dumps(n), flush=True)
+"""
+
+
+def hold_store(db: Path, stop: Path, pump: bool = False) -> subprocess.Popen:
+    """Start :data:`WRITER` on ``db`` in a child process (stopped by creating ``stop``); returns once it holds
+    the writer lock. Raises :class:`RuntimeError` when it does not."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), str(stop), "pump" if pump else "hold"],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=Path(__file__).resolve().parents[2],  # the project root: its assets/, resources/, sensors/
+    )
+    if proc.stdout.readline().decode().strip() != "holding":
+        proc.kill()
+        raise RuntimeError(f"the writer did not take {db}: exit {proc.wait()}")
+    return proc
+
+
+def writer_counts(proc: subprocess.Popen, timeout: float = 600) -> dict:
+    """Wait for a :func:`hold_store` writer to finish; its counts (the last JSON line it printed)."""
+    out, _ = proc.communicate(timeout=timeout)
+    lines = [x for x in out.decode().splitlines() if x.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"the writer failed: exit {proc.returncode}: {out.decode()[-500:]}")
+    return json.loads(lines[-1])
