@@ -360,6 +360,13 @@ def test_wrong_tokens_are_rate_limited_per_address_and_a_busy_port_is_one_line(t
     """60 wrong tokens at once: the first AUTH_FAIL_BURST (10) are checked (401), the rest refused before
     any token is checked (429); a second ``serve`` on the same port exits non-zero with one line and no
     "serving" line (it used to print "serving", then uvicorn's bind error)."""
+    # the embedded inbox for the service too: the module's PostgreSQL ``service`` fixture may still be set up
+    # (module scope), its LEAF_LIVE_INBOX in the environment
+    with inbox_location("sqlite", tmp_path / "db.duckdb"):
+        _wrong_tokens(tmp_path)
+
+
+def _wrong_tokens(tmp_path) -> None:
     import subprocess
     import sys
 
