@@ -60,7 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     db = plan.db
     storage.connect(db).close()  # a file built by another schema version stops here, in one line
     check_span_exact(db, event_plan)  # a narrower rerun never removes what it was not asked to rebuild
-    with storage.writer_lock(db):  # one leaf-live writer per database for the whole run
+    # one leaf-live writer per database for the whole run; the service reads its rounds from the inbox
+    with participation.writing(db):
         check_sigma_history(db, plan.start, plan.end)  # a span the scores cannot be built from: one line
         return _run(args, clock, plan, event_plan, models_plan)
 

@@ -12,12 +12,53 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import leaf_live.core.participation  # noqa: F401  (registers external_receipts after the tracks' tables)
 from leaf_live.commands.common import CommandError, db_path, read_only, render
 from leaf_live.core.settings import get_settings, parse_clock, read_clock_file
+
+
+@contextmanager
+def writing(db: Path) -> Iterator[Path]:
+    """Hold the leaf-live writer lock of ``db`` (:func:`leaf_live.core.storage.writer_lock`) and keep the
+    store's round inputs in its inbox when the lock is taken and again when it is released
+    (:func:`publish_rounds`), so a submission service started meanwhile finds its rounds without opening the
+    held file. Raises what ``writer_lock`` raises."""
+    from leaf_live.core import storage
+
+    with storage.writer_lock(db) as p:
+        publish_rounds(db)
+        try:
+            yield p
+        finally:
+            publish_rounds(db)
+
+
+def publish_rounds(db: Path) -> bool:
+    """Read the round inputs of ``db`` (the caller holds its writer lock) and keep them in its inbox
+    (:func:`leaf_live.service.rounds.publish_inputs`) when the inbox exists (``LEAF_LIVE_INBOX`` set, or the
+    file beside ``db``: a store without one has no service to serve). Never fails the writer: a store or inbox
+    that cannot be read or written is one line on stderr, and False."""
+    from leaf_live.core import storage
+    from leaf_live.service.app import read_and_publish
+    from leaf_live.service.inbox import inbox_location, open_inbox
+
+    where = inbox_location(db, get_settings().inbox)
+    if not str(where).startswith(("postgresql://", "postgres://")) and not Path(where).is_file():
+        return False
+    if not Path(db).is_file():
+        return False
+    try:
+        read_and_publish(storage.real_path(db), open_inbox(where), wait_s=5.0)
+        return True
+    except Exception as exc:  # the rounds copy is a convenience for the service; the writer's work goes on
+        print(f"leaf-live: round inputs not kept in the inbox: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return False
 
 
 def key_path(db: Path, arg: str | None) -> Path:
@@ -290,7 +331,7 @@ def cmd_inbox(args: argparse.Namespace) -> int:
         for r in inbox.receipts():
             print(json.dumps(r, sort_keys=True))
         return 0
-    with storage.writer_lock(db):
+    with writing(db):
         con = storage.connect(db)
         try:
             done = drain(con, inbox)

@@ -21,6 +21,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from leaf_live.commands import participation
 from leaf_live.commands.common import CommandError, check_writable_db, db_path, query_frame, read_only, render
 from leaf_live.core import storage
 from leaf_live.core.submissions import PRODUCER, check_model_id, file_format, read_submission
@@ -86,7 +87,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         from leaf_live.event import submissions as track
     if not db.is_file():
         raise CommandError(f"--db {db}: no database file (run `leaf-live run` first)")
-    with storage.writer_lock(db):  # one leaf-live writer per database while storing and rescoring
+    with participation.writing(db):  # one leaf-live writer per database while storing and rescoring
         sub = read_submission(path, required=track.REQUIRED, optional=track.OPTIONAL)
         now = datetime.now(UTC)
         con = storage.connect(db)
@@ -296,5 +297,5 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     db = check_writable_db(db_path(args.db))
     if not db.is_file():
         raise CommandError(f"--db {db}: no database file (run `leaf-live run` first)")
-    with storage.writer_lock(db):
+    with participation.writing(db):
         return 0 if rescore(args.track, db) else 1

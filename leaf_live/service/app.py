@@ -22,10 +22,14 @@ While it runs, a scheduler thread looks every ``agent_tick_s`` seconds for due a
 them on a thread pool (:func:`leaf_live.service.agents.run_due`): each answer lands in the inbox as a signed
 submission or an invalid call, like a posted one.
 
-The service reads the DuckDB store (windows, tasks, releases) only read-only, at start and then every
-``refresh_s`` seconds when no writer holds it (neither DuckDB's lock nor the leaf-live writer lock, which a
-run holds between its steps, :func:`writer_active`); it writes only the inbox, so a long ``leaf-live run``
-holding the database never blocks a submission.
+The service reads the DuckDB store (windows, tasks, releases) only read-only and only when no writer holds
+it (neither DuckDB's lock nor the leaf-live writer lock, which a run holds between its steps,
+:func:`writer_active`), at start and then every ``refresh_s`` seconds; each read is kept in the inbox
+(:func:`leaf_live.service.rounds.publish_inputs`), as every leaf-live writer keeps its own when it takes and
+releases the database (:func:`leaf_live.commands.participation.writing`). While a writer holds the store the
+service starts from, and refreshes to, the latest of those copies without touching the DuckDB file
+(:func:`start_inputs`), and it writes only the inbox, so a long ``leaf-live run`` holding the database never
+blocks a start or a submission.
 """
 
 from __future__ import annotations
@@ -118,7 +122,8 @@ def _iso(t: datetime | None) -> str | None:
 def create_app(cfg: ServiceConfig) -> FastAPI:
     """The app on ``cfg`` (module doc). Raises :class:`leaf_live.core.storage.StorageError` when the database
     cannot be read at start."""
-    state = {"inputs": _load(cfg.db, wait_s=30.0), "loaded": time.monotonic()}
+    inputs0, read_at = start_inputs(cfg.db, cfg.inbox)
+    state = {"inputs": inputs0, "read_at": read_at, "loaded": time.monotonic()}
     limiter = RateLimiter(cfg.rate_per_s, cfg.burst)
     # wrong tokens per client address: a guesser is slowed before any token is checked
     failed_auth = RateLimiter(cfg.auth_fail_per_s, cfg.auth_fail_burst)
@@ -184,15 +189,11 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
         return team
 
     def inputs() -> R.RoundInputs:
-        if (
-            time.monotonic() - state["loaded"] > cfg.refresh_s
-            and not writer_active(cfg.db)  # a read-only open between a run's steps would fail its next step
-            and lock.acquire(blocking=False)
-        ):
+        if time.monotonic() - state["loaded"] > cfg.refresh_s and lock.acquire(blocking=False):
             try:
-                state["inputs"] = _load(cfg.db, wait_s=0.0)
-            except storage.StorageError:
-                pass  # a writer holds the file: keep the rounds already read
+                state["inputs"], state["read_at"] = refreshed_inputs(
+                    cfg.db, cfg.inbox, state["inputs"], state["read_at"]
+                )
             finally:
                 state["loaded"] = time.monotonic()
                 lock.release()
@@ -200,7 +201,7 @@ def create_app(cfg: ServiceConfig) -> FastAPI:
 
     @app.get("/health")
     def health() -> dict:
-        return {"ok": True, "time": _iso(cfg.clock())}
+        return {"ok": True, "time": _iso(cfg.clock()), "rounds_read_at": _iso(state["read_at"])}
 
     @app.get("/rounds")
     def rounds() -> dict:
@@ -332,3 +333,52 @@ def _load(db: Path, wait_s: float) -> R.RoundInputs:
         return R.load_inputs(con)
     finally:
         con.close()
+
+
+def read_and_publish(db: Path, inbox: Inbox, wait_s: float = 0.0) -> tuple[R.RoundInputs, datetime]:
+    """Read the round inputs from the store read-only (retrying ``wait_s`` s while DuckDB's lock is held)
+    and keep them in the inbox; returns them with the read time (UTC, taken before the read). Raises
+    :class:`leaf_live.core.storage.StorageError` (:class:`~leaf_live.core.storage.DatabaseLockedError` when a
+    process holds the file)."""
+    read_at = datetime.now(UTC)
+    inputs = _load(db, wait_s)
+    R.publish_inputs(inbox, inputs, read_at)
+    return inputs, read_at
+
+
+def start_inputs(db: Path, inbox: Inbox) -> tuple[R.RoundInputs, datetime]:
+    """The round inputs a service starts from, with the time they were read from the store: while a leaf-live
+    writer holds ``db`` (:func:`writer_active`) the copy kept in the inbox, the DuckDB file untouched (a
+    read-only open between a run's steps could fail its next one); otherwise a fresh read (kept in the inbox),
+    falling back to the kept copy at once when DuckDB's lock is held. Only with no kept copy at all does it
+    wait for the file (30 s). Raises :class:`leaf_live.core.storage.StorageError` when nothing can be read."""
+    kept = R.published_inputs(inbox)
+    if kept is not None and writer_active(db):
+        return kept
+    try:
+        return read_and_publish(db, inbox, wait_s=0.0 if kept is not None else 30.0)
+    except storage.DatabaseLockedError:
+        if kept is None:
+            raise
+        return kept
+
+
+def refreshed_inputs(
+    db: Path, inbox: Inbox, inputs: R.RoundInputs, read_at: datetime
+) -> tuple[R.RoundInputs, datetime]:
+    """The newest round inputs available without waiting: a fresh read when no writer holds ``db``, else the
+    inbox's kept copy when it was read after ``read_at``, else ``inputs`` unchanged."""
+    if not writer_active(db):
+        try:
+            return read_and_publish(db, inbox)
+        except storage.StorageError:
+            pass  # DuckDB's lock is held (a step of a Dagster run): the inbox's copy, if newer
+    try:
+        at = inbox.round_inputs_read_at()
+        if at is not None and at > read_at:
+            kept = R.published_inputs(inbox)
+            if kept is not None:
+                return kept
+    except Exception as exc:  # an unreachable inbox: keep serving the rounds already read
+        print(f"leaf-live serve: kept round inputs: {type(exc).__name__}: {exc}", flush=True)
+    return inputs, read_at

@@ -57,6 +57,9 @@ CREATE TABLE IF NOT EXISTS agent_calls (
   status TEXT NOT NULL, reason TEXT, receipt_id TEXT, record BLOB, table_name TEXT, invalid_rows BLOB,
   stored_at TEXT);
 CREATE INDEX IF NOT EXISTS agent_calls_pending ON agent_calls (stored_at, status);
+CREATE TABLE IF NOT EXISTS round_inputs (
+  id INTEGER PRIMARY KEY, read_at TEXT NOT NULL, windows BLOB NOT NULL, releases BLOB NOT NULL,
+  tasks BLOB NOT NULL);
 """
 
 
@@ -120,6 +123,9 @@ class Inbox(Protocol):
     def load_call(self, call_id: str) -> dict: ...
     def mark_call_stored(self, call_id: str, at: datetime) -> None: ...
     def source_of(self, receipt_id: str) -> str: ...
+    def put_round_inputs(self, frames: dict[str, bytes], read_at: datetime) -> bool: ...
+    def round_inputs(self) -> tuple[dict[str, bytes], datetime] | None: ...
+    def round_inputs_read_at(self) -> datetime | None: ...
 
 
 def inbox_path(db: str | Path) -> Path:
@@ -532,6 +538,44 @@ class SqlInbox:
         with self._connection() as con:
             hit = con.execute("SELECT 1 FROM agent_calls WHERE receipt_id = ?", [receipt_id]).fetchone()
         return "service" if hit is None else "agent"
+
+    # the round inputs last read from the store (leaf_live.service.rounds.publish_inputs): what the service
+    # starts from while a writer holds the DuckDB file
+
+    def put_round_inputs(self, frames: dict[str, bytes], read_at: datetime) -> bool:
+        """Keep ``frames`` (``windows``, ``releases``, ``tasks``: Parquet bytes) read from the store at
+        ``read_at`` unless the inbox holds a later read; True when kept."""
+        with self._write() as con:
+            cur = con.execute(
+                "INSERT INTO round_inputs VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " read_at = excluded.read_at, windows = excluded.windows, releases = excluded.releases,"
+                " tasks = excluded.tasks WHERE excluded.read_at > round_inputs.read_at",
+                # a fixed-width UTC text: later reads compare greater as text on both backends
+                [
+                    read_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00"),
+                    frames["windows"],
+                    frames["releases"],
+                    frames["tasks"],
+                ],
+            )
+            return cur.rowcount == 1
+
+    def round_inputs(self) -> tuple[dict[str, bytes], datetime] | None:
+        """The latest kept round inputs as (``{"windows", "releases", "tasks"}`` Parquet bytes, read time),
+        or None when none was kept."""
+        with self._connection() as con:
+            cur = con.execute("SELECT read_at, windows, releases, tasks FROM round_inputs WHERE id = 1")
+            row = cur.fetchone()
+        if row is None:
+            return None
+        out = _row(("read_at", "windows", "releases", "tasks"), row)
+        return {k: out[k] for k in ("windows", "releases", "tasks")}, datetime.fromisoformat(out["read_at"])
+
+    def round_inputs_read_at(self) -> datetime | None:
+        """When the kept round inputs were read from the store (None: none kept)."""
+        with self._connection() as con:
+            row = con.execute("SELECT read_at FROM round_inputs WHERE id = 1").fetchone()
+        return None if row is None else datetime.fromisoformat(row[0])
 
 
 class SqliteInbox(SqlInbox):

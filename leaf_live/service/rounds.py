@@ -14,6 +14,7 @@ The rules are the stored windows and tasks: nothing here recomputes a window or 
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -59,6 +60,31 @@ def load_inputs(con) -> RoundInputs:
         ),
         tasks=_frame(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM forecast_tasks ORDER BY cutoff, task_id"),
     )
+
+
+INPUT_FRAMES = ("windows", "releases", "tasks")
+
+
+def publish_inputs(inbox, inputs: RoundInputs, read_at: datetime) -> bool:
+    """Keep ``inputs`` (read from the store at ``read_at``, tz-aware) in the inbox
+    (:meth:`leaf_live.service.inbox.SqlInbox.put_round_inputs`, one Parquet file per frame), so a service that
+    starts while a writer holds the DuckDB file reads its rounds from there; True when kept (False: the inbox
+    holds a later read)."""
+    blobs = {}
+    for name in INPUT_FRAMES:
+        buf = io.BytesIO()
+        getattr(inputs, name).write_parquet(buf)
+        blobs[name] = buf.getvalue()
+    return inbox.put_round_inputs(blobs, read_at)
+
+
+def published_inputs(inbox) -> tuple[RoundInputs, datetime] | None:
+    """The round inputs last kept in the inbox with the time they were read from the store, or None."""
+    got = inbox.round_inputs()
+    if got is None:
+        return None
+    blobs, read_at = got
+    return RoundInputs(**{n: pl.read_parquet(io.BytesIO(blobs[n])) for n in INPUT_FRAMES}), read_at
 
 
 def _iso(t: datetime) -> str:

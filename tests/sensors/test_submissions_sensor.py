@@ -4,12 +4,13 @@ track's scoring job once for what was stored."""
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
-from dagster import DagsterInstance, SkipReason, build_sensor_context, materialize
+from dagster import DagsterInstance, Definitions, SkipReason, build_sensor_context, materialize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 
@@ -21,7 +22,14 @@ from leaf_live.service.inbox import SqliteInbox, inbox_path  # noqa: E402
 from leaf_live.service.intake import accept  # noqa: E402
 from leaf_live.service.rounds import load_inputs  # noqa: E402
 from resources import LeafLiveDB  # noqa: E402
-from sensors.participation import pending_submissions, rescore_stored  # noqa: E402
+from sensors.participation import (  # noqa: E402
+    RANGE_END,
+    RANGE_START,
+    RETRY_S,
+    pending_submissions,
+    rescore_stored,
+    submission_store_job,
+)
 
 
 def test_sensor_partitions_store_and_rescore(tmp_path):
@@ -49,10 +57,32 @@ def test_sensor_partitions_store_and_rescore(tmp_path):
     with DagsterInstance.ephemeral() as instance:
         ctx = build_sensor_context(instance=instance, resources=resources)
         res = pending_submissions(ctx, db=resources["db"])
-        assert sorted(r.partition_key for r in res.run_requests) == sorted(rids)
-        assert sorted(res.dynamic_partitions_requests[0].partition_keys) == sorted(rids)
-        instance.add_dynamic_partitions(SUBMISSIONS.name, rids)
-        for rid in [*rids, rids[0]]:  # the first one twice: a rerun writes the same rows once
+        added = res.dynamic_partitions_requests[0].partition_keys
+        assert added == inbox.pending() and sorted(added) == sorted(rids)  # oldest first
+        # the new partitions are one run over their range, not one run each
+        (req,) = res.run_requests
+        assert req.partition_key is None
+        assert req.tags == {RANGE_START: added[0], RANGE_END: added[-1]}
+        instance.add_dynamic_partitions(SUBMISSIONS.name, added)
+        # while that run is in progress the next tick requests nothing again
+        cursor = res.cursor
+        res2 = pending_submissions(build_sensor_context(instance=instance, cursor=cursor), db=resources["db"])
+        assert res2.run_requests == [] and res2.dynamic_partitions_requests == []
+        # a key still waiting RETRY_S after its range was requested (its run failed) is requested alone
+        stale = json.dumps({"ranged": {k: t - RETRY_S for k, t in json.loads(cursor)["ranged"].items()}})
+        res3 = pending_submissions(build_sensor_context(instance=instance, cursor=stale), db=resources["db"])
+        assert sorted(r.partition_key for r in res3.run_requests) == sorted(rids)
+        assert sorted(r.run_key for r in res3.run_requests) == sorted(f"submission/{r}" for r in rids)
+        assert json.loads(res3.cursor) == {"ranged": {}}
+        # the range run itself: both partitions in one run, each its own materialization
+        job = Definitions(
+            assets=[external_submission], jobs=[submission_store_job], resources=resources
+        ).resolve_job_def(submission_store_job.name)
+        run = job.execute_in_process(instance=instance, tags=req.tags)
+        assert run.success
+        mats = run.get_asset_materialization_events()
+        assert sorted(e.event_specific_data.materialization.partition for e in mats) == sorted(rids)
+        for rid in [rids[0]]:  # again, alone: a rerun writes the same rows once
             assert materialize(
                 [external_submission], partition_key=rid, resources=resources, instance=instance
             ).success

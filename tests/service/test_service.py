@@ -250,21 +250,50 @@ def test_event_round_submission(service):
     )
     assert pct.status_code == 422 and pct.json()["error"]["field"] == "probability"
     assert "percentage" in pct.json()["error"]["reason"]
+    # a replay: the same receipt (200), nothing new in the inbox
+    n = _n_inbox(service)
+    again = _post(service, body, token="beta")
+    assert again.status_code == 200 and again.json() == r.json() and _n_inbox(service) == n
+    # the same task under new content (another probability): refused, one forecast per task and model
+    other = _post(service, {**body, "rows": [{**body["rows"][0], "probability": 0.6}]}, "beta")
+    assert other.status_code == 409 and other.json()["error"]["field"] == "rows" and _n_inbox(service) == n
+    # into the store through the inbox, twice: the row once, in the receipt's slice
+    assert main(["inbox", "drain", "--db", str(service["db"])]) == 0
+    assert main(["inbox", "drain", "--db", str(service["db"])]) == 0
+    sql = (
+        "SELECT f.task_id, f.probability, f.producer, r.receipt_id, r.board, r.n_rows FROM leaf_forecasts f"
+        " JOIN external_receipts r ON r.producer = f.producer AND r.slice_key = f.partition_key"
+        " WHERE f.model_id = 'external/beta/ev'"
+    )
+    con = duckdb.connect(str(service["db"]), read_only=True)
+    try:
+        got = con.execute(sql).fetchall()
+        n_model = con.execute(
+            "SELECT count(*) FROM leaf_forecasts WHERE model_id LIKE 'external/beta/ev%'"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    assert got == [(tid, 0.55, "submission_service", r.json()["receipt_id"], "live", 1)]
+    assert n_model == 1  # the refused percentage and the 409 stored nothing
 
 
+@pytest.mark.parametrize("track", ["macro", "event"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_kill_mid_load_keeps_exactly_the_receipted_rows(tmp_path, backend):
-    """kill -9 while 8 clients submit: after a restart and a drain, the store holds exactly the rows of
-    every receipt the clients got (and of none they did not)."""
+def test_kill_mid_load_keeps_exactly_the_receipted_rows(tmp_path, backend, track):
+    """kill -9 while 8 clients submit (to the macro round: one issue hour each; to the event round: one task
+    each): after a restart and a drain, the store holds exactly the rows of every receipt the clients got
+    (and of none they did not)."""
     with inbox_location(backend, tmp_path / "db.duckdb") as where:
-        _kill_mid_load(tmp_path, open_inbox(where))
+        _kill_mid_load(tmp_path, open_inbox(where), track)
 
 
-def _kill_mid_load(tmp_path, inbox) -> None:
+def _kill_mid_load(tmp_path, inbox, track: str) -> None:
     import threading
 
     db = tmp_path / "db.duckdb"
-    make_store(db)
+    info = make_store(db, n_tasks=200 if track == "event" else 1)
+    event_round = f"event/{info['cutoff']:%Y-%m-%dT%H:%M:%SZ}"
+    table = "nowcasts" if track == "macro" else "leaf_forecasts"
     tokens = [inbox.add_team(f"t{k}") for k in range(8)]
     port = free_port()
     proc = start_service(db, port)
@@ -276,8 +305,13 @@ def _kill_mid_load(tmp_path, inbox) -> None:
     def client(k: int) -> None:
         with httpx.Client(timeout=5) as c:
             for j in range(200):
-                rows = [_cpi(now - timedelta(hours=j), 2.0 + k / 10)]
-                body = {"round_id": MACRO, "model_id": f"external/t{k}/m", "rows": rows}
+                if track == "macro":
+                    rows = [_cpi(now - timedelta(hours=j), 2.0 + k / 10)]
+                    body = {"round_id": MACRO, "model_id": f"external/t{k}/m", "rows": rows}
+                else:
+                    issued = info["now"].strftime("%Y-%m-%dT%H:%M:%SZ")
+                    rows = [{"task_id": info["task_ids"][j], "issued_at": issued, "probability": k / 10}]
+                    body = {"round_id": event_round, "model_id": f"external/t{k}/m", "rows": rows}
                 try:
                     r = c.post(
                         url, content=json.dumps(body), headers={"Authorization": f"Bearer {tokens[k]}"}
@@ -305,11 +339,12 @@ def _kill_mid_load(tmp_path, inbox) -> None:
     con = duckdb.connect(str(db), read_only=True)
     try:
         stored = con.execute(
-            "SELECT r.receipt_id, count(*) FROM nowcasts n JOIN external_receipts r"
+            f"SELECT r.receipt_id, count(*) FROM {table} n JOIN external_receipts r"
             " ON r.producer = n.producer"
             " AND r.slice_key = n.partition_key GROUP BY 1"
         ).fetchall()
-        total = con.execute("SELECT count(*) FROM nowcasts").fetchone()[0]
+        total = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        tracks = con.execute("SELECT DISTINCT track FROM external_receipts").fetchall()
     finally:
         con.close()
     issued = {r["receipt_id"] for r in got}
@@ -318,12 +353,20 @@ def _kill_mid_load(tmp_path, inbox) -> None:
     assert all(n == 1 for _, n in stored) and total == len(stored)  # exactly once, nothing unreceipted
     # whatever was committed without its answer reaching the client still has a signed receipt in the inbox
     assert {rid for rid, _ in stored} == {r["receipt_id"] for r in inbox.receipts()}
+    assert tracks == [(track,)]
 
 
 def test_wrong_tokens_are_rate_limited_per_address_and_a_busy_port_is_one_line(tmp_path):
     """60 wrong tokens at once: the first AUTH_FAIL_BURST (10) are checked (401), the rest refused before
     any token is checked (429); a second ``serve`` on the same port exits non-zero with one line and no
     "serving" line (it used to print "serving", then uvicorn's bind error)."""
+    # the embedded inbox for the service too: the module's PostgreSQL ``service`` fixture may still be set up
+    # (module scope), its LEAF_LIVE_INBOX in the environment
+    with inbox_location("sqlite", tmp_path / "db.duckdb"):
+        _wrong_tokens(tmp_path)
+
+
+def _wrong_tokens(tmp_path) -> None:
     import subprocess
     import sys
 
