@@ -43,7 +43,6 @@ from leaf_live.core import storage
 from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
 from leaf_live.core.submissions import SubmissionError
-from leaf_live.instance import instance_for
 from leaf_live.process import prepare_process
 
 
@@ -68,6 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, clock, plan, event_plan, models_plan=None) -> int:
     from assets.macro_scoring import scoring_run_config
     from leaf_live.definitions import MAIN_JOB, build_definitions
+    from resources.instance import instance_for
 
     resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
@@ -420,6 +420,7 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
 
     from assets.event_data import register_questions
     from leaf_live.definitions import build_definitions
+    from resources.instance import instance_for
     from sensors.event import (
         event_analyses_job,
         event_days_job,

@@ -211,8 +211,8 @@ def rescore(track: str, db: Path) -> bool:
     failure."""
     from leaf_live.commands.run_report import report_failures
     from leaf_live.definitions import build_definitions
-    from leaf_live.instance import instance_for
     from resources import default_resources
+    from resources.instance import instance_for
     from sensors.scores import SCORE_JOBS
 
     if track not in SCORE_JOBS:
