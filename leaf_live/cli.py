@@ -22,8 +22,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import re
 import sys
@@ -38,7 +36,7 @@ import leaf_live.macro  # noqa: F401  (registers the macro tables)
 from leaf_live.commands import event_models, participation, scores, sql, status, submit
 from leaf_live.commands.common import CommandError
 from leaf_live.commands.run_checks import check_run_args, check_sigma_history
-from leaf_live.commands.run_report import report_failures
+from leaf_live.commands.run_report import execute_run, report_failures
 from leaf_live.core import storage
 from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
@@ -108,9 +106,9 @@ def _run(args: argparse.Namespace, clock, plan, event_plan, models_plan=None) ->
     # log lines (dagster-dbt echoes them to stdout) stay in the run's compute logs, not in this summary.
     job = build_definitions(resources).resolve_job_def(MAIN_JOB)
     clock.stage_finished("macro job definitions")
-    result = execute_with_progress(
+    result = execute_run(
         job,
-        clock,
+        clock=clock,
         run_config=run_config,
         instance=instance_for(db),
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
@@ -482,11 +480,11 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         job = defs.resolve_job_def(job_name)
         keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
         selected = set(names) if names is not None else keys
-        result = job.execute_in_process(
+        result = execute_run(
+            job,
             run_config={**quiet, "ops": {k: v for k, v in ops.items() if k in selected}},
             instance=instance,
             tags=tags,
-            raise_on_error=False,
             asset_selection=[AssetKey(n) for n in names] if names is not None else None,
         )
         evals = result.get_asset_check_evaluations()
@@ -637,47 +635,6 @@ def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _PROCESS_START = time.monotonic()
-
-
-def execute_with_progress(job, clock, **kwargs):
-    """``job.execute_in_process(**kwargs, raise_on_error=False)`` with its progress on stderr and every step
-    timed on ``clock`` (:class:`leaf_live.run_progress.RunProgress`): 'plan run' until the run starts, each
-    asset step by name, asset-check steps together. stdout is hidden during the run (dagster-dbt echoes dbt's
-    log there; it stays in the run's compute logs). Returns the execution result."""
-    from dagster import DagsterEventType
-    from dagster._core.utils import make_new_run_id
-
-    run_id = make_new_run_id()
-    materialized: set[str] = set()
-    planned: set[str] = set()
-
-    def on_event(entry) -> None:
-        ev = entry.dagster_event
-        if ev is None:
-            return
-        kind, step = ev.event_type, ev.step_key
-        if kind in (
-            DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
-            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
-        ):
-            planned.add(step)
-        elif kind == DagsterEventType.RUN_START:
-            clock.total_steps = len(planned)  # the steps this run executes
-            clock.stage_finished("plan run")
-        elif kind == DagsterEventType.STEP_START:
-            clock.stage_started(step)
-        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
-            materialized.add(step)
-        elif kind in (DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
-            clock.stage_finished(
-                step, failed=kind == DagsterEventType.STEP_FAILURE, check=step not in materialized, step=True
-            )
-
-    instance = kwargs["instance"]
-    instance.add_event_listener(run_id, on_event)
-    with clock, contextlib.redirect_stdout(io.StringIO()):
-        clock.stage_started("plan run")
-        return job.execute_in_process(run_id=run_id, raise_on_error=False, **kwargs)
 
 
 def stage_summary(clock) -> str:
