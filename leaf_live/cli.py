@@ -409,16 +409,11 @@ def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
     return [((a.isoformat(), b.isoformat()), sorted(names)) for (_, a, b), names in sorted(runs.items())]
 
 
-def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
-    """Materialize the event track from the configured sources with its three jobs (``sensors/event.py``), in
-    the same Dagster instance as the macro run: the question partitions (registered from the source's question
-    list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind the blocking task
-    checks. Prints progress and the check tally; False (after printing why) if a run fails."""
-    from dagster import AssetKey
-
-    from assets.event_data import register_questions
-    from leaf_live.definitions import build_definitions
-    from resources.instance import instance_for
+def event_runs(plan: EventPlan, questions: list[str]) -> list[tuple[str, str, dict, list[str] | None]]:
+    """The event track's runs in order, each ``(label, job name, run tags, asset names or None = the whole
+    job)``: the questions run over the registered ``questions`` partitions (or the target catalog alone when
+    there is none), the daily runs of :func:`event_day_runs`, then the recorded events and bundles, the
+    forecasts and scores, and the analyses. Nothing runs before its inputs."""
     from sensors.event import (
         event_analyses_job,
         event_days_job,
@@ -427,18 +422,6 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         event_scores_job,
     )
 
-    t0 = time.monotonic()
-    instance = instance or instance_for(resources["db"].database)
-    defs = build_definitions(resources)
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    s = plan.spans
-    print(
-        f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
-        f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
-        f"{s.electricity[1]}, resolved questions of every date",
-        flush=True,
-    )
-    questions = register_questions(instance, resources["event_markets"])
     runs: list[tuple[str, str, dict, list[str] | None]] = []
     # the catalog first (every source asset reads it), in the questions run: nothing is older than its inputs
     if questions:
@@ -455,7 +438,7 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         )
     else:
         runs.append(("the target catalog", event_questions_job.name, {}, ["leaf_targets"]))
-    for (a, b), names in event_day_runs(s):
+    for (a, b), names in event_day_runs(plan.spans):
         runs.append(
             (
                 f"days {a} .. {b}",
@@ -468,6 +451,32 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
     runs.append(("recorded events and bundles", event_recorded_job.name, {}, None))
     runs.append(("forecasts and scores", event_scores_job.name, {}, None))
     runs.append(("analyses", event_analyses_job.name, {}, None))
+    return runs
+
+
+def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
+    """Materialize the event track from the configured sources with its three jobs (``sensors/event.py``), in
+    the same Dagster instance as the macro run: the question partitions (registered from the source's question
+    list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind the blocking task
+    checks. Prints progress and the check tally; False (after printing why) if a run fails."""
+    from dagster import AssetKey
+
+    from assets.event_data import register_questions
+    from leaf_live.definitions import build_definitions
+    from resources.instance import instance_for
+
+    t0 = time.monotonic()
+    instance = instance or instance_for(resources["db"].database)
+    defs = build_definitions(resources)
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    s = plan.spans
+    print(
+        f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
+        f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
+        f"{s.electricity[1]}, resolved questions of every date",
+        flush=True,
+    )
+    runs = event_runs(plan, register_questions(instance, resources["event_markets"]))
     ops = {
         "forecast_tasks": {"config": plan.span_config()},
         "leaf_forecasts": {
