@@ -22,8 +22,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import re
 import sys
@@ -38,12 +36,11 @@ import leaf_live.macro  # noqa: F401  (registers the macro tables)
 from leaf_live.commands import event_models, participation, scores, sql, status, submit
 from leaf_live.commands.common import CommandError
 from leaf_live.commands.run_checks import check_run_args, check_sigma_history
-from leaf_live.commands.run_report import report_failures
+from leaf_live.commands.run_report import execute_run, report_failures
 from leaf_live.core import storage
 from leaf_live.core.settings import SettingsError, get_settings
 from leaf_live.core.site import site_dir
 from leaf_live.core.submissions import SubmissionError
-from leaf_live.instance import instance_for
 from leaf_live.process import prepare_process
 
 
@@ -69,6 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, clock, plan, event_plan, models_plan=None) -> int:
     from assets.macro_scoring import scoring_run_config
     from leaf_live.definitions import MAIN_JOB, build_definitions
+    from resources.instance import instance_for
 
     resources, db, start, end = plan.resources, plan.db, plan.start, plan.end
     print(f"leaf-live run: release months {start} .. {end} -> {db}", flush=True)
@@ -109,9 +107,9 @@ def _run(args: argparse.Namespace, clock, plan, event_plan, models_plan=None) ->
     # log lines (dagster-dbt echoes them to stdout) stay in the run's compute logs, not in this summary.
     job = build_definitions(resources).resolve_job_def(MAIN_JOB)
     clock.stage_finished("macro job definitions")
-    result = execute_with_progress(
+    result = execute_run(
         job,
-        clock,
+        clock=clock,
         run_config=run_config,
         instance=instance_for(db),
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
@@ -412,15 +410,11 @@ def event_day_runs(spans) -> list[tuple[tuple[str, str], list[str]]]:
     return [((a.isoformat(), b.isoformat()), sorted(names)) for (_, a, b), names in sorted(runs.items())]
 
 
-def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
-    """Materialize the event track from the configured sources with its three jobs (``sensors/event.py``), in
-    the same Dagster instance as the macro run: the question partitions (registered from the source's question
-    list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind the blocking task
-    checks. Prints progress and the check tally; False (after printing why) if a run fails."""
-    from dagster import AssetKey
-
-    from assets.event_data import register_questions
-    from leaf_live.definitions import build_definitions
+def event_runs(plan: EventPlan, questions: list[str]) -> list[tuple[str, str, dict, list[str] | None]]:
+    """The event track's runs in order, each ``(label, job name, run tags, asset names or None = the whole
+    job)``: the questions run over the registered ``questions`` partitions (or the target catalog alone when
+    there is none), the daily runs of :func:`event_day_runs`, then the recorded events and bundles, the
+    forecasts and scores, and the analyses. Nothing runs before its inputs."""
     from sensors.event import (
         event_analyses_job,
         event_days_job,
@@ -429,18 +423,6 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         event_scores_job,
     )
 
-    t0 = time.monotonic()
-    instance = instance or instance_for(resources["db"].database)
-    defs = build_definitions(resources)
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    s = plan.spans
-    print(
-        f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
-        f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
-        f"{s.electricity[1]}, resolved questions of every date",
-        flush=True,
-    )
-    questions = register_questions(instance, resources["event_markets"])
     runs: list[tuple[str, str, dict, list[str] | None]] = []
     # the catalog first (every source asset reads it), in the questions run: nothing is older than its inputs
     if questions:
@@ -457,7 +439,7 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         )
     else:
         runs.append(("the target catalog", event_questions_job.name, {}, ["leaf_targets"]))
-    for (a, b), names in event_day_runs(s):
+    for (a, b), names in event_day_runs(plan.spans):
         runs.append(
             (
                 f"days {a} .. {b}",
@@ -470,6 +452,32 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
     runs.append(("recorded events and bundles", event_recorded_job.name, {}, None))
     runs.append(("forecasts and scores", event_scores_job.name, {}, None))
     runs.append(("analyses", event_analyses_job.name, {}, None))
+    return runs
+
+
+def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
+    """Materialize the event track from the configured sources with its three jobs (``sensors/event.py``), in
+    the same Dagster instance as the macro run: the question partitions (registered from the source's question
+    list), the daily runs of :func:`event_day_runs`, then the forecasts and scores behind the blocking task
+    checks. Prints progress and the check tally; False (after printing why) if a run fails."""
+    from dagster import AssetKey
+
+    from assets.event_data import register_questions
+    from leaf_live.definitions import build_definitions
+    from resources.instance import instance_for
+
+    t0 = time.monotonic()
+    instance = instance or instance_for(resources["db"].database)
+    defs = build_definitions(resources)
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    s = plan.spans
+    print(
+        f"event track: markets {s.markets[0]} .. {s.markets[1]}, mid caps {s.mid_cap_months[0]:%Y-%m} .. "
+        f"{s.mid_cap_months[1]:%Y-%m}, weather {s.weather[0]} .. {s.weather[1]}, load {s.electricity[0]} .. "
+        f"{s.electricity[1]}, resolved questions of every date",
+        flush=True,
+    )
+    runs = event_runs(plan, register_questions(instance, resources["event_markets"]))
     ops = {
         "forecast_tasks": {"config": plan.span_config()},
         "leaf_forecasts": {
@@ -482,11 +490,11 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
         job = defs.resolve_job_def(job_name)
         keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
         selected = set(names) if names is not None else keys
-        result = job.execute_in_process(
+        result = execute_run(
+            job,
             run_config={**quiet, "ops": {k: v for k, v in ops.items() if k in selected}},
             instance=instance,
             tags=tags,
-            raise_on_error=False,
             asset_selection=[AssetKey(n) for n in names] if names is not None else None,
         )
         evals = result.get_asset_check_evaluations()
@@ -637,48 +645,6 @@ def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _PROCESS_START = time.monotonic()
-
-
-def execute_with_progress(job, clock, **kwargs):
-    """``job.execute_in_process(**kwargs, raise_on_error=False)`` with its progress on stderr and every step
-    timed on ``clock`` (:class:`leaf_live.run_progress.RunProgress`): 'plan run' until the run starts, each
-    asset step by name, asset-check steps together. stdout is hidden during the run (dagster-dbt echoes dbt's
-    log there; it stays in the run's compute logs). Returns the execution result."""
-    from dagster import DagsterEventType
-    from dagster._core.utils import make_new_run_id
-
-    run_id = make_new_run_id()
-    storage.record_writer_run(run_id)  # a reader told a run is in progress is told which
-    materialized: set[str] = set()
-    planned: set[str] = set()
-
-    def on_event(entry) -> None:
-        ev = entry.dagster_event
-        if ev is None:
-            return
-        kind, step = ev.event_type, ev.step_key
-        if kind in (
-            DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
-            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
-        ):
-            planned.add(step)
-        elif kind == DagsterEventType.RUN_START:
-            clock.total_steps = len(planned)  # the steps this run executes
-            clock.stage_finished("plan run")
-        elif kind == DagsterEventType.STEP_START:
-            clock.stage_started(step)
-        elif kind == DagsterEventType.ASSET_MATERIALIZATION:
-            materialized.add(step)
-        elif kind in (DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE):
-            clock.stage_finished(
-                step, failed=kind == DagsterEventType.STEP_FAILURE, check=step not in materialized, step=True
-            )
-
-    instance = kwargs["instance"]
-    instance.add_event_listener(run_id, on_event)
-    with clock, contextlib.redirect_stdout(io.StringIO()):
-        clock.stage_started("plan run")
-        return job.execute_in_process(run_id=run_id, raise_on_error=False, **kwargs)
 
 
 def stage_summary(clock) -> str:

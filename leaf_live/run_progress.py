@@ -2,9 +2,9 @@
 bars with counts and ETA on a terminal, plain lines otherwise) fed by the run's step events and by the
 progress tasks of the steps (:mod:`leaf_live.core.progress`), and the wall and CPU time of every stage.
 
-No Dagster import: :mod:`leaf_live.cli` translates the run's events into :meth:`RunProgress.stage_started` /
-:meth:`RunProgress.stage_finished` calls. CPU time counts this process and its waited-for children (the
-auto-ARIMA pool, dbt), from :func:`os.times`.
+No Dagster import: :func:`leaf_live.commands.run_report.execute_run` translates the run's events into
+:meth:`RunProgress.stage_started` / :meth:`RunProgress.stage_finished` calls. CPU time counts this
+process and its waited-for children (the auto-ARIMA pool, dbt), from :func:`os.times`.
 """
 
 from __future__ import annotations

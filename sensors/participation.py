@@ -45,8 +45,8 @@ submission_store_job = define_asset_job(
     tags=priority_tags("leaf_live_store_submission"),
     selection=[external_submission],
     description=(
-        "Moves accepted submissions (partition = receipt id; a run covers one or a range of them) from the inbox"
-        " into the store."
+        "Moves accepted submissions (partition = receipt id; a run covers one or a range of them) from the"
+        " inbox into the store."
     ),
 )
 

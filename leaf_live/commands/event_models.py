@@ -274,6 +274,7 @@ def run_event_models(
     estimate above ``--max-usd`` without ``--yes``."""
     from dagster import AssetKey, DagsterInstance
 
+    from leaf_live.commands.run_report import execute_run, report_failures
     from leaf_live.definitions import build_definitions
     from sensors.event import event_llm_forecasts_job, event_recorded_job, event_retrieval_job
 
@@ -309,13 +310,9 @@ def run_event_models(
 
     def job_run(job_name: str, budget: float, **kw):
         defs = build_definitions({**resources, "llm": _llm(resources, plan, db, budget)})
-        result = defs.resolve_job_def(job_name).execute_in_process(
-            instance=instance, raise_on_error=False, **kw
-        )
+        result = execute_run(defs.resolve_job_def(job_name), instance=instance, **kw)
         if not result.success:
-            from leaf_live.cli import _run_failed
-
-            _run_failed(result)
+            report_failures(result)  # the failed checks and steps, on stderr
         return result.success
 
     ids = [s.model_id for s in plan.specs]

@@ -2,7 +2,7 @@
 stale, and the next scheduled releases (read-only; nothing runs).
 
 * **Runs**: the latest runs recorded in this database's Dagster instance
-  (:func:`leaf_live.instance.instance_for`: ``DAGSTER_HOME``, else one per database),
+  (:func:`resources.instance.instance_for`: ``DAGSTER_HOME``, else one per database),
   with their status (a run in progress holds the database).
 * **Assets**: for every asset of the definitions, the partitions materialized (of the partitions that exist
 now)
@@ -206,8 +206,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     from assets.common import table_writers
     from leaf_live.definitions import ALL_ASSETS, build_definitions
-    from leaf_live.instance import instance_for
     from resources import default_resources
+    from resources.instance import instance_for
 
     instance = instance_for(db)
     defs = build_definitions(default_resources(db=db))

@@ -14,8 +14,6 @@ skips that and prints the command that does it (``leaf-live rescore``)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
 import time
 from datetime import UTC, datetime
@@ -226,10 +224,10 @@ def rescore(track: str, db: Path) -> bool:
     """Run the track's scoring job (``sensors.scores.SCORE_JOBS``) on ``db`` in the project's Dagster instance
     with the last scoring run config; print the run and its check tally; False (after printing why) on
     failure."""
-    from leaf_live.commands.run_report import report_failures
+    from leaf_live.commands.run_report import execute_run, report_failures
     from leaf_live.definitions import build_definitions
-    from leaf_live.instance import instance_for
     from resources import default_resources
+    from resources.instance import instance_for
     from sensors.scores import SCORE_JOBS
 
     if track not in SCORE_JOBS:
@@ -239,8 +237,7 @@ def rescore(track: str, db: Path) -> bool:
     job = build_definitions(default_resources(db=db)).resolve_job_def(SCORE_JOBS[track].name)
     config = _last_run_config(instance, job)
     config["loggers"] = {"console": {"config": {"log_level": "WARNING"}}}
-    with contextlib.redirect_stdout(io.StringIO()):
-        result = job.execute_in_process(run_config=config, instance=instance, raise_on_error=False)
+    result = execute_run(job, run_config=config, instance=instance, hide_stdout=True)
     checks = result.get_asset_check_evaluations()
     failed = [e for e in checks if not e.passed]
     if report_failures(result):

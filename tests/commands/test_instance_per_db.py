@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from dagster import asset, materialize
 
-import leaf_live.instance as inst_mod
+import resources.instance as inst_mod
 from leaf_live.cli import main
 from leaf_live.core import storage
-from leaf_live.instance import instance_for, instance_home
+from resources.instance import instance_for, instance_home
 
 ROOT = Path(__file__).resolve().parents[2]
 

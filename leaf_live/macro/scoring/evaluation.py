@@ -375,13 +375,93 @@ def evaluate_mode(
     span are skipped (``ModeResult.skipped``). Raises :class:`ScoringError` for a missing fit, a fit that is
     not frozen before the span, or a span with no event.
     """
+    ev = _span_events(mode, events, fits)
+    rel = releases.filter(mode.in_span())
+    at = available_at or ev["available_at"].max()
+    ret_span = (
+        returns.filter(mode.in_span())
+        if (returns is not None and "partition_key" in returns.columns)
+        else returns
+    )
+    event_map, event_returns = scoring_events(ev, ret_span, merge=mode.merge_overlapping)
+    cov = event_coverage(
+        rel,
+        ev,
+        event_returns.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g")),
+    )
+    scorable = rel.filter(pl.col("consensus").is_not_null())
+    first_rel = first_per_period(rel)
+    scales = RE.release_scales(first_rel)
+    nc_all = answer_time(nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts)
+    sigmas = {name: _fit_sigma(fits[name], sigma) for name in mode.fits}
+    sigma_key = {name: tuple(sigmas[name].sort("indicator_id")["sigma"].to_list()) for name in mode.fits}
+
+    def design(pr: pl.DataFrame) -> L.LiveDesign:
+        return L.live_design(pr, event_returns, missing="consensus", event_map=event_map)
+
+    def per_release(nc: pl.DataFrame, horizon: str, sig: pl.DataFrame) -> pl.DataFrame:
+        return _first_release_only(
+            L.implied_surprises(scorable, sig, nc, events=ev, horizon=horizon, event_sigma=sigma)
+        )
+
+    def sampling(nc: pl.DataFrame, sig: pl.DataFrame) -> list[L.LiveDesign]:
+        return [
+            design(_first_release_only(p))
+            for p in L.sampling_surprises(scorable, sig, nc, events=ev, k=sampling_k, event_sigma=sigma)
+        ]
+
+    designs, models, skipped = _model_designs(
+        mode,
+        nc_all,
+        {sigma_key[name]: sigmas[name] for name in mode.fits},
+        design=design,
+        per_release=per_release,
+        sampling=sampling if sampling_k >= 2 else None,
+    )
+    run = _ModeRun(mode, fits, sigma_key, designs, models, at, n_draws, seed, min_events)
+    rows, losses = _own_scores(run)
+    compared = _common_boards(run, rows)
+    scores = (
+        [livemacro_scores_frame(list(rows.values()), partition_key=mode.name, available_at=at)]
+        if rows
+        else []
+    )
+    decomps, relerrs = _headline_decompositions(run, nc_all, first_rel, scales, compared)
+    decomps += _paired_bootstraps(run)
+    decomps.append(_coverage_frame(cov, partition_key=mode.name, available_at=at))
+    loss_frame = _concat([f for f in losses if f.height], "livemacro_event_losses")
+    return ModeResult(
+        mode=mode,
+        scores=_concat(scores, "livemacro_scores"),
+        decompositions=_concat(decomps, "score_decompositions"),
+        relative_errors=_concat(relerrs, "relative_errors"),
+        coverage=cov,
+        models=models,
+        skipped=skipped,
+        event_losses=loss_frame,
+        rankings=rankings_frame(
+            loss_frame,
+            partition_key=mode.name,
+            available_at=at,
+            n_boot=rank_boot,
+            seed=seed,
+            min_events=min_events,
+        ),
+    )
+
+
+def _span_events(
+    mode: EvaluationMode, events: pl.DataFrame, fits: Mapping[str, MarketBetaFit]
+) -> pl.DataFrame:
+    """The ``surprise_events`` rows of the mode's span, by release time, after the checks that the span can be
+    scored: every fit of the mode is stored and frozen before the span's first event (the betas never see
+    a scored release). Raises :class:`ScoringError` otherwise, or for a span with no event."""
     missing = [f for f in mode.fits if f not in fits]
     if missing:
         raise L.ScoringError(
             f"mode {mode.name}: fit(s) {missing} are not in market_beta_fits; materialize market_betas with"
             " them"
         )
-    rel = releases.filter(mode.in_span())
     ev = events.filter(mode.in_span()).sort("release_at")
     if ev.height == 0:
         raise L.ScoringError(
@@ -397,38 +477,27 @@ def evaluate_mode(
                 f" UTC, not before the span's first event {first_t:%Y-%m-%d %H:%M} UTC; betas must be frozen"
                 " before the scored releases"
             )
-    at = available_at or ev["available_at"].max()
-    ret_span = (
-        returns.filter(mode.in_span())
-        if (returns is not None and "partition_key" in returns.columns)
-        else returns
-    )
-    event_map, event_returns = scoring_events(ev, ret_span, merge=mode.merge_overlapping)
-    cov = event_coverage(
-        rel,
-        ev,
-        event_returns.select(pl.col("release_at").alias("event_at"), pl.col("r_g").alias("event_r_g")),
-    )
-    scorable = rel.filter(pl.col("consensus").is_not_null())
-    headline_name = mode.fits[0]
-    headline = fits[headline_name]
-    first_rel = first_per_period(rel)
-    scales = RE.release_scales(first_rel)
-    nc_all = answer_time(nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts)
-    sigmas = {name: _fit_sigma(fits[name], sigma) for name in mode.fits}
-    sigma_key = {name: tuple(sigmas[name].sort("indicator_id")["sigma"].to_list()) for name in mode.fits}
+    return ev
 
-    def design(pr: pl.DataFrame) -> L.LiveDesign:
-        return L.live_design(pr, event_returns, missing="consensus", event_map=event_map)
 
-    def per_release(nc: pl.DataFrame, horizon: str, sig: pl.DataFrame) -> pl.DataFrame:
-        return _first_release_only(
-            L.implied_surprises(scorable, sig, nc, events=ev, horizon=horizon, event_sigma=sigma)
-        )
+# one model's design at one horizon under one fit's sigma: (per-release frame, design, K.3 sampling designs)
+_Designs = dict[tuple, tuple[pl.DataFrame, L.LiveDesign, list[L.LiveDesign]]]
 
-    # pass 1: every model's designs, per horizon and per distinct sigma among the fits
-    by_sigma = {sigma_key[name]: sigmas[name] for name in mode.fits}
-    designs: dict[tuple, tuple[pl.DataFrame, L.LiveDesign, list[L.LiveDesign]]] = {}
+
+def _model_designs(
+    mode: EvaluationMode,
+    nc_all: pl.DataFrame,
+    by_sigma: Mapping[tuple, pl.DataFrame],
+    *,
+    design,
+    per_release,
+    sampling,
+) -> tuple[_Designs, list[str], dict[str, str]]:
+    """Pass 1: every model's designs (its implied surprises on the scoring events), keyed by (model,
+    horizon, sigma key), per horizon and per distinct sigma among the fits; at the terminal horizon also the
+    K.3 sampling designs (``sampling``; None = off). Returns the designs, the models with at least one own
+    event and the skipped models with the reason."""
+    designs: _Designs = {}
     models, skipped = [], {}
     for model in sorted(nc_all["model_id"].unique().to_list()):
         nc = nc_all.filter(pl.col("model_id") == model)
@@ -438,64 +507,103 @@ def evaluate_mode(
                 # the consensus side of every horizon is the final consensus (module notes): the consensus
                 # model is its terminal self at every horizon, the zero line every board is read against
                 pr = per_release(nc, "terminal" if is_consensus(model) else horizon, sig)
-                samp = []
-                if horizon == "terminal" and sampling_k >= 2:
-                    samp = [
-                        design(_first_release_only(p))
-                        for p in L.sampling_surprises(
-                            scorable, sig, nc, events=ev, k=sampling_k, event_sigma=sigma
-                        )
-                    ]
+                samp = sampling(nc, sig) if horizon == "terminal" and sampling is not None else []
                 built[(model, horizon, sk)] = (pr, design(pr), samp)
         if not any(L.own_rows(d).any() for _, d, _ in built.values()):
             skipped[model] = "no valid pre-release nowcast for a scored release in the span"
             continue
         models.append(model)
         designs.update(built)
+    return designs, models, skipped
 
-    # pass 2: own-coverage scores, then the common-events board per horizon, fit, scope and target
+
+@dataclass(frozen=True)
+class _ModeRun:
+    """What the scoring passes of one :func:`evaluate_mode` call share: the mode, its fits and their sigma
+    keys, every scored model's designs (:func:`_model_designs`), the rows' ``available_at`` and the draws."""
+
+    mode: EvaluationMode
+    fits: Mapping[str, MarketBetaFit]
+    sigma_key: Mapping[str, tuple]
+    designs: _Designs
+    models: list[str]
+    at: datetime
+    n_draws: int
+    seed: int
+    min_events: int
+
+    @property
+    def headline_name(self) -> str:
+        return self.mode.fits[0]
+
+    @property
+    def headline(self) -> MarketBetaFit:
+        return self.fits[self.headline_name]
+
+    @property
+    def h0(self) -> str:
+        """The horizon of the decompositions: terminal when the mode scores it."""
+        return "terminal" if "terminal" in self.mode.horizons else self.mode.horizons[0]
+
+    def headline_design(self, model: str) -> tuple[pl.DataFrame, L.LiveDesign, list[L.LiveDesign]]:
+        return self.designs[(model, self.h0, self.sigma_key[self.headline_name])]
+
+
+def _own_scores(run: _ModeRun) -> tuple[dict[tuple, object], list[pl.DataFrame]]:
+    """Pass 2a: every model's own-coverage scores (beta-only Eq. 12, event and combined intervals) per
+    horizon, fit, scope and target, keyed by (model, horizon, fit, scope, target), and its per-event
+    losses."""
+    mode = run.mode
     rows: dict[tuple, object] = {}
     losses = []
-    for model in models:
+    for model in run.models:
         for horizon in mode.horizons:
             for name in mode.fits:
-                _, d, samp = designs[(model, horizon, sigma_key[name])]
+                _, d, samp = run.designs[(model, horizon, run.sigma_key[name])]
                 losses.append(
                     event_losses_frame(
                         d,
-                        fits[name],
+                        run.fits[name],
                         model_id=model,
                         horizon=horizon,
                         fit_name=name,
                         scopes=ALL_SCOPES,
                         targets_=mode.targets,
                         partition_key=mode.name,
-                        available_at=at,
+                        available_at=run.at,
                     )
                 )
                 for r in score_model(
                     d,
-                    fits[name],
+                    run.fits[name],
                     model_id=model,
                     horizon=horizon,
                     targets=mode.targets,
-                    n_draws=n_draws,
-                    seed=seed,
+                    n_draws=run.n_draws,
+                    seed=run.seed,
                     sampling_designs=samp,
-                    min_events=min_events,
+                    min_events=run.min_events,
                     fit_name=name,
                 ):
                     rows[(model, horizon, name, r.scope, r.target)] = r
-    compared: dict[tuple, list[str]] = {}  # the common-set models per (horizon, fit, scope)
+    return rows, losses
+
+
+def _common_boards(run: _ModeRun, rows: dict[tuple, object]) -> dict[tuple, list[str]]:
+    """Pass 2b: the common-events board per horizon, fit, scope and target: the compared models scored on the
+    events all of them nowcast (``livemacro.common_event_set``), set on ``rows`` as their ``common`` column.
+    Returns the common-set models per (horizon, fit, scope)."""
+    mode = run.mode
+    compared: dict[tuple, list[str]] = {}
     for horizon in mode.horizons:
         for name in mode.fits:
-            dm = {m: designs[(m, horizon, sigma_key[name])][1] for m in models}
+            dm = {m: run.designs[(m, horizon, run.sigma_key[name])][1] for m in run.models}
             for scope in ALL_SCOPES:
                 own_t = {m: d.release_at[L.own_rows(d, scope)] for m, d in dm.items()}
                 own_t = {m: t for m, t in own_t.items() if t.size}
                 chosen, common = L.common_event_set(
                     own_t,
-                    min_events=min_events,
+                    min_events=run.min_events,
                     models=[m for m in mode.compare if m in own_t] or None,
                     always=[m for m in own_t if is_consensus(m)],
                 )
@@ -505,28 +613,36 @@ def evaluate_mode(
                 for target in mode.targets:
                     res = common_scores(
                         {m: dm[m] for m in chosen},
-                        fits[name],
+                        run.fits[name],
                         common,
                         scope=scope,
                         target=target,
-                        n_draws=n_draws,
-                        seed=seed,
-                        min_events=min_events,
+                        n_draws=run.n_draws,
+                        seed=run.seed,
+                        min_events=run.min_events,
                     )
                     for m, c in res.items():
                         k = (m, horizon, name, scope, target)
                         rows[k] = replace(rows[k], common=c)
-    scores = (
-        [livemacro_scores_frame(list(rows.values()), partition_key=mode.name, available_at=at)]
-        if rows
-        else []
-    )
+    return compared
 
+
+def _headline_decompositions(
+    run: _ModeRun,
+    nc_all: pl.DataFrame,
+    first_rel: pl.DataFrame,
+    scales: pl.DataFrame,
+    compared: Mapping[tuple, list[str]],
+) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
+    """At the terminal horizon and the headline fit, per model: Shapley allocations per scope and target on
+    its own events (App. M), sizing discipline (S.4), aggregator shares (K.4), mean absolute relative error
+    (Table 16; also on the common set), the auto-ARIMA's provenance counts, and the pooled aggregator shares
+    of the non-consensus models; the relative-error curves of every model (App. J). Returns the
+    ``score_decompositions`` and ``relative_errors`` frames."""
+    mode, at, headline, headline_name = run.mode, run.at, run.headline, run.headline_name
     decomps, relerrs, pooled, own_fe = [], [], [], {}
-    h0 = "terminal" if "terminal" in mode.horizons else mode.horizons[0]
-    tkey = (h0, sigma_key[headline_name])
-    for model in models:
-        pr_t, d_t, _ = designs[(model, *tkey)]
+    for model in run.models:
+        pr_t, d_t, _ = run.headline_design(model)
         nc = nc_all.filter(pl.col("model_id") == model)
         kw = {"model_id": model, "horizon": "terminal", "partition_key": mode.name, "available_at": at}
         for scope in ALL_SCOPES:
@@ -572,7 +688,7 @@ def evaluate_mode(
             )
     # rel. err. of the common-set models on the field-events all of them nowcast (the own-event value reads
     # each model on its own releases, so it ranks nothing)
-    chosen = compared.get((h0, headline_name, "overall"), [])
+    chosen = compared.get((run.h0, headline_name, "overall"), [])
     common_re = RE.common_relative_errors({m: own_fe[m] for m in chosen if m in own_fe}, scales)
     for model, (value, n) in common_re.items():
         decomps.append(
@@ -592,12 +708,20 @@ def evaluate_mode(
                 fit_name=headline_name,
             )
         )
-    for a, b in combinations(models, 2):
-        da = L.own_subset(designs[(a, *tkey)][1])
-        db = L.own_subset(designs[(b, *tkey)][1])
+    return decomps, relerrs
+
+
+def _paired_bootstraps(run: _ModeRun) -> list[pl.DataFrame]:
+    """Paired event bootstraps (S.2) of every model pair on the events both nowcast themselves, overall scope,
+    terminal horizon, headline fit; a pair with too few shared events is left out."""
+    out = []
+    headline = run.headline
+    for a, b in combinations(run.models, 2):
+        da = L.own_subset(run.headline_design(a)[1])
+        db = L.own_subset(run.headline_design(b)[1])
         if not np.intersect1d(da.release_at, db.release_at).size:
             continue
-        for target in mode.targets:
+        for target in run.mode.targets:
             try:
                 pb_ = L.paired_event_bootstrap(
                     da,
@@ -605,47 +729,28 @@ def evaluate_mode(
                     headline.beta,
                     scope="overall",
                     target=target,
-                    n_draws=n_draws,
-                    seed=seed,
-                    min_events=min_events,
+                    n_draws=run.n_draws,
+                    seed=run.seed,
+                    min_events=run.min_events,
                 )
             except L.ScoringError:
                 continue
-            decomps.append(
+            out.append(
                 paired_frame(
                     pb_,
                     model_id=a,
                     comparator_model_id=b,
                     fit_id=headline.fit_id,
-                    fit_name=headline_name,
+                    fit_name=run.headline_name,
                     horizon="terminal",
                     scope="overall",
                     target=target,
-                    partition_key=mode.name,
-                    available_at=at,
-                    min_events=min_events,
+                    partition_key=run.mode.name,
+                    available_at=run.at,
+                    min_events=run.min_events,
                 )
             )
-    decomps.append(_coverage_frame(cov, partition_key=mode.name, available_at=at))
-    loss_frame = _concat([f for f in losses if f.height], "livemacro_event_losses")
-    return ModeResult(
-        mode=mode,
-        scores=_concat(scores, "livemacro_scores"),
-        decompositions=_concat(decomps, "score_decompositions"),
-        relative_errors=_concat(relerrs, "relative_errors"),
-        coverage=cov,
-        models=models,
-        skipped=skipped,
-        event_losses=loss_frame,
-        rankings=rankings_frame(
-            loss_frame,
-            partition_key=mode.name,
-            available_at=at,
-            n_boot=rank_boot,
-            seed=seed,
-            min_events=min_events,
-        ),
-    )
+    return out
 
 
 def themes_partition_releases(scores: pl.DataFrame) -> pl.DataFrame:

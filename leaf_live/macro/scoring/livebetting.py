@@ -289,20 +289,65 @@ def hourly_bets(
     if not isinstance(release_at, datetime) or release_at.tzinfo is None:
         raise BettingError(f"release_at must be a tz-aware datetime, got {release_at!r}")
     rel = pl.Series([release_at]).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))[0]
+    # the latest answer known at each hour of the window
+    joined = as_of_join(
+        _window_hours(prices, rel, opens_at),
+        _known_answers(nowcasts, rel).rename({"issued_at": "nowcast_issued_at"}),
+        left_time="bet_at",
+        time_col="known_at",
+    )
+    x = joined["value"].to_numpy().astype(float)  # NaN where no nowcast yet
+    bidx, price, status = _hour_bets(joined, x, labels, market, value_scale)
+    is_bet = status == "bet"
+    won = is_bet & (bidx == win)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        payout = np.where(won, 1.0 / np.where(is_bet, price, 1.0), 0.0)
+    profit = np.where(is_bet, payout - 1.0, 0.0)
+    cum_bets = np.cumsum(is_bet)
+    cum_profit = np.cumsum(profit)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cum_return = np.where(cum_bets > 0, cum_profit / np.maximum(cum_bets, 1), np.nan)
+    return pl.DataFrame(
+        {
+            "bet_at": joined["bet_at"],
+            "segment": _hour_segments(joined["bet_at"], segments).tolist(),
+            "nowcast": pl.Series(x).fill_nan(None),
+            "nowcast_issued_at": joined["nowcast_issued_at"],
+            "nowcast_known_at": joined["known_at_asof"],
+            "bucket": [labels[k] if k >= 0 else None for k in bidx],
+            "price": pl.Series(price).fill_nan(None),
+            "status": status.tolist(),
+            "won": pl.Series(np.where(is_bet, won, None).tolist(), dtype=pl.Boolean),
+            "payout": payout,
+            "profit": profit,
+            "cum_bets": cum_bets.astype(np.int32),
+            "cum_profit": cum_profit,
+            "cum_return": pl.Series(cum_return).fill_nan(None),
+        }
+    ).with_columns(pl.lit(labels[win]).alias("winning_bucket"))
+
+
+def _window_hours(prices: pl.DataFrame, rel: datetime, opens_at: datetime | None) -> pl.DataFrame:
+    """The price hours of the prediction window ``[opens_at, rel)`` (UTC, by time)."""
     in_window = pl.col("bet_at") < rel
     if opens_at is not None:
         in_window = in_window & (
             pl.col("bet_at") >= pl.lit(opens_at).dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC"))
         )
-    grid = (
+    return (
         prices.with_columns(pl.col("bet_at").dt.convert_time_zone("UTC").cast(pl.Datetime("us", "UTC")))
         .filter(in_window)
         .sort("bet_at")
     )
+
+
+def _known_answers(nowcasts: pl.DataFrame, rel: datetime) -> pl.DataFrame:
+    """The model's valid finite answers issued before the release ``rel``: ``issued_at``, ``known_at`` (UTC)
+    and ``value``, answers tied at one (``known_at``, ``issued_at``) averaged, by ``known_at``."""
     nc = nowcasts.filter(pl.col("valid")) if "valid" in nowcasts.columns else nowcasts
     utc = pl.Datetime("us", "UTC")
     known = pl.col("known_at") if "known_at" in nc.columns else pl.col("issued_at")
-    nc = (
+    return (
         nc.select(
             pl.col("issued_at").dt.convert_time_zone("UTC").cast(utc),
             known.dt.convert_time_zone("UTC").cast(utc).alias("known_at"),
@@ -315,12 +360,15 @@ def hourly_bets(
         .agg(pl.col("value").mean())
         .sort("known_at", "issued_at")
     )
-    # the latest answer known at each hour
-    joined = as_of_join(
-        grid, nc.rename({"issued_at": "nowcast_issued_at"}), left_time="bet_at", time_col="known_at"
-    )
+
+
+def _hour_bets(
+    joined: pl.DataFrame, x: np.ndarray, labels: list[str], market: Market, value_scale: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per hour of ``joined`` (price columns ``labels``; ``x`` the standing answer, NaN = none): the bucket
+    the answer falls in (-1 = none), its price (NaN = none) and the hour's status (:data:`STATUSES`). Raises
+    :class:`BettingError` for a price above 1 on a bucket that would be bet."""
     P = joined.select(labels).to_numpy().astype(float)
-    x = joined["value"].to_numpy().astype(float)  # NaN where no nowcast yet
     H = joined.height
     bidx = np.full(H, -1)
     for h in range(H):
@@ -340,40 +388,20 @@ def hourly_bets(
         raise BettingError(
             f"price {price[h]} > 1 for bucket {labels[bidx[h]]!r} at bet_at={joined['bet_at'][h]}"
         )
-    is_bet = status == "bet"
-    won = is_bet & (bidx == win)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        payout = np.where(won, 1.0 / np.where(is_bet, price, 1.0), 0.0)
-    profit = np.where(is_bet, payout - 1.0, 0.0)
-    cum_bets = np.cumsum(is_bet)
-    cum_profit = np.cumsum(profit)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cum_return = np.where(cum_bets > 0, cum_profit / np.maximum(cum_bets, 1), np.nan)
-    seg = np.full(H, "window", dtype=object)
+    return bidx, price, status
+
+
+def _hour_segments(bet_at: pl.Series, segments: Sequence[tuple[str, datetime]]) -> np.ndarray:
+    """Each hour's segment: the last of ``segments`` (label, start) started at or before it, else
+    ``"window"``."""
+    seg = np.full(bet_at.len(), "window", dtype=object)
     if segments:
         starts = sorted(segments, key=lambda s: s[1])
-        t = joined["bet_at"].to_list()
+        t = bet_at.to_list()
         for label, start in starts:
             st = pl.Series([start]).dt.convert_time_zone("UTC")[0]
             seg[[i for i, ti in enumerate(t) if ti >= st]] = label
-    return pl.DataFrame(
-        {
-            "bet_at": joined["bet_at"],
-            "segment": seg.tolist(),
-            "nowcast": pl.Series(x).fill_nan(None),
-            "nowcast_issued_at": joined["nowcast_issued_at"],
-            "nowcast_known_at": joined["known_at_asof"],
-            "bucket": [labels[k] if k >= 0 else None for k in bidx],
-            "price": pl.Series(price).fill_nan(None),
-            "status": status.tolist(),
-            "won": pl.Series(np.where(is_bet, won, None).tolist(), dtype=pl.Boolean),
-            "payout": payout,
-            "profit": profit,
-            "cum_bets": cum_bets.astype(np.int32),
-            "cum_profit": cum_profit,
-            "cum_return": pl.Series(cum_return).fill_nan(None),
-        }
-    ).with_columns(pl.lit(labels[win]).alias("winning_bucket"))
+    return seg
 
 
 def livebetting_return(bets: pl.DataFrame) -> float:

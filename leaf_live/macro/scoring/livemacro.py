@@ -217,6 +217,24 @@ def implied_surprises(
     sig = _sigma_frame(sigma)
     releases = _utc_col(releases, "releases", "release_at")
     nowcasts = _utc_col(nowcasts, "nowcasts", "issued_at")
+    rel = _checked_releases(releases, sig)
+    pre = _valid_before_release(rel, nowcasts)
+    rel = _terminal_forecast(rel, pre) if k is None else _median_forecast(rel, pre, k, consensus_path)
+    rel = _with_realized(rel, events, event_sigma)
+    return (
+        rel.with_columns(
+            ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
+            pl.col("n_nowcasts").fill_null(0),
+        )
+        .select(*[c for c in rel.columns if c != "s"], "s", "s_hat")
+        .sort("release_at", "indicator_id")
+    )
+
+
+def _checked_releases(releases: pl.DataFrame, sig: pl.DataFrame) -> pl.DataFrame:
+    """The release columns :func:`implied_surprises` scores (actual and consensus as floats) with each
+    indicator's ``sigma``. Raises :class:`ScoringError` for a NULL actual/consensus, a duplicate release or
+    an indicator without sigma."""
     rel = releases.select(
         "indicator_id",
         "reference_period",
@@ -237,47 +255,67 @@ def implied_surprises(
     nos = rel.filter(pl.col("sigma").is_null())
     if nos.height:
         raise ScoringError(f"no sigma for indicator_id={nos['indicator_id'][0]}")
-    pre = _valid_before_release(rel, nowcasts)
+    return rel
+
+
+def _terminal_forecast(rel: pl.DataFrame, pre: pl.DataFrame) -> pl.DataFrame:
+    """The terminal horizon: the latest nowcast strictly before each release (``pre``: the model's valid
+    pre-release rows), scored against the final consensus."""
     keys = _KEYS
-    if k is None:
-        at = rel.select(*keys, pl.col("release_at").alias("_at"))
-        st = standing_forecast(pre, at).select(
-            *keys,
-            pl.col("value").alias("nowcast"),
-            pl.col("issued_at").alias("nowcast_issued_at"),
-            pl.col("_n_tied").alias("n_nowcasts"),
+    at = rel.select(*keys, pl.col("release_at").alias("_at"))
+    st = standing_forecast(pre, at).select(
+        *keys,
+        pl.col("value").alias("nowcast"),
+        pl.col("issued_at").alias("nowcast_issued_at"),
+        pl.col("_n_tied").alias("n_nowcasts"),
+    )
+    return rel.join(st, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
+
+
+def _median_forecast(
+    rel: pl.DataFrame, pre: pl.DataFrame, k: int, consensus_path: pl.DataFrame | None
+) -> pl.DataFrame:
+    """The ``median_<k>d`` horizon (K.3): the median of the forecast standing at the ends of the hours of the
+    New York day ``k`` days before each release, against the consensus standing at the end of that day
+    (``consensus_path``; the final consensus without it)."""
+    keys = _KEYS
+    grid = rel.select(*keys, day_hour_ends(pl.col("release_at"), k).alias("_at")).explode("_at")
+    st = standing_forecast(pre, grid).filter(pl.col("value").is_not_null())
+    agg = st.group_by(keys).agg(
+        pl.col("value").median().alias("nowcast"),
+        pl.col("issued_at").max().alias("nowcast_issued_at"),
+        pl.len().cast(pl.Int32).alias("n_nowcasts"),
+    )
+    rel = rel.join(agg, on=keys, how="left")
+    cons = rel.select(pl.col("consensus").alias("consensus_used"))
+    if consensus_path is not None:
+        require_columns(
+            consensus_path,
+            ["indicator_id", "reference_period", "issued_at", "value"],
+            "consensus_path",
+            ScoringError,
         )
-        rel = rel.join(st, on=keys, how="left").with_columns(pl.col("consensus").alias("consensus_used"))
-    else:
-        grid = rel.select(*keys, day_hour_ends(pl.col("release_at"), k).alias("_at")).explode("_at")
-        st = standing_forecast(pre, grid).filter(pl.col("value").is_not_null())
-        agg = st.group_by(keys).agg(
-            pl.col("value").median().alias("nowcast"),
-            pl.col("issued_at").max().alias("nowcast_issued_at"),
-            pl.len().cast(pl.Int32).alias("n_nowcasts"),
+        consensus_path = _utc_col(consensus_path, "consensus_path", "issued_at")
+        end = (
+            (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k - 1))
+            .cast(pl.Datetime("us"))
+            .dt.replace_time_zone(ET.key)
+            .dt.convert_time_zone("UTC")
         )
-        rel = rel.join(agg, on=keys, how="left")
-        cons = rel.select(pl.col("consensus").alias("consensus_used"))
-        if consensus_path is not None:
-            require_columns(
-                consensus_path,
-                ["indicator_id", "reference_period", "issued_at", "value"],
-                "consensus_path",
-                ScoringError,
-            )
-            consensus_path = _utc_col(consensus_path, "consensus_path", "issued_at")
-            end = (
-                (pl.col("release_at").dt.convert_time_zone(ET.key).dt.date() - pl.duration(days=k - 1))
-                .cast(pl.Datetime("us"))
-                .dt.replace_time_zone(ET.key)
-                .dt.convert_time_zone("UTC")
-            )
-            cp = _valid_before_release(rel.select(*keys), consensus_path)
-            latest = standing_forecast(cp, rel.select(*keys, end.alias("_at")))
-            rel = rel.join(latest.select(*keys, pl.col("value").alias("_cons_h")), on=keys, how="left")
-            cons = rel.select(pl.coalesce("_cons_h", "consensus").alias("consensus_used"))
-            rel = rel.drop("_cons_h")
-        rel = rel.with_columns(cons["consensus_used"])
+        cp = _valid_before_release(rel.select(*keys), consensus_path)
+        latest = standing_forecast(cp, rel.select(*keys, end.alias("_at")))
+        rel = rel.join(latest.select(*keys, pl.col("value").alias("_cons_h")), on=keys, how="left")
+        cons = rel.select(pl.coalesce("_cons_h", "consensus").alias("consensus_used"))
+        rel = rel.drop("_cons_h")
+    return rel.with_columns(cons["consensus_used"])
+
+
+def _with_realized(
+    rel: pl.DataFrame, events: pl.DataFrame, event_sigma: Mapping[str, float] | pl.DataFrame | None
+) -> pl.DataFrame:
+    """Each release's realized ``s`` read from its stored event (:func:`realized_surprises`), restandardized
+    from ``event_sigma`` to the release's ``sigma`` when given. Raises :class:`ScoringError` for a release
+    without a stored event or an indicator ``event_sigma`` lacks."""
     realized = realized_surprises(events)
     rel = rel.join(realized, on=["release_at", "indicator_id"], how="left")
     nos = rel.filter(pl.col("s").is_null())
@@ -296,14 +334,7 @@ def implied_surprises(
         rel = rel.with_columns((pl.col("s") * pl.col("_ev_sigma") / pl.col("sigma")).alias("s")).drop(
             "_ev_sigma"
         )
-    return (
-        rel.with_columns(
-            ((pl.col("nowcast") - pl.col("consensus_used")) / pl.col("sigma")).alias("s_hat"),
-            pl.col("n_nowcasts").fill_null(0),
-        )
-        .select(*[c for c in rel.columns if c != "s"], "s", "s_hat")
-        .sort("release_at", "indicator_id")
-    )
+    return rel
 
 
 def sampling_surprises(

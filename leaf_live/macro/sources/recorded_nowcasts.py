@@ -248,89 +248,26 @@ def read_recorded_csv(
     except Exception as exc:  # polars raises several error types for malformed CSV
         raise SourceError(f"cannot read CSV: {exc}", file=name) from None
     require_header(raw.columns, REQUIRED_COLUMNS, file=name)
-    job_month = None
     stem_m = _JOB_MONTH_RE.match(path.stem)
 
     records: list[dict] = []
     skipped = 0
     for i, r in enumerate(raw.iter_rows(named=True), start=1):
-        var = (r["variable"] or "").strip()
-        if var in NON_REPORTING_VARIABLES:
+        fields = _row_fields(r, i, name, models)
+        if fields is None:  # a non-reporting transformation
             skipped += 1
             continue
-        if var not in REPORTING_VARIABLES:
-            raise SourceError(
-                "unknown LiveMacroEval variable (neither a reporting nor a known non-reporting"
-                " transformation)",
-                file=name,
-                row=i,
-                field="variable",
-                value=r["variable"],
-            )
-        model = (r["model"] or "").strip()
-        if model not in models:
-            raise SourceError(
-                f"no model_id mapping for this model; known: {sorted(models)}",
-                file=name,
-                row=i,
-                field="model",
-                value=r["model"],
-            )
-        ts_text = (r["timestamp_local"] or "").strip()
-        try:
-            local = datetime.strptime(ts_text, "%Y-%m-%d %H:%M:%S")
-        except ValueError:
-            raise SourceError(
-                "expected YYYY-MM-DD HH:MM:SS (America/New_York)",
-                file=name,
-                row=i,
-                field="timestamp_local",
-                value=r["timestamp_local"],
-            ) from None
-        target = _month(r["target_month"], file=name, row=i, field="target_month")
-        _month(r["release_month"], file=name, row=i, field="release_month")
-        ok_text = (r["parsed_ok"] or "").strip().lower()
-        if ok_text not in ("true", "false"):
-            raise SourceError(
-                "expected True or False", file=name, row=i, field="parsed_ok", value=r["parsed_ok"]
-            )
+        var, model_id, local, target, parsed = fields
         indicator_id = REPORTING_VARIABLES[var]
         job_id = (r["job_id"] or "").strip()
         job_m = _JOB_MONTH_RE.match(job_id) or stem_m
         job_month = job_m.group(1) if job_m else None
-
-        reason = None
-        value: float | None = None
-        if ok_text == "false":
-            reason = f"parse_failed: {(r['parsed_notes'] or '').strip() or 'parsed_ok=False'}"
-        else:
-            vtext = (r["value"] or "").strip()
-            try:
-                value = float(vtext)
-            except ValueError:
-                reason = f"non_numeric: value {r['value']!r} is not a number"
-            else:
-                if not math.isfinite(value):
-                    reason = f"non_numeric: value {vtext!r} is not finite"
-                    value = None
-        if reason is None and job_month is not None and r["target_month"].strip() != job_month:
-            reason = (
-                f"wrong_target: target_month {r['target_month'].strip()} differs from the job's target month "
-                f"{job_month} ({job_id or path.stem})"
-            )
-        if reason is None:
-            g = get_indicator(indicator_id).guardrail
-            if not g.check(value):
-                ind = get_indicator(indicator_id)
-                reason = (
-                    f"guardrail: {value:g} outside [{g.lo:g}, {g.hi:g}] {ind.unit} (scale guardrail:"
-                    f" {g.text})"
-                )
+        value, reason = _answer(r, parsed, indicator_id, job_month, job_id or path.stem)
         records.append(
             {
                 "_row": i,
                 "_local": local,
-                "model_id": models[model],
+                "model_id": model_id,
                 "indicator_id": indicator_id,
                 "reference_period": _reference_period(indicator_id, target),
                 "value": value if reason is None else None,
@@ -347,6 +284,92 @@ def read_recorded_csv(
         summary = ImportSummary(name, summary_rows, 0, 0, skipped)
         return empty_frame("nowcasts"), summary
 
+    frame = _records_frame(records, name, partition_key, path.stem)
+    out = build_nowcasts(frame.drop("_row", "_local", "_raw_value"))
+    if windows is not None:
+        out = mark_after_release(out, windows)
+    summary = ImportSummary(name, summary_rows, out.height, int(out.get_column("valid").sum()), skipped)
+    return out, summary
+
+
+def _row_fields(r: Mapping, i: int, name: str, models: Mapping[str, str]) -> tuple | None:
+    """The checked fields of data row ``i`` of file ``name``: ``(variable, model_id, local timestamp, target
+    month, parsed_ok)``, or None for a non-reporting transformation (skipped and counted). Raises
+    :class:`SourceError` (file, row, field, value) for an unknown variable or model, a malformed timestamp,
+    month or ``parsed_ok``."""
+    var = (r["variable"] or "").strip()
+    if var in NON_REPORTING_VARIABLES:
+        return None
+    if var not in REPORTING_VARIABLES:
+        raise SourceError(
+            "unknown LiveMacroEval variable (neither a reporting nor a known non-reporting transformation)",
+            file=name,
+            row=i,
+            field="variable",
+            value=r["variable"],
+        )
+    model = (r["model"] or "").strip()
+    if model not in models:
+        raise SourceError(
+            f"no model_id mapping for this model; known: {sorted(models)}",
+            file=name,
+            row=i,
+            field="model",
+            value=r["model"],
+        )
+    ts_text = (r["timestamp_local"] or "").strip()
+    try:
+        local = datetime.strptime(ts_text, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        raise SourceError(
+            "expected YYYY-MM-DD HH:MM:SS (America/New_York)",
+            file=name,
+            row=i,
+            field="timestamp_local",
+            value=r["timestamp_local"],
+        ) from None
+    target = _month(r["target_month"], file=name, row=i, field="target_month")
+    _month(r["release_month"], file=name, row=i, field="release_month")
+    ok_text = (r["parsed_ok"] or "").strip().lower()
+    if ok_text not in ("true", "false"):
+        raise SourceError("expected True or False", file=name, row=i, field="parsed_ok", value=r["parsed_ok"])
+    return var, models[model], local, target, ok_text == "true"
+
+
+def _answer(
+    r: Mapping, parsed: bool, indicator_id: str, job_month: str | None, job_ref: str
+) -> tuple[float | None, str | None]:
+    """The row's answer and why it is invalid (None = valid), the first rule that fails in this order: the
+    model's answer did not parse, the value is empty, non-numeric or not finite, ``target_month`` differs
+    from the job's month ``job_month`` (``job_ref`` names the job), the catalog guardrail. The value is
+    returned even when invalid (the unit-slip check reads it); None when it is not a finite number."""
+    if not parsed:
+        return None, f"parse_failed: {(r['parsed_notes'] or '').strip() or 'parsed_ok=False'}"
+    vtext = (r["value"] or "").strip()
+    try:
+        value = float(vtext)
+    except ValueError:
+        return None, f"non_numeric: value {r['value']!r} is not a number"
+    if not math.isfinite(value):
+        return None, f"non_numeric: value {vtext!r} is not finite"
+    if job_month is not None and r["target_month"].strip() != job_month:
+        return value, (
+            f"wrong_target: target_month {r['target_month'].strip()} differs from the job's target month "
+            f"{job_month} ({job_ref})"
+        )
+    g = get_indicator(indicator_id).guardrail
+    if not g.check(value):
+        ind = get_indicator(indicator_id)
+        return value, (
+            f"guardrail: {value:g} outside [{g.lo:g}, {g.hi:g}] {ind.unit} (scale guardrail: {g.text})"
+        )
+    return value, None
+
+
+def _records_frame(records: list[dict], name: str, partition_key: str | None, stem: str) -> pl.DataFrame:
+    """The parsed rows as one frame: timestamps placed in UTC, suspected unit slips flagged, the partition
+    (default ``<model_id>/<file stem>``, the stem alone for a file of several models), ``valid`` and
+    ``answered_at``."""
     frame = pl.DataFrame(
         records,
         schema_overrides={
@@ -364,17 +387,12 @@ def read_recorded_csv(
     pk = partition_key
     if pk is None:
         ids = frame.get_column("model_id").unique().to_list()
-        pk = f"{ids[0]}/{path.stem}" if len(ids) == 1 else path.stem
-    frame = frame.with_columns(
+        pk = f"{ids[0]}/{stem}" if len(ids) == 1 else stem
+    return frame.with_columns(
         pl.lit(pk).alias("partition_key"),
         pl.col("invalid_reason").is_null().alias("valid"),
         (pl.col("issued_at") + RECORDED_ANSWER_LAG).alias("answered_at"),
     )
-    out = build_nowcasts(frame.drop("_row", "_local", "_raw_value"))
-    if windows is not None:
-        out = mark_after_release(out, windows)
-    summary = ImportSummary(name, summary_rows, out.height, int(out.get_column("valid").sum()), skipped)
-    return out, summary
 
 
 def _place_in_utc(frame: pl.DataFrame, name: str) -> pl.DataFrame:
