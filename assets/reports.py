@@ -163,7 +163,7 @@ def build_figures(x: ReportInputs, stats: event_figures.EventStats) -> list[Plot
         ),
         macro_figures.livebetting_cumulative(x.bets, x.betting),
         macro_figures.nowcast_paths(x.nowcasts, x.releases, x.paths),
-        event_figures.accuracy_with_without_events(stats),
+        event_figures.accuracy_with_without_events(x.rankings),
         event_figures.brier_by_cutoff(stats),
         event_figures.reliability(x.forecasts, x.outcomes),
     ]
