@@ -626,3 +626,67 @@ def test_discarded_model_is_listed_with_its_invalid_share_not_ranked_and_stale_p
     assert "question tasks without a market price" not in text  # every task has the market's price here
     h = R.render_headline(f, width=200)
     assert "disc. n=25" in h
+
+
+def test_the_site_and_the_run_summary_show_the_stored_question_board_per_cutoff(store, real):
+    """The event page's questions tab has one section per §4.1 cutoff and the run summary one block of lines
+    per cutoff, both read from the stored event_board (dbt) rows: each shown rank, n, Brier, adjusted Brier
+    and skill is the stored row's, cutoff by cutoff (nothing recomputed; the snapshot's questions have a
+    row at every cutoff)."""
+    from leaf_live.cli import format_event_brier
+    from leaf_live.core import storage
+    from leaf_live.core.boards import interval, pct, sig
+    from leaf_live.event.board import QUESTION_CUTOFFS, read_board
+    from leaf_live.event.figures import event_statistics
+    from leaf_live.event.site import event_page
+
+    con = storage.connect_read_only(store)
+    try:
+        board = read_board(con)
+    finally:
+        con.close()
+    q = board.filter(pl.col("task_kind") == "event", pl.col("metric") == "brier", pl.col("horizon") != "all")
+    assert sorted(q["horizon"].unique().to_list()) == sorted(QUESTION_CUTOFFS)
+    stats = event_statistics(real["scores"].head(0))
+    page = event_page(real["scores"], real["forecast_tasks"], stats, {}, rankings=board, month_limit=1)
+    tab = next(t for t in page.tabs if t.id == "questions")
+    sections = {b.id: b for b in tab.blocks if getattr(b, "id", "").startswith("event-cutoff-")}
+    assert list(sections) == [f"event-cutoff-{c.rstrip('%')}" for c in QUESTION_CUTOFFS]
+    key = ["model_id", "rank", "n_tasks", "own_value", "adj_value", "score", "ci90_lo", "p_rank1"]
+    for cut in QUESTION_CUTOFFS:
+        stored = q.filter(pl.col("horizon") == cut)
+        shown = sections[f"event-cutoff-{cut.rstrip('%')}"].rows
+        assert len(shown) == stored.height > 0
+        want = {r["model_id"]: r for r in stored.select(key).iter_rows(named=True)}
+        for r in shown:
+            assert {k: r[k] for k in key} == want[r["model_id"]], (cut, r["model_id"])
+        ranks = [r["rank"] for r in shown if r["rank"] is not None]
+        assert ranks == sorted(ranks) and (not ranks or ranks[0] == 1)
+    # the run summary's question lines: one per stored row, in the same order, with the stored numbers
+    text = format_event_brier(board).splitlines()
+    lines = text[2:]
+    assert len(lines) == q.height
+    rows = {(r["horizon"], r["model_id"]): r for r in q.iter_rows(named=True)}
+    for ln in lines:
+        cut, rank, model = ln.split()[:3]
+        r = rows[(cut, model)]
+        assert rank == ("–" if r["rank"] is None else str(r["rank"]))
+        for v in (
+            sig(r["own_value"]),
+            sig(r["adj_value"]),
+            sig(r["score"], signed=True),
+            interval(r["ci90_lo"], r["ci90_hi"]),
+            pct(r["p_rank1"]),
+        ):
+            assert v in ln, (cut, model, v)
+        assert f" {r['n_tasks']} " in ln
+    # hand-worked: always 0.5 scores (0.5 - o)^2 = 0.25 on every question, at every cutoff
+    half = q.filter(pl.col("model_id") == "baseline/always-0.5")
+    assert half.height == len(QUESTION_CUTOFFS)
+    assert half["own_value"].to_list() == pytest.approx([0.25] * len(QUESTION_CUTOFFS), abs=1e-12)
+    # the market price scores 0 against itself at every cutoff where it is ranked
+    mk = q.filter(pl.col("model_id") == R.MARKET, pl.col("ranked"))
+    assert mk.height > 0 and (mk["score"] == 0).all()
+    assert format_event_brier(board.head(0)) == (
+        "Event questions: Brier per cutoff: not materialized (no question rows in event_board)"
+    )
