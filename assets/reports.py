@@ -58,7 +58,6 @@ MANIFEST = "figures.json"
 SITE_TITLE = "leaf_live"
 LEADERBOARD_MART = AssetKey("leaderboard")  # dbt model dbt_project/models/marts/leaderboard.sql
 EVENT_BOARD_MART = AssetKey("event_board")  # dbt model dbt_project/models/event/event_board.sql
-MACRO_BOARD_MART = AssetKey("macro_board")  # dbt model dbt_project/models/marts/macro_board.sql
 # Tables the report stages read (besides the marts): their writers are the stages' upstream assets.
 TABLES_READ = (
     "releases",
@@ -110,13 +109,12 @@ class ReportInputs:
     outcomes: pl.DataFrame
     tasks: pl.DataFrame
     rankings: pl.DataFrame  # event_board (dbt): the stored event boards (issue 16)
-    macro_board: pl.DataFrame  # macro_board (dbt): the stored macro boards (issue 16)
 
 
 def read_inputs(con) -> ReportInputs:
-    """Read every input of the report stages: the ``leaderboard``, ``macro_board`` and ``event_board`` marts
-    (empty when dbt has not built them), the macro score tables, the nowcasts of the Fig. 5 / 7 targets and
-    the event scores, probability forecasts and their outcomes, and the tasks' cutoffs."""
+    """Read every input of the report stages: the ``leaderboard`` and ``event_board`` marts (empty when dbt
+    has not built them), the macro score tables, the nowcasts of the Fig. 5 / 7 targets and the event scores,
+    probability forecasts and their outcomes, and the tasks' cutoffs."""
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     board = (
         pl.from_arrow(con.sql("SELECT * FROM leaderboard").to_arrow_table())
@@ -140,11 +138,6 @@ def read_inputs(con) -> ReportInputs:
         outcomes=storage.read_table(con, "task_outcomes", "outcome IS NOT NULL"),
         tasks=pl.from_arrow(con.sql("SELECT task_id, domain, cutoff FROM forecast_tasks").to_arrow_table()),
         rankings=read_board(con),
-        macro_board=(
-            pl.from_arrow(con.sql("SELECT * FROM macro_board").to_arrow_table())
-            if "macro_board" in present
-            else pl.DataFrame()
-        ),
     )
 
 
@@ -163,7 +156,7 @@ def build_figures(x: ReportInputs, stats: event_figures.EventStats) -> list[Plot
         ),
         macro_figures.livebetting_cumulative(x.bets, x.betting),
         macro_figures.nowcast_paths(x.nowcasts, x.releases, x.paths),
-        event_figures.accuracy_with_without_events(x.rankings),
+        event_figures.accuracy_with_without_events(stats),
         event_figures.brier_by_cutoff(stats),
         event_figures.reliability(x.forecasts, x.outcomes),
     ]
@@ -239,10 +232,10 @@ def index_page(x: ReportInputs, figures: dict[str, FigureBlock], db_path: str) -
 def build_report_assets(upstream: Sequence[AssetsDefinition]) -> list[AssetsDefinition]:
     """The report step: one op materializing ``report_figures`` and then ``leaderboard_site`` (the event
     statistics both show are computed once), downstream of the assets in ``upstream`` that write a table of
-    :data:`TABLES_READ` and of the ``leaderboard``, ``macro_board`` and ``event_board`` marts."""
+    :data:`TABLES_READ` and of the ``leaderboard`` and ``event_board`` marts."""
     writers = table_writers(upstream)
     deps = sorted({k for t in TABLES_READ for k in writers.get(t, [])}, key=lambda k: k.to_user_string())
-    deps += [LEADERBOARD_MART, MACRO_BOARD_MART, EVENT_BOARD_MART]
+    deps += [LEADERBOARD_MART, EVENT_BOARD_MART]
 
     @multi_asset(
         pool=DUCKDB_POOL,
@@ -312,7 +305,6 @@ def build_report_assets(upstream: Sequence[AssetsDefinition]) -> list[AssetsDefi
             inputs.rel_errors,
             figures,
             facts={"releases": _span(inputs.releases, "release_at")},
-            stored=inputs.macro_board,
         )
         event = event_page(
             inputs.scores,

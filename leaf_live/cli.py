@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, clock, plan, event_plan, models_plan=None) ->
     print()
     print(leaderboards(db))
     print()
-    print(event_boards(db))
+    print(event_boards(db, event_plan.boot_draws))
     out = write_analysis_report(db)
     print(
         "\nPaper's remaining analyses (App. E, F, G, Q, R) and the LEAF analyses (Tables 2, 9, 12, §3.2,"
@@ -162,6 +162,7 @@ EVENT_TABLES = (
 )
 # the metrics the printed board shows (leaf_scores holds every metric)
 EVENT_BOARD_METRICS = ("accuracy", "mape", "mae_z", "mse_z", "brier", "crps")
+EVENT_DAB_DRAWS = 500  # the difficulty adjustment refits the fixed effects on every draw
 
 
 @dataclass(frozen=True)
@@ -513,12 +514,12 @@ def run_event_track(plan: EventPlan, resources: dict, instance=None) -> bool:
     return True
 
 
-def event_boards(db: str | Path) -> str:
+def event_boards(db: str | Path, n_draws: int = 2000) -> str:
     """The event-track boards from the stored tables (read-only): task counts beside LEAF §4.1's, the stored
     coverage-robust boards (``event_board``, the dbt model over ``event_rankings``: the headline matrix
     models x domains and each domain's headline board, :func:`leaf_live.event.rankings.render_event_boards`)
-    and, for the prediction-market questions, the stored question board per §4.1 cutoff
-    (:func:`format_event_brier`)."""
+    and, for the prediction-market questions, the Brier score per §4.1 cutoff with the ForecastBench
+    difficulty-adjusted Brier and Brier Index (``n_draws`` bootstrap draws)."""
     from leaf_live.core.boards import terminal_width
     from leaf_live.event.board import read_board
     from leaf_live.event.rankings import render_event_boards
@@ -547,7 +548,7 @@ def event_boards(db: str | Path) -> str:
         else "no event board stored (dbt did not build event_board)",
     ]
     if scores.filter(pl.col("metric") == "brier").height:
-        lines += ["", format_event_brier(rankings)]
+        lines += ["", format_event_brier(scores, n_draws)]
     lines += ["", format_selective_board(selective)]
     return "\n".join(lines)
 
@@ -600,32 +601,42 @@ def format_selective_board(picks: pl.DataFrame) -> str:
     return "\n".join(out)
 
 
-def format_event_brier(board: pl.DataFrame) -> str:
-    """The event-question Brier boards per §4.1 cutoff as stored in ``event_board`` (``board``: its rows;
-    :func:`leaf_live.event.board.question_cutoff_rows`): per cutoff and model the stored rank, n questions,
-    mean Brier on its own questions, difficulty-adjusted Brier, Brier skill against the market price with its
-    90% interval and P(rank 1). Nothing is recomputed; "not materialized" in one line when the board holds no
-    question rows."""
-    from leaf_live.core.boards import interval, pct, sig
-    from leaf_live.event.board import question_cutoff_rows
+def format_event_brier(scores: pl.DataFrame, n_draws: int = 2000) -> str:
+    """Brier of every event model per §4.1 cutoff (question-bootstrap interval, n questions) beside the
+    difficulty-adjusted Brier and Brier Index (ForecastBench two-way fixed effects, always-0.5 = 0.25 / 50).
+    """
+    from leaf_live.event import catalog, scoring
 
-    q = question_cutoff_rows(board)
-    if q.height == 0:
-        return "Event questions: Brier per cutoff: not materialized (no question rows in event_board)"
+    raw = scoring.brier_by_cutoff(scores, n_draws=n_draws)
+    adj = scoring.difficulty_adjusted_brier(scores, n_draws=EVENT_DAB_DRAWS)
+    adj_by = {(r["model_id"], r["cutoff"]): r for r in adj.iter_rows(named=True)}
+    order = [f"{round(f * 100)}%" for f in catalog.EVENT_CUTOFF_FRACTIONS] + ["avg"]
     lines = [
-        "Event questions: Brier per cutoff (share of the time to resolution left, LEAF §4.1), the stored"
-        " event_board: Brier and adj. Brier lower is better (always 0.5 scores 0.25); skill = 1 - Brier /"
-        " Brier(market price), higher is better, 90% interval resampling questions",
-        f"  {'cutoff':6} {'#':>5} {'model':34} {'n':>5} {'Brier':>7} {'adj.':>7} {'skill':>8}"
-        f" {'90% interval':>18} {'P(rank 1)':>9}",
+        (
+            "Event questions: Brier per cutoff (share of the time to resolution left, LEAF §4.1); 95%"
+            " intervals resample questions; 'avg' = mean over questions of their mean over cutoffs, its"
+            " adjusted columns pool every (question, cutoff); adjusted = ForecastBench difficulty adjustment"
+            f" ({EVENT_DAB_DRAWS} draws)"
+        ),
+        (
+            f"  {'cutoff':6} {'model':22} {'brier':>7} {'95% interval':>18} {'n':>5}   {'adj. brier':>10} "
+            f"{'95% interval':>18}   {'index':>6} {'95% interval':>14}"
+        ),
     ]
-    for r in q.iter_rows(named=True):
-        rank = "disc." if r.get("discarded") else ("–" if r["rank"] is None else str(r["rank"]))
-        lines.append(
-            f"  {r['horizon']:6} {rank:>5} {r['model_id']:34} {r['n_tasks']:5d} {sig(r['own_value']):>7}"
-            f" {sig(r['adj_value']):>7} {sig(r['score'], signed=True):>8}"
-            f" {interval(r['ci90_lo'], r['ci90_hi']):>18} {pct(r['p_rank1']):>9}"
-        )
+    for cut in order:
+        g = raw.filter(pl.col("cutoff") == cut).sort("brier")
+        for r in g.iter_rows(named=True):
+            a = adj_by.get((r["model_id"], "all" if cut == "avg" else cut))
+            adj_txt = (
+                f"{a['adj_brier']:10.4f} [{a['adj_ci_lo']:.4f}, {a['adj_ci_hi']:.4f}]  "
+                f" {a['brier_index']:6.1f} [{a['index_ci_lo']:.1f}, {a['index_ci_hi']:.1f}]"
+                if a
+                else ""
+            )
+            lines.append(
+                f"  {cut:6} {r['model_id']:22} {r['brier']:7.4f} [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}] "
+                f"{r['n']:5d}   {adj_txt}"
+            )
     return "\n".join(lines)
 
 

@@ -33,29 +33,3 @@ def read_board(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     if not board_present(con):
         return pl.DataFrame()
     return pl.from_arrow(con.sql(f"SELECT * FROM {BOARD} ORDER BY {', '.join(KEY)}").to_arrow_table())
-
-
-QUESTION_CUTOFFS = ("100%", "80%", "60%", "40%", "20%", "10%")  # LEAF §4.1: share of time to resolution left
-
-
-def question_cutoff_rows(board: pl.DataFrame) -> pl.DataFrame:
-    """The event-question Brier boards of the stored :data:`BOARD` rows ``board``, one board per cutoff
-    (:data:`QUESTION_CUTOFFS`, 100% .. 10% of the time to resolution left; ``horizon`` is the cutoff): the
-    rows with ``task_kind = 'event'`` and ``metric = 'brier'`` as stored (``own_value`` = mean Brier on the
-    model's own questions, lower is better; ``adj_value`` = its difficulty-adjusted Brier; ``score`` = Brier
-    skill against the market price, higher is better; ``rank``, ``ci90_*``, ``p_rank1``, ``n_tasks`` =
-    questions), in domain and cutoff order, then rank (unranked last), then ``own_value``. Empty when
-    ``board`` holds none."""
-    if board.height == 0 or "task_kind" not in board.columns:
-        return board.head(0)
-    order = {c: i for i, c in enumerate(QUESTION_CUTOFFS)}
-    q = board.filter(
-        (pl.col("task_kind") == "event")
-        & (pl.col("metric") == "brier")
-        & pl.col("horizon").is_in(list(QUESTION_CUTOFFS))
-    )
-    return (
-        q.with_columns(pl.col("horizon").replace_strict(order, return_dtype=pl.Int32).alias("_c"))
-        .sort(["domain", "_c", "rank", "own_value", "model_id"], nulls_last=True)
-        .drop("_c")
-    )

@@ -6,8 +6,7 @@ module's (:func:`leaf_live.event.scoring.leaderboard`, :func:`~leaf_live.event.s
 is re-scored.
 
 * :func:`accuracy_with_without_events`: trend accuracy per model, time series only vs with events (LEAF
-  Tables 3 and 4), one panel per domain, bars per (task kind, horizon), from the stored event board
-  (``event_board``: difficulty-adjusted accuracy with its 90% cluster-bootstrap interval).
+  Tables 3 and 4), one panel per domain, bars per (task kind, horizon), 95% bootstrap whiskers over tasks.
   While the store holds only baselines the figure shows them and says that no LLM forecast with events exists
   yet.
 * :func:`brier_by_cutoff`: mean Brier score per model at each cutoff, 100% .. 10% of the time to resolution
@@ -79,56 +78,25 @@ def event_statistics(scores: pl.DataFrame, *, n_draws: int = 2000, seed: int = 0
 
 
 def accuracy_table(board: pl.DataFrame) -> pl.DataFrame:
-    """The trend-accuracy rows of the stored event board (``event_board`` rows, or ``event_rankings`` rows)
-    drawn by :func:`accuracy_with_without_events`: per (domain, task kind, horizon) board of
-    :data:`TREND_KINDS` (not the pooled ``all`` board, not discarded models) each model's ``mean`` =
-    ``adj_value`` (its difficulty-adjusted accuracy, the level the rank orders) with ``ci_lo`` / ``ci_hi`` =
-    the stored 90% interval of its skill score in accuracy units, ``1 - (1 - skill) * L_ref`` (``L_ref`` =
-    ``ref_loss``, the reference's mean miss rate on the board; from ``level / (1 - score)`` when the rows
-    have no ``ref_loss``), ``rank``, ``n`` = ``n_tasks``; an unranked model's ``mean`` is its plain accuracy
-    on its own tasks (``own_value``) with no interval. Adds ``context`` (:func:`context_of`)."""
-    if board.height == 0 or "task_kind" not in board.columns:
+    """The trend-accuracy rows of a board (:attr:`EventStats.board`) with ``context`` (:func:`context_of`)."""
+    if board.height == 0:
         return pl.DataFrame()
-    t = board.filter(
-        (pl.col("metric") == "accuracy")
-        & pl.col("task_kind").is_in(list(TREND_KINDS))
-        & (pl.col("horizon") != "all")
-        & ~pl.col("discarded").fill_null(False)
-    )
-    if t.height == 0:
-        return pl.DataFrame()
-    ref = pl.col("ref_loss") if "ref_loss" in t.columns else pl.col("level") / (1 - pl.col("score"))
-    ranked = pl.col("ranked") & pl.col("adj_value").is_not_null()
-    return t.select(
-        "domain",
-        "task_kind",
-        "horizon",
-        "model_id",
-        "rank",
-        pl.col("n_tasks").alias("n"),
-        pl.when(ranked).then(pl.col("adj_value")).otherwise(pl.col("own_value")).alias("mean"),
-        pl.when(ranked).then(1 - (1 - pl.col("ci90_lo")) * ref).alias("ci_lo"),
-        pl.when(ranked).then(1 - (1 - pl.col("ci90_hi")) * ref).alias("ci_hi"),
-    ).with_columns(pl.col("model_id").map_elements(context_of, return_dtype=pl.Utf8).alias("context"))
+    t = board.filter((pl.col("metric") == "accuracy") & pl.col("task_kind").is_in(list(TREND_KINDS)))
+    return t.with_columns(pl.col("model_id").map_elements(context_of, return_dtype=pl.Utf8).alias("context"))
 
 
-def accuracy_with_without_events(board: pl.DataFrame) -> Plot:
-    """Trend accuracy (%) with and without events from the stored event board (``board``: ``event_board``
-    rows; :func:`accuracy_table`), one panel per domain present, grouped bars per (task kind, horizon):
-    baselines (hatched), each LLM without events (light) and with events (solid); whiskers: the stored 90%
-    interval (cutoff-day cluster bootstrap) in accuracy units; unranked models (fewer tasks than the board's
-    minimum) at their plain accuracy, no whisker. Nothing is recomputed: without board rows the figure says
-    the board is not materialized. ``data``: the :func:`accuracy_table` rows drawn (in %)."""
-    t = accuracy_table(board)
+def accuracy_with_without_events(stats: EventStats) -> Plot:
+    """Trend accuracy (%) with and without events, one panel per domain present, grouped bars per (task kind,
+    horizon): baselines (hatched), each LLM without events (light) and with events (solid), 95% bootstrap
+    whiskers over tasks, models compared on the tasks they all forecast (``stats.board``). ``data``:
+    :func:`accuracy_table` rows drawn (accuracy in %)."""
+    t = accuracy_table(stats.board)
     domains = [d for d in DOMAINS if t.height and d in t["domain"].to_list()]
     has_events = t.height > 0 and (t["context"] == "events").any()
     fig, axes = new_figure(11.0, 2.5 * max(len(domains), 1) + 0.7, max(len(domains), 1), 1)
     colors = model_colors([split_model_id(m)[0] for m in t["model_id"].to_list()]) if t.height else {}
     if not domains:
-        note(
-            axes[0, 0],
-            "no trend-accuracy board stored (event_board not materialized or without trend tasks)",
-        )
+        note(axes[0, 0], "no trend-task scores stored (leaf_scores holds no accuracy rows)")
     for ax, dom in zip(axes[:, 0], domains):
         d = t.filter(pl.col("domain") == dom)
         groups = sorted(
@@ -146,11 +114,9 @@ def accuracy_with_without_events(board: pl.DataFrame) -> Plot:
                 r = d.filter(
                     (pl.col("model_id") == model) & (pl.col("task_kind") == k) & (pl.col("horizon") == h)
                 )
-                if r.height == 0 or r["mean"][0] is None:
+                if r.height == 0:
                     continue
-                m = 100 * r["mean"][0]
-                lo = 100 * r["ci_lo"][0] if r["ci_lo"][0] is not None else m
-                hi = 100 * r["ci_hi"][0] if r["ci_hi"][0] is not None else m
+                m, lo, hi = (100 * r[c][0] for c in ("mean", "ci_lo", "ci_hi"))
                 xs.append(i - 0.4 + width * (j + 0.5))
                 ys.append(m)
                 err[0].append(max(m - lo, 0.0))
@@ -180,13 +146,11 @@ def accuracy_with_without_events(board: pl.DataFrame) -> Plot:
     status = "" if has_events else " (no LLM forecasts with events stored yet: baselines only, time series)"
     fig.suptitle("Trend accuracy with and without events" + status, fontsize=11)
     caption = (
-        "Difficulty-adjusted trend-class accuracy (%, higher is better) per model from the stored event"
-        " board: each model on its own tasks, adjusted for task difficulty against the last value; whiskers:"
-        " the board's 90% cluster-bootstrap interval (cutoff days); unranked models (too few tasks) at their"
-        " plain accuracy, no whisker. Hatched: baselines (time series only); light: an LLM given the time"
+        "Mean trend-class accuracy (%) per model on the tasks every model of the group forecast; whiskers:"
+        " 95% bootstrap over tasks. Hatched: baselines (time series only); light: an LLM given the time"
         " series only; solid: the same LLM given the fact-checked events (LEAF Tables 3-4)."
         + status
-        + " Source: event_board."
+        + " Source: leaf_scores."
     )
     data = t.with_columns((pl.col(c) * 100).alias(c) for c in ("mean", "ci_lo", "ci_hi")) if t.height else t
     return Plot(

@@ -1,9 +1,9 @@
-"""The event track's page of the leaderboard site (:mod:`leaf_live.core.site`): the stored boards, the event
-questions by cutoff, and one tab per cutoff month, from frames of the stored tables.
+"""The event track's page of the leaderboard site (:mod:`leaf_live.core.site`): the board over every stored
+task, the event questions by cutoff, and one tab per cutoff month, from frames of the stored tables.
 
-The boards are the stored ``event_board`` rows (dbt, issue 16): the headline matrix, every board, and the
-question board at each §4.1 cutoff; nothing here recomputes a board (without the table the page says it is
-not materialized). A month tab lists each model's plain mean over its own tasks of the month (not a board).
+The statistics are the event scoring module's over the stored per-task scores (``leaf_scores``): the board
+compares the models of each (domain, task kind, horizon, metric) on the tasks they all forecast, with 95%
+bootstrap intervals over tasks (questions for events) and the sample count (:func:`scoring.leaderboard`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import polars as pl
 from leaf_live.core.site import Column, FigureBlock, Page, Tab, TableBlock, TextBlock
 from leaf_live.event import rankings as rankings_mod
 from leaf_live.event import scoring
-from leaf_live.event.figures import BOARD_METRICS, EventStats, horizon_order
+from leaf_live.event.figures import BOARD_METRICS, CUTOFFS, EventStats, horizon_order
 
+# higher is better only for accuracy and interval coverage
+HIGHER_IS_BETTER = ("accuracy", "cover80", "cover95")
 GROUP = ("domain", "task_kind", "horizon", "metric")
-# the one line a face shows when the stored board is missing (it never recomputes one)
-NOT_MATERIALIZED = "Event board: not materialized (dbt model event_board; `leaf-live rescore --track event`)."
 _METRIC_TITLE = {
     "accuracy": "share of tasks whose trend class was right (1 = all)",
     "mape": "mean absolute % error",
@@ -28,6 +28,24 @@ _METRIC_TITLE = {
     "brier": "(p - o)^2",
     "crps": "continuous ranked probability score",
 }
+
+
+def _ordered(board: pl.DataFrame) -> pl.DataFrame:
+    """Board rows grouped as :data:`GROUP`, best model first in each group (ties by model_id)."""
+    if board.height == 0:
+        return board
+    sign = (
+        pl.when(pl.col("metric").is_in(list(HIGHER_IS_BETTER)))
+        .then(-pl.col("mean"))
+        .otherwise(pl.col("mean"))
+    )
+    hs = sorted(board["horizon"].unique().to_list(), key=horizon_order)
+    h = pl.col("horizon").replace_strict({x: k for k, x in enumerate(hs)}, return_dtype=pl.Int32)
+    return (
+        board.with_columns(sign.alias("_s"), h.alias("_h"))
+        .sort(["domain", "task_kind", "_h", "metric", "_s", "model_id"])
+        .drop("_s", "_h")
+    )
 
 
 def board_columns(interval: bool = True) -> list[Column]:
@@ -45,6 +63,22 @@ def board_columns(interval: bool = True) -> list[Column]:
             Column("ci_hi", "95% high", ".4f", True, "95% bootstrap over tasks (questions for events)"),
         ]
     return cols + [Column("n", "n", numeric=True, title="scored tasks (forecasts) in the group")]
+
+
+def board_block(stats: EventStats) -> TableBlock:
+    """The event board (``stats.board``), best model first in each group."""
+    b = _ordered(stats.board)
+    return TableBlock(
+        "event-board",
+        "Event-track board",
+        board_columns(),
+        b.to_dicts(),
+        "Mean per-task metric of each model (LEAF §4.1: accuracy of the trend class, MAPE %, z-scored "
+        "MAE/MSE, Brier, CRPS), models of a group compared on the tasks they all forecast; 95% "
+        "bootstrap interval over tasks (event questions: over questions, all cutoffs together); n = "
+        "scored tasks.",
+        key=("domain", "task_kind", "horizon", "metric", "model_id"),
+    )
 
 
 def _sig(x) -> str:
@@ -151,54 +185,41 @@ def _hkey(h: str):
     return (1, (0, 0.0)) if h == rankings_mod.POOLED else (0, horizon_order(h))
 
 
-def cutoff_blocks(board: pl.DataFrame) -> list[TableBlock]:
-    """One section per §4.1 cutoff (100% .. 10% of the time to resolution left) of the event-question Brier
-    board, read from the stored ``event_board`` rows ``board`` (via
-    :func:`leaf_live.event.board.question_cutoff_rows`): the stored rank, Brier skill and its interval,
-    P(rank 1), the difficulty-adjusted and the own-question Brier and n; nothing recomputed. No block for a
-    cutoff without rows."""
-    from leaf_live.event.board import question_cutoff_rows
-
-    q = question_cutoff_rows(board)
-    cols = [
-        Column("rank_txt", "#", numeric=True, title="rank by Brier skill (– = unranked; disc. = discarded)"),
-        Column("model_id", "model"),
-        Column("n_tasks", "n", numeric=True, title="the model's own questions at this cutoff"),
-        Column(
-            "own_value", "Brier", ".4f", True, "mean Brier on the model's own questions (lower is better)"
-        ),
-        Column("adj_value", "adj. Brier", ".4f", True, "difficulty-adjusted Brier (lower is better)"),
-        Column("score", "skill", _signed, True, "1 - Brier/Brier(market price), higher is better"),
-        Column("interval", "90% interval", numeric=True, title="bootstrap over questions"),
-        Column("p_rank1", "P(rank 1)", _pct, True, "share of bootstrap replicates ranked first"),
-    ]
-    blocks = []
-    for (domain, cut), g in q.group_by(["domain", "horizon"], maintain_order=True):
-        rows = [
-            {
-                **r,
-                "rank_txt": "disc." if r.get("discarded") else ("–" if r["rank"] is None else str(r["rank"])),
-                "interval": "–"
-                if r["ci90_lo"] is None or r["ci90_hi"] is None
-                else f"[{_sig(r['ci90_lo'])}, {_sig(r['ci90_hi'])}]",
-            }
-            for r in g.iter_rows(named=True)
-        ]
-        blocks.append(
-            TableBlock(
-                f"event-cutoff-{cut.rstrip('%')}" + ("" if domain == "event" else f"-{domain}"),
-                f"Event questions at the {cut} cutoff" + ("" if domain == "event" else f" ({domain})"),
-                cols,
-                rows,
-                f"The stored event_board's question board at the {cut} cutoff ({cut} of the time to"
-                " resolution left, LEAF §4.1): each model on its own questions, ranked by Brier skill against"
-                " the market price (higher is better, 0 = the market); Brier: lower is better, always 0.5"
-                " scores 0.25."
-                " Stored in event_board.",
-                key=("model_id",),
-            )
+def cutoff_block(stats: EventStats) -> TableBlock:
+    """Mean Brier per model at each cutoff and averaged over the cutoffs (``stats.cutoffs``), one row per
+    model, with the question count."""
+    t = stats.cutoffs
+    rows = []
+    for model in sorted(t["model_id"].unique().to_list()) if t.height else []:
+        r = t.filter(pl.col("model_id") == model)
+        by = dict(zip(r["cutoff"].to_list(), r["brier"].to_list()))
+        n = dict(zip(r["cutoff"].to_list(), r["n"].to_list()))
+        rows.append(
+            {"model_id": model, **{c: by.get(c) for c in (*CUTOFFS, "avg")}, "n_questions": n.get("avg")}
         )
-    return blocks
+    rows.sort(key=lambda r: (r["avg"] is None, r["avg"], r["model_id"]))
+    cols = [Column("model_id", "model")] + [
+        Column(c, c, ".4f", True, "mean Brier at this share of the time to resolution left") for c in CUTOFFS
+    ]
+    cols += [
+        Column(
+            "avg",
+            "average",
+            ".4f",
+            True,
+            "mean over questions of each question's mean Brier over its cutoffs (§4.1)",
+        ),
+        Column("n_questions", "questions", numeric=True),
+    ]
+    return TableBlock(
+        "event-brier-cutoffs",
+        "Event questions: Brier score by cutoff",
+        cols,
+        rows,
+        "Mean Brier score (lower is better; always 0.5 scores 0.25) at each cutoff, 100% .. 10% of the "
+        "time to resolution left (LEAF §4.1, Table 8 form).",
+        key=("model_id",),
+    )
 
 
 def month_block(scores: pl.DataFrame, tasks: pl.DataFrame, month: str) -> TableBlock:
@@ -254,9 +275,9 @@ def event_page(
     """The event page: tab ``board`` (the board and the accuracy figure), tab ``questions`` (Brier by cutoff,
     its figure and the reliability diagram) and a tab ``m-YYYY-MM`` per cutoff month (newest first, at most
     ``month_limit``). ``scores``: ``leaf_scores`` rows; ``tasks``: ``forecast_tasks`` rows (task_id, cutoff);
-    ``stats``: :func:`leaf_live.event.figures.event_statistics` of ``scores`` (the figures'); ``rankings``:
-    the stored ``event_board`` rows, the only source of the boards (headline matrix, every board, the
-    question board per cutoff): without them the board and questions tabs say :data:`NOT_MATERIALIZED`."""
+    ``stats``: :func:`leaf_live.event.figures.event_statistics` of ``scores``; ``rankings``: the stored
+    ``event_board`` rows: when given, the board tab shows the headline matrix and those boards instead of
+    the former common-task board of ``stats``."""
     intro = [
         "Forecasts of stock and commodity trends and prices, hourly temperature, electricity load and "
         "prediction-market questions, by LLMs with and without fact-checked events and by time-series "
@@ -283,14 +304,17 @@ def event_page(
         if llm
         else "No LLM forecasts are stored yet: the board holds the baselines (time series only)."
     )
-    stored = rankings is not None and rankings.height > 0
     board = [
         TextBlock([f"{len(models)} models, {scores['task_id'].n_unique():,} scored tasks. {status}"]),
-        *([headline_block(rankings), ranking_block(rankings)] if stored else [TextBlock([NOT_MATERIALIZED])]),
+        *(
+            [headline_block(rankings), ranking_block(rankings)]
+            if rankings is not None and rankings.height
+            else [board_block(stats)]
+        ),
     ]
     if "event_accuracy_with_without_events" in figures:
         board.append(figures["event_accuracy_with_without_events"])
-    questions: list = cutoff_blocks(rankings) if stored else [TextBlock([NOT_MATERIALIZED])]
+    questions: list = [cutoff_block(stats)]
     questions += [figures[n] for n in ("event_brier_by_cutoff", "event_reliability") if n in figures]
     tabs = [Tab("board", "Board", board), Tab("questions", "Event questions", questions)]
     months: Sequence[str] = cutoff_months(tasks, scores)

@@ -121,59 +121,33 @@ def _score_block(
     )
 
 
-def _horizon_block(board: pl.DataFrame, leaderboard: str, stored: pl.DataFrame | None = None) -> TableBlock:
-    """The scores by evaluation horizon (App. K.3). With ``stored`` (``macro_board`` rows) each model's
-    horizons are compared on one event set, the events it has at every horizon (``every_horizon_score``,
-    ``n_events_every_horizon``), as stored; without it, the ``leaderboard`` mart's own-event score at each
-    horizon (sets of different sizes)."""
-    src = stored if stored is not None and stored.height else None
-    f = (src if src is not None else board).filter(
+def _horizon_block(board: pl.DataFrame, leaderboard: str) -> TableBlock:
+    f = board.filter(
         (pl.col("leaderboard") == leaderboard)
         & (pl.col("target") == "return")
         & (pl.col("scope") == "overall")
         & (pl.col("fit_name") == HEADLINE_FITS.get(leaderboard))
     )
-    if src is not None:
-        f = f.filter(pl.col("event_window") == "full")
-    value = "every_horizon_score" if src is not None else "score"
     wide = (
-        f.pivot(on="horizon", index="model_id", values=value)
+        f.pivot(on="horizon", index="model_id", values="score")
         if f.height
-        else pl.DataFrame({"model_id": []}, schema={"model_id": pl.Utf8})
+        else pl.DataFrame({"model_id": []})
     )
     for h in HORIZONS:
         if h not in wide.columns:
             wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(h))
-    cols = [Column("model_id", "model")]
-    if src is not None and f.height:
-        n = f.group_by("model_id").agg(pl.col("n_events_every_horizon").max().alias("n_every"))
-        wide = wide.join(n, on="model_id", how="left")
-        cols.append(
-            Column(
-                "n_every", "events", numeric=True, title="the model's events with a forecast at every horizon"
-            )
-        )
     wide = wide.sort("terminal", "model_id", descending=[True, False], nulls_last=True)
-    cols += [
+    cols = [Column("model_id", "model")] + [
         Column(h, h.replace("_", " "), "+.4f", True, "LiveMacro Score at this evaluation horizon (App. K.3)")
         for h in HORIZONS
     ]
-    caption = (
-        "Overall LiveMacro Score with the terminal nowcast and with the median of the nowcasts of the "
-        "1, 3 and 7 days before the release (App. K.3 / Fig. 13)"
-    )
-    caption += (
-        ", each model on the one set of its events it has a forecast for at every horizon (events), so a"
-        " horizon's score never moves because its event set shrank. Stored in macro_board."
-        if src is not None
-        else ", each on the model's own events at that horizon."
-    )
     return TableBlock(
         f"macro-{leaderboard}-horizons",
         "LiveMacro Score by evaluation horizon",
         cols,
         wide.to_dicts(),
-        caption,
+        "Overall LiveMacro Score with the terminal nowcast and with the median of the nowcasts of the "
+        "1, 3 and 7 days before the release (App. K.3 / Fig. 13).",
         key=("model_id",),
     )
 
@@ -332,14 +306,12 @@ def macro_page(
     figures: Mapping[str, FigureBlock],
     *,
     facts: Mapping[str, str] = (),
-    stored: pl.DataFrame | None = None,
 ) -> Page:
     """The macro page: tab ``live`` (live-window board: LiveMacro Score, consensus-relative score, horizons,
     LiveBetting, Fig. 2-5/7), tab ``backtest`` and a tab ``m-YYYY-MM`` per live release month.
     ``board``: ``leaderboard`` mart rows; ``decompositions``: ``score_decompositions`` (its ``event_coverage``
     rows are used); ``betting``: ``livebetting_scores``; ``releases``; ``rel_errors``: ``relative_errors``;
-    ``figures``: figure name -> block (names of :mod:`leaf_live.macro.figures`); ``stored``: the stored
-    ``macro_board`` rows, whose every-horizon scores the horizons table shows (:func:`_horizon_block`)."""
+    ``figures``: figure name -> block (names of :mod:`leaf_live.macro.figures`)."""
     tabs = []
     for mode in ("live", "backtest"):
         blocks: list = []
@@ -385,7 +357,7 @@ def macro_page(
                     ),
                 )
             )
-        blocks.append(_horizon_block(board, mode, stored))
+        blocks.append(_horizon_block(board, mode))
         if mode == "live":
             blocks += [betting_block(betting, "window"), betting_block(betting, "common")]
             for name in (

@@ -370,8 +370,6 @@ def test_common_events_board_ranks_only_models_sharing_the_event_set(con):
 
 
 def test_auto_arima_is_horizon_invariant(con):
-    # the main run fits the auto-ARIMA on 2025-11 only; for the full live span (where 7 days out it lacks 3
-    # of its 62 events) see tests/assets/test_macro_board.py, test_horizons_are_compared_on_one_event_set_...
     full = _fit_id(con, "full")
     s = _scores(con, f"partition_key = 'live' AND model_id = 'baseline/auto-arima' AND fit_id = '{full}'")
     for (scope, target), g in s.group_by("scope", "target"):

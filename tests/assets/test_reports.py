@@ -45,7 +45,6 @@ def test_the_report_step_follows_every_writer_of_what_it_reads_and_runs_in_the_m
     writers = table_writers([a for a in ALL_ASSETS if AssetKey("report_figures") not in a.keys])
     want = {k for t in TABLES_READ for k in writers.get(t, [])} | {
         AssetKey("leaderboard"),
-        AssetKey("macro_board"),
         AssetKey("event_board"),
     }  # the dbt marts it reads
     assert set(graph.get(AssetKey("report_figures")).parent_keys) == want

@@ -6,7 +6,7 @@ those scores, read back from the matplotlib artists. Hand-made LLM rows check th
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 
 import numpy as np
 import polars as pl
@@ -14,11 +14,10 @@ import pytest
 from matplotlib.container import BarContainer
 
 from leaf_live.core.forecaster import run_forecasters
-from leaf_live.core.site import TableBlock, TextBlock
 from leaf_live.event import baselines, catalog, scoring, tasks
 from leaf_live.event import figures as F
 from leaf_live.event.pipeline import BASELINE_PRODUCER
-from leaf_live.event.site import NOT_MATERIALIZED, event_page, month_block
+from leaf_live.event.site import cutoff_block, event_page, month_block
 from leaf_live.event.sources.prediction_markets import SnapshotPredictionMarkets
 from leaf_live.event.sources.weather import SnapshotWeather
 
@@ -107,25 +106,12 @@ def test_reliability_points_are_the_calibration_table(real):
     assert n == real["forecasts"].filter(pl.col("model_id") == "market/polymarket").height
 
 
-def _stored_board(scores: pl.DataFrame, tasks_: pl.DataFrame) -> pl.DataFrame:
-    from leaf_live.event import rankings as R
-
-    return R.rankings_frame(
-        scores, tasks_.select("task_id", "cutoff"), available_at=datetime(2026, 5, 1, tzinfo=UTC), n_boot=200
-    )
-
-
-def test_accuracy_bars_are_the_stored_board_in_percent(real):
-    """The figure draws the stored board's trend-accuracy rows (event_rankings / event_board): bar = the
-    difficulty-adjusted accuracy, whiskers = the stored 90% skill interval in accuracy units; for models on
-    every task that is their plain accuracy, counted here by hand from the per-task scores."""
-    board = _stored_board(real["scores"], real["tasks"])
-    plot = F.accuracy_with_without_events(board)
+def test_accuracy_bars_are_the_board_means_in_percent(real):
+    plot = F.accuracy_with_without_events(real["stats"])
     assert "no LLM forecasts with events stored yet" in plot.figure.get_suptitle()
-    assert "Source: event_board." in plot.caption
     ax = plot.figure.axes[0]
     assert ax.get_title() == "weather"
-    stored = board.filter(pl.col("metric") == "accuracy", pl.col("domain") == "weather")
+    board = real["stats"].board.filter(pl.col("metric") == "accuracy", pl.col("domain") == "weather")
     groups = [t.get_text() for t in ax.get_xticklabels()]
     assert groups == ["trend3 3d", "trend3 7d", "trend5 3d", "trend5 7d"]
     bar_containers = [c for c in ax.containers if isinstance(c, BarContainer)]
@@ -133,45 +119,29 @@ def test_accuracy_bars_are_the_stored_board_in_percent(real):
     for container in bar_containers:
         label = container.get_label()
         heights = [p.get_height() for p in container.patches]
-        rows = [
-            stored.filter(
+        want = [
+            100
+            * board.filter(
                 pl.col("model_id") == label,
                 pl.col("task_kind") == g.split()[0],
                 pl.col("horizon") == g.split()[1],
-            ).row(0, named=True)
+            )["mean"][0]
             for g in groups
         ]
-        assert all(r["ranked"] for r in rows)
-        assert heights == pytest.approx([100 * r["adj_value"] for r in rows], abs=1e-12)
+        assert heights == pytest.approx(want, abs=1e-12)
         assert all(p.get_hatch() == "//" for p in container.patches)  # baselines hatched
-        # the drawn interval is the stored skill interval mapped by 1 - (1 - skill) * L_ref
-        for r, (lo, hi) in zip(
-            rows,
-            plot.data.filter(pl.col("model_id") == label, pl.col("domain") == "weather")
-            .select("ci_lo", "ci_hi")
-            .rows(),
-        ):
-            l_ref = r["level"] / (1 - r["score"])
-            assert lo == pytest.approx(100 * (1 - (1 - r["ci90_lo"]) * l_ref), abs=1e-9)
-            assert hi == pytest.approx(100 * (1 - (1 - r["ci90_hi"]) * l_ref), abs=1e-9)
-    # every model answers every task here: the adjusted accuracy is the plain one, counted by hand
-    for model in ("baseline/last-value", "baseline/hist-mean"):
-        acc = real["scores"].filter(
-            pl.col("metric") == "accuracy",
-            pl.col("model_id") == model,
-            pl.col("domain") == "weather",
-            pl.col("task_kind") == "trend3",
-            pl.col("horizon") == "3d",
-        )
-        assert plot.data.filter(
-            pl.col("model_id") == model,
-            pl.col("domain") == "weather",
-            pl.col("task_kind") == "trend3",
-            pl.col("horizon") == "3d",
-        )["mean"][0] == pytest.approx(100 * acc["value"].mean(), abs=1e-9)
-    # the reference (the last value) scores 0 skill: no whisker
-    lv = plot.data.filter(pl.col("model_id") == "baseline/last-value")
-    assert ((lv["ci_hi"] - lv["ci_lo"]).abs() < 1e-9).all()
+    # the baselines' accuracy on these tasks, counted by hand from the per-task scores
+    acc = real["scores"].filter(
+        pl.col("metric") == "accuracy",
+        pl.col("model_id") == "baseline/last-value",
+        pl.col("task_kind") == "trend3",
+        pl.col("horizon") == "3d",
+    )
+    assert plot.data.filter(
+        pl.col("model_id") == "baseline/last-value",
+        pl.col("task_kind") == "trend3",
+        pl.col("horizon") == "3d",
+    )["mean"][0] == pytest.approx(100 * acc["value"].mean())
 
 
 def test_llm_rows_with_and_without_events_are_told_apart():
@@ -194,14 +164,8 @@ def test_llm_rows_with_and_without_events_are_told_apart():
                     "value": float(k < 10 * acc),
                 }
             )
-    tasks_ = pl.DataFrame(
-        {
-            "task_id": [f"t{k}" for k in range(10)],
-            "cutoff": [datetime(2025, 11, 3 + k, tzinfo=UTC) for k in range(10)],
-        }
-    )
-    # 10 tasks: under the board's 20-task minimum, each model is drawn at its plain accuracy
-    plot = F.accuracy_with_without_events(_stored_board(pl.DataFrame(rows), tasks_))
+    stats = F.event_statistics(pl.DataFrame(rows), n_draws=50)
+    plot = F.accuracy_with_without_events(stats)
     ax = plot.figure.axes[0]
     bars = {c.get_label(): c.patches[0] for c in ax.containers if isinstance(c, BarContainer)}
     assert set(bars) == {
@@ -239,7 +203,7 @@ def test_nothing_stored_gives_empty_figures_and_a_page_that_says_so():
             }
         )
     )
-    assert F.accuracy_with_without_events(empty).empty and F.brier_by_cutoff(stats).empty
+    assert F.accuracy_with_without_events(stats).empty and F.brier_by_cutoff(stats).empty
     fc = pl.DataFrame(
         schema={"model_id": pl.Utf8, "task_id": pl.Utf8, "valid": pl.Boolean, "probability": pl.Float64}
     )
@@ -250,16 +214,29 @@ def test_nothing_stored_gives_empty_figures_and_a_page_that_says_so():
     ].paragraphs[0]
 
 
-def test_event_page_without_the_stored_board_says_not_materialized(real):
-    """No event_board rows: the board and questions tabs say so in one line (no board is recomputed from
-    the scores); the month tabs are still there."""
+def test_event_page_tables_hold_the_statistics(real):
     stats, scores, tasks_ = real["stats"], real["scores"], real["tasks"]
     page = event_page(scores, tasks_, stats, {}, month_limit=3)
     assert [t.id for t in page.tabs][:2] == ["board", "questions"] and len(page.tabs) == 5
-    for tab in page.tabs[:2]:
-        assert not [b for b in tab.blocks if isinstance(b, TableBlock)]
-        texts = [p for b in tab.blocks if isinstance(b, TextBlock) for p in b.paragraphs]
-        assert NOT_MATERIALIZED in texts
+    board = next(b for b in page.tabs[0].blocks if getattr(b, "id", "") == "event-board")
+    assert len(board.rows) == stats.board.height
+    got = {
+        (r["domain"], r["task_kind"], r["horizon"], r["metric"], r["model_id"]): (r["mean"], r["n"])
+        for r in board.rows
+    }
+    for r in stats.board.iter_rows(named=True):
+        assert got[(r["domain"], r["task_kind"], r["horizon"], r["metric"], r["model_id"])] == (
+            r["mean"],
+            r["n"],
+        )
+    # horizons in LEAF order within a group, best model first (lower Brier)
+    ev = [r for r in board.rows if r["domain"] == "event"]
+    assert [r["horizon"] for r in ev][::3] == list(F.CUTOFFS)
+    first = [r for r in ev if r["horizon"] == "10%"]
+    assert [r["mean"] for r in first] == sorted(r["mean"] for r in first)
+    cut = cutoff_block(stats)
+    half = next(r for r in cut.rows if r["model_id"] == "baseline/always-0.5")
+    assert [half[c] for c in F.CUTOFFS] == pytest.approx([0.25] * 6) and half["avg"] == pytest.approx(0.25)
     # a month tab: each model's plain mean over its own tasks of the month (no common-set shrinking)
     month = page.tabs[2].id[2:]
     mb = month_block(scores, tasks_, month)

@@ -9,8 +9,6 @@
 -- model's themes and at least half of each ranked model's events (common_view_ok); common_view_note says why
 -- not otherwise. max_event_share: the largest single-event share of the model's loss (flagged above 0.5).
 -- own_ci90_* is the combined (beta + events) interval of own_score, own_beta_ci90_* the beta-only one (Eq. 12).
--- every_horizon_score is own_score on the model's events that it has at every horizon of the mode
--- (n_events_every_horizon of them): horizons are compared on that one set, never on sets of different sizes.
 -- forecast_provenance labels the auto-ARIMA as what it is against App. I (score_decompositions rows
 -- decomposition = 'arima_provenance'): its scored releases on an older vintage, and its horizons.
 {{ config(materialized='table') }}
@@ -29,32 +27,6 @@ own as (
         (sum(weight * loss_consensus) - sum(weight * loss))
             / nullif(sum(weight * loss_consensus) + sum(weight * loss), 0) as own_score
     from windowed
-    group by all
-),
-mode_horizons as (
-    -- the horizons a mode scores (the consensus is scored at every one: its terminal self)
-    select partition_key, count(distinct horizon) as n_horizons
-    from losses
-    group by all
-),
-every_horizon_events as (
-    -- a model's events that have its loss row at every horizon of the mode: the one set its horizons are
-    -- compared on (K.3; a single-shot forecaster whose nowcast exists 7 days out scores the same at each)
-    select w.partition_key, w.fit_id, w.scope, w.target, w.event_window, w.model_id, w.event_at
-    from windowed as w
-    inner join mode_horizons as h using (partition_key)
-    group by all
-    having count(distinct w.horizon) = max(h.n_horizons)
-),
-horizon_common as (
-    select
-        w.partition_key, w.fit_id, w.horizon, w.scope, w.target, w.event_window, w.model_id,
-        count(*) as n_events_every_horizon,
-        (sum(w.weight * w.loss_consensus) - sum(w.weight * w.loss))
-            / nullif(sum(w.weight * w.loss_consensus) + sum(w.weight * w.loss), 0) as every_horizon_score
-    from windowed as w
-    inner join every_horizon_events as e
-        using (partition_key, fit_id, scope, target, event_window, model_id, event_at)
     group by all
 ),
 scores as (
@@ -158,8 +130,6 @@ select
     r.n_events_board,
     r.min_events,
     o.own_score,
-    cast(coalesce(hc.n_events_every_horizon, 0) as integer) as n_events_every_horizon,
-    hc.every_horizon_score,
     case when r.event_window = 'full' then s.combined_ci90_lo end as own_ci90_lo,
     case when r.event_window = 'full' then s.combined_ci90_hi end as own_ci90_hi,
     case when r.event_window = 'full' then s.boot_ci90_lo end as own_beta_ci90_lo,
@@ -186,7 +156,6 @@ select
     r.available_at
 from {{ source('leaf_live', 'livemacro_rankings') }} as r
 left join own as o using (partition_key, fit_id, horizon, scope, target, event_window, model_id)
-left join horizon_common as hc using (partition_key, fit_id, horizon, scope, target, event_window, model_id)
 left join scores as s using (partition_key, fit_id, horizon, scope, target, model_id)
 left join board_view as v using (partition_key, fit_id, horizon, scope, target)
 left join provenance as p using (partition_key, model_id)

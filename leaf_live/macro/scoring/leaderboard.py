@@ -4,13 +4,12 @@ Pure functions over frames read from ``livemacro_scores``, ``score_decomposition
 and ``market_beta_fits`` (joined to the first ``market_betas`` row of each fit): :func:`leaderboard_rows`
 selects and orders one board, :func:`render_leaderboards` prints the historical backtest and the live window.
 
-What a board shows (docs/leaderboards.md): the stored board (``macro_board``, given as ``board``) with its
-coverage-robust ranks (:func:`leaf_live.macro.scoring.board.render_macro_board`); without it one line says
-the board is not materialized (no board is rebuilt here). The K.3 horizons table compares each model's
-horizons on the one set of its events it has at every horizon (``macro_board.every_horizon_score``). Every
-interval is labelled with the uncertainty it carries; a paired comparison with fewer shared events than the
-minimum prints "too few shared events" instead of an interval. :func:`leaderboard_rows` selects the former
-per-model rows of ``livemacro_scores`` (``leaf-live scores --board common``).
+What a board shows (docs/leaderboards.md): with the stored board (``macro_board``, given as ``board``) the
+ranks are its coverage-robust ones (:func:`leaf_live.macro.scoring.board.render_macro_board`); without it the
+former view: models ranked only on their common event set (the events every compared model nowcasts itself,
+size printed); beside the rank, each model's own-coverage score
+on all of its own events; every interval is labelled with the uncertainty it carries; a paired comparison
+with fewer shared events than the minimum prints "too few shared events" instead of an interval.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ LEADERBOARD_COLUMNS = (
     "lmd",
     "min_events",
 )
-NOT_MATERIALIZED = "macro board not materialized (dbt mart macro_board; `leaf-live rescore` builds it)"
 TARGET_LABELS = {
     "return": "LiveMacro Score (target r_g, Eq. 8)",
     "shock": "Consensus-relative score (target Q_g, S.1)",
@@ -118,6 +116,94 @@ def _table(header: Sequence[str], rows: list[Sequence[str]], align: str) -> str:
         ).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _too_few(n: int, m: int | None) -> str:
+    return f"too few events ({n} < {m})"
+
+
+def _score_table(rows: pl.DataFrame, rel_err: dict[str, tuple[float, float | None]] | None = None) -> str:
+    """One scope's board: the common-event ranking and each model's own-coverage score beside it."""
+    header = [
+        "rank",
+        "model",
+        "common score",
+        "90% CI beta+events",
+        "LMD",
+        "own events",
+        "own score",
+        "90% CI beta+events",
+        "90% CI beta only",
+        "own LMD",
+    ]
+    align = "rllrrrrrrr"
+    if rel_err is not None:
+        header += ["rel. err. own", "rel. err. common"]
+        align += "rr"
+    out = []
+    for r in rows.iter_rows(named=True):
+        compared = r["common_rank"] is not None
+        m = r["min_events"]
+        if compared:
+            cci = (
+                _ci(r["common_ci90_lo"], r["common_ci90_hi"])
+                if r["common_ci90_lo"] is not None
+                else _too_few(r["n_events_common"], m)
+            )
+            common = [
+                str(r["common_rank"]),
+                r["model_id"],
+                _num(r["common_score"]),
+                cci,
+                _num(r["common_lmd"], ".3f"),
+            ]
+        else:
+            common = ["-", r["model_id"], "not compared", "", ""]
+        own_ci = (
+            _ci(r["combined_ci90_lo"], r["combined_ci90_hi"])
+            if r["combined_ci90_lo"] is not None
+            else _too_few(r["n_events_own"], m)
+            if r["score"] is not None
+            else "n/a"
+        )
+        cells = [
+            *common,
+            f"{r['n_events_own']}/{r['n_events']}",
+            _num(r["score"]),
+            own_ci,
+            _ci(r["boot_ci90_lo"], r["boot_ci90_hi"]) if r["boot_ci90_lo"] is not None else "n/a",
+            _num(r["lmd"], ".3f"),
+        ]
+        if rel_err is not None:
+            own, com = rel_err.get(r["model_id"], (None, None)) if r["scope"] == "overall" else (None, None)
+            cells += ["" if own is None else f"{own:.3f}", "" if com is None else f"{com:.3f}"]
+        out.append(cells)
+    return _table(header, out, align)
+
+
+def _board(rows: pl.DataFrame, rel_err: dict[str, tuple[float, float | None]] | None) -> list[str]:
+    out = []
+    for scope in SCOPE_ORDER:
+        s = rows.filter(pl.col("scope") == scope)
+        if s.height == 0:
+            continue
+        if s.filter(~pl.col("model_id").str.starts_with("consensus/")).height == 0:
+            continue
+        comp = s.filter(pl.col("common_rank").is_not_null())
+        if comp.height:
+            n = comp["n_events_common"][0]
+            head = (
+                f"  {scope}: ranked on the common event set, {n} events where each of the {comp.height}"
+                f" compared models has its own nowcast ({', '.join(comp['model_id'].to_list())})"
+            )
+        else:
+            head = (
+                f"  {scope}: no common event set of at least {s['min_events'][0]} events; own-coverage scores"
+                " only"
+            )
+        out.append(head)
+        out.append(_score_table(s, rel_err if scope == "overall" else None))
+    return out
 
 
 def _fit_line(fits: pl.DataFrame, fit_id: str) -> str:
@@ -275,12 +361,9 @@ def _robustness(scores: pl.DataFrame, fits: pl.DataFrame, partition_key: str, he
     )
 
 
-def _horizons(scores: pl.DataFrame, partition_key: str, head: str, board: pl.DataFrame | None = None) -> str:
-    """K.3 horizons: each model's LiveMacro Score of the forecast standing at every horizon and the K.3
-    sampling interval at the terminal horizon. With the stored ``macro_board`` rows (``board``) the horizons
-    are compared on one event set per model, the events it has at every horizon
-    (``every_horizon_score`` over ``n_events_every_horizon`` events), each horizon's own-event count in
-    brackets; without it, the own-event score at each horizon (sets of different sizes)."""
+def _horizons(scores: pl.DataFrame, partition_key: str, head: str) -> str:
+    """K.3 horizons: each model's own-coverage LiveMacro Score at every horizon (the forecast standing then)
+    and the K.3 sampling interval at the terminal horizon."""
     s = scores.filter(
         (pl.col("partition_key") == partition_key)
         & (pl.col("scope") == "overall")
@@ -290,37 +373,12 @@ def _horizons(scores: pl.DataFrame, partition_key: str, head: str, board: pl.Dat
     hs = [h for h in ("terminal", "median_1d", "median_3d", "median_7d") if h in set(s["horizon"].to_list())]
     if len(hs) < 2:
         return ""
-    b = (
-        board.filter(
-            (pl.col("leaderboard") == partition_key)
-            & (pl.col("fit_id") == head)
-            & (pl.col("scope") == "overall")
-            & (pl.col("target") == "return")
-            & (pl.col("event_window") == "full")
-        )
-        if board is not None
-        else pl.DataFrame()
-    )
-    stored = {(r["model_id"], r["horizon"]): r for r in b.iter_rows(named=True)} if b.height else {}
     by = {(r["model_id"], r["horizon"]): r for r in s.iter_rows(named=True)}
     rows = []
     for m in sorted(set(s["model_id"].to_list())):
         cells = [m]
-        if stored:
-            n_every = {stored[(m, h)]["n_events_every_horizon"] for h in hs if (m, h) in stored}
-            cells.append(str(n_every.pop()) if len(n_every) == 1 else "")
         for h in hs:
             r = by.get((m, h))
-            if stored:
-                st = stored.get((m, h))
-                cells.append(
-                    ""
-                    if st is None
-                    else f"{_num(st['every_horizon_score'])} ({st['n_events']})"
-                    if st["every_horizon_score"] is not None
-                    else f"n/a ({st['n_events']})"
-                )
-                continue
             cells.append(
                 "" if r is None or r["score"] is None else f"{_num(r['score'])} ({r['n_events_own']})"
             )
@@ -331,21 +389,12 @@ def _horizons(scores: pl.DataFrame, partition_key: str, head: str, board: pl.Dat
             else ""
         )
         rows.append(cells)
-    if stored:
-        header = ["model", "events at every horizon", *hs, "K.3 sampling mean [95% t-CI]"]
-        title = (
-            "Horizons (K.3): LiveMacro Score of the forecast standing at each horizon, each model on the one"
-            " set of its events it has a forecast for at every horizon (events at every horizon); its own"
-            " events at that horizon in brackets. The sampling interval uses the forecast standing 0..k-1"
-            " hours before each release (terminal, own events)\n"
-        )
-    else:
-        header = ["model", *hs, "K.3 sampling mean [95% t-CI]"]
-        title = (
-            "Horizons (K.3): own-coverage LiveMacro Score (own events) of the forecast standing at each"
-            " horizon; the sampling interval uses the forecast standing 0..k-1 hours before each release\n"
-        )
-    return title + _table(header, rows, "l" + "r" * (len(header) - 1))
+    header = ["model", *hs, "K.3 sampling mean [95% t-CI]"]
+    return (
+        "Horizons (K.3): own-coverage LiveMacro Score (own events) of the forecast standing at each horizon;"
+        " the sampling interval uses the forecast standing 0..k-1 hours before each release\n"
+        + _table(header, rows, "l" + "r" * (len(header) - 1))
+    )
 
 
 def _paired(decompositions: pl.DataFrame, partition_key: str) -> str:
@@ -424,10 +473,9 @@ def render_leaderboards(
 ) -> str:
     """The two leaderboards as text.
 
-    ``board``: rows of the stored ``macro_board`` (dbt mart): each target's headline is the stored
-    coverage-robust board (overall scope, terminal horizon, the full and the ex-COVID windows,
-    :func:`leaf_live.macro.scoring.board.render_macro_board` at ``width``); without them each target prints
-    :data:`NOT_MATERIALIZED` in one line (no board is rebuilt from ``scores``).
+    ``board``: rows of the stored ``macro_board`` (dbt mart); when given, each target's headline is the
+    stored coverage-robust board (overall scope, terminal horizon, the full and the ex-COVID windows,
+    :func:`leaf_live.macro.scoring.board.render_macro_board` at ``width``) instead of the common-event rows.
 
     ``scores``: ``livemacro_scores`` rows; ``decompositions``: ``score_decompositions`` rows (at least the
     ``shapley``, ``relative_error``, ``event_coverage`` and ``paired_bootstrap`` ones); ``betting``:
@@ -456,7 +504,7 @@ def render_leaderboards(
             "Ranks are the stored board's (macro_board): difficulty-adjusted scores, each model on its own"
             " events."
             if board is not None and board.filter(pl.col("leaderboard") == pk).height
-            else "No board is stored (macro_board), so nothing is ranked here."
+            else "Models are ranked only on their common event set."
         )
         out.append(
             "Each model is scored on its own events (those where it has its own pre-release nowcast for a"
@@ -487,15 +535,17 @@ def render_leaderboards(
                     if g.height:
                         out.append("\n" + render_macro_board(g, width=width))
                 continue
-            # the stored board or nothing: a face never rebuilds a board the mart does not hold
-            out.append(f"\n{TARGET_LABELS[target]}: {NOT_MATERIALIZED}")
+            rows = leaderboard_rows(scores, partition_key=pk, fit_id=head, target=target)
+            if rows.height:
+                out.append(f"\n{TARGET_LABELS[target]}, terminal nowcast:")
+                out.extend(_board(rows, rel))
         if rel:
             out.append("\n" + _rel_err_table(decompositions, pk))
         paired = _paired(decompositions, pk)
         if paired:
             out.append("\n" + paired)
         if pk == "live":
-            hz = _horizons(scores, pk, head, board)
+            hz = _horizons(scores, pk, head)
             if hz:
                 out.append("\n" + hz)
         rob = _robustness(scores, fits, pk, head)
