@@ -171,7 +171,7 @@ def start_service(db: Path, port: int, *extra: str) -> subprocess.Popen:
 # when a step opens it fails that open, and is counted). With ``pump`` each step is also what the Dagster
 # daemon does for submissions: one evaluation of ``submissions_sensor`` and a real Dagster run of the
 # ``leaf_live_store_submission`` job per requested partition (recorded in the database's instance,
-# :func:`leaf_live.instance.instance_for`), so the inbox moves into the store WHILE the load goes on; after
+# :func:`resources.instance.instance_for`), so the inbox moves into the store WHILE the load goes on; after
 # the stop file appears it keeps pumping until nothing waits in the inbox. Prints "holding" once the lock is
 # taken and, at the end, one JSON line of counts.
 WRITER = r"""
@@ -184,7 +184,7 @@ n = dict.fromkeys(("steps", "writes", "failed_opens", "ticks", "runs", "runs_dur
 if pump:
     from dagster import Definitions, build_sensor_context
     from assets.participation import SUBMISSIONS, external_submission
-    from leaf_live.instance import instance_for
+    from resources.instance import instance_for
     from resources import LeafLiveDB
     from sensors.participation import pending_submissions, submission_store_job
     from leaf_live.core.settings import get_settings
