@@ -279,6 +279,33 @@ def _retryable(status: int | None) -> bool:
     return status is None or status == 429 or status >= 500
 
 
+def _call_record(
+    call: DueCall,
+    messages: list[dict],
+    params: dict,
+    requested_at: datetime,
+    completed_at: datetime,
+    **outcome,
+) -> CallRecord:
+    """The ``llm_calls`` record of one endpoint call: its identity (call id, ``agent:<round>@<slot>`` run,
+    the team's model, ``endpoint/<host>``, the round's track), the request as sent, and ``outcome``'s fields
+    (``status``, ``attempts``, ``latency_s``, ``response_json``, ``finish_reason``, ``error``)."""
+    return CallRecord(
+        call_id=call.call_id,
+        run_id=f"agent:{call.round_id}@{_iso(call.slot)}",
+        model_id=call.endpoint.model_id,
+        model=f"endpoint/{call.endpoint.host}",
+        role=ROLE,
+        prompt_group=call.track,
+        requested_at=requested_at,
+        completed_at=completed_at,
+        prompt_hash=prompt_hash(messages),
+        request_messages=messages_json(messages),
+        request_params=json.dumps(params, sort_keys=True),
+        **outcome,
+    )
+
+
 def call_endpoint(
     call: DueCall,
     bundle: dict,
@@ -381,18 +408,12 @@ def call_endpoint(
                     rows = answer["rows"]
     if status is None and reason is None:
         reason = f"timeout: no answer within the {deadline_s:g} s deadline"
-    rec = CallRecord(
-        call_id=call.call_id,
-        run_id=f"agent:{call.round_id}@{_iso(call.slot)}",
-        model_id=e.model_id,
-        model=f"endpoint/{e.host}",
-        role=ROLE,
-        prompt_group=call.track,
-        requested_at=requested_at,
-        completed_at=completed_at,
-        prompt_hash=prompt_hash(messages),
-        request_messages=messages_json(messages),
-        request_params=json.dumps(params, sort_keys=True),
+    rec = _call_record(
+        call,
+        messages,
+        params,
+        requested_at,
+        completed_at,
         status="ok" if status is not None and status < 300 and error is None else "failed",
         attempts=max(attempts, 1),
         latency_s=time.monotonic() - t0,
@@ -567,18 +588,12 @@ def recover_interrupted(inputs: R.RoundInputs, inbox, at: datetime) -> list[str]
         requested = datetime.fromisoformat(c["claimed_at"]).astimezone(UTC)
         reason = "interrupted: the service stopped during the call"
         messages = [{"role": "bundle", "content": {"call_id": call.call_id, "slot": _iso(slot)}}]
-        rec = CallRecord(
-            call_id=call.call_id,
-            run_id=f"agent:{call.round_id}@{_iso(slot)}",
-            model_id=e.model_id,
-            model=f"endpoint/{e.host}",
-            role=ROLE,
-            prompt_group=call.track,
-            requested_at=requested,
-            completed_at=max(at, requested),
-            prompt_hash=prompt_hash(messages),
-            request_messages=messages_json(messages),
-            request_params=json.dumps({"method": "POST", "url": safe_url(e.url)}, sort_keys=True),
+        rec = _call_record(
+            call,
+            messages,
+            {"method": "POST", "url": safe_url(e.url)},
+            requested,
+            max(at, requested),
             status="failed",
             attempts=1,
             latency_s=max(0.0, (at - requested).total_seconds()),
