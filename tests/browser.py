@@ -10,7 +10,6 @@ background networking, a fresh profile), so it opens nothing but the loopback se
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import subprocess
 import tempfile
@@ -22,7 +21,7 @@ from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
+from required import unavailable
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -47,15 +46,8 @@ def require_chromium() -> str:
     path = chromium_path()
     if path:
         return path
-    demanded = os.environ.get("LEAF_LIVE_BROWSER_TESTS") == "1" or os.environ.get("CI", "").lower() in (
-        "1",
-        "true",
-        "yes",
-    )
     msg = "chromium is not installed (Debian: apt-get install -y chromium; .ci/run installs it)"
-    if demanded:
-        pytest.fail(msg + " [LEAF_LIVE_BROWSER_TESTS=1 / CI: required]")
-    pytest.skip(msg)
+    unavailable(msg, "LEAF_LIVE_BROWSER_TESTS")
 
 
 @dataclass

@@ -32,6 +32,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from required import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -68,11 +69,6 @@ def _pg_connect(db: str | None = None):
 
 def _require_services() -> None:
     """Fail (CI: LEAF_LIVE_PROD_TESTS=1 or CI=true) or skip (a developer without the services)."""
-    demanded = os.environ.get("LEAF_LIVE_PROD_TESTS") == "1" or os.environ.get("CI", "").lower() in (
-        "1",
-        "true",
-        "yes",
-    )
     problem = None
     missing = [v for v in (*PG_VARS, *BROKER_VARS) if not os.environ.get(v)]
     if missing:
@@ -93,9 +89,7 @@ def _require_services() -> None:
             f"production profile needs PostgreSQL and Redis ({problem}); start them with "
             "`bash deploy/production/services.sh start && . /tmp/leaf_live_services/env`"
         )
-        if demanded:
-            pytest.fail(msg + " [LEAF_LIVE_PROD_TESTS=1 / CI: required]")
-        pytest.skip(msg)
+        unavailable(msg, "LEAF_LIVE_PROD_TESTS")
 
 
 @dataclass

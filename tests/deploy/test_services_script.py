@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
+from required import unavailable
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "production" / "services.sh"
 PG_PORT, REDIS_PORT = "55511", "56511"
@@ -23,9 +23,7 @@ def _bins() -> tuple[str, str]:
     redis_cli = shutil.which("redis-cli") or ""
     if not (psql[-1] and redis_cli and shutil.which("redis-server")):
         msg = "PostgreSQL / Redis binaries missing (apt-get install postgresql redis-server)"
-        if os.environ.get("LEAF_LIVE_PROD_TESTS") == "1":
-            pytest.fail(msg + " [LEAF_LIVE_PROD_TESTS=1 / CI: required]")
-        pytest.skip(msg)
+        unavailable(msg, "LEAF_LIVE_PROD_TESTS")
     return psql[-1], redis_cli
 
 

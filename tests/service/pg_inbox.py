@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from required import unavailable
 
 PG_VARS = (
     "DAGSTER_PG_HOST",
@@ -41,11 +42,6 @@ def _admin():
 
 
 def _require_pg() -> None:
-    demanded = os.environ.get("LEAF_LIVE_PROD_TESTS") == "1" or os.environ.get("CI", "").lower() in (
-        "1",
-        "true",
-        "yes",
-    )
     missing = [v for v in PG_VARS if not os.environ.get(v)]
     problem = f"{', '.join(missing)} unset" if missing else None
     if problem is None:
@@ -58,9 +54,7 @@ def _require_pg() -> None:
             f"the PostgreSQL inbox needs a server ({problem}); start it with "
             "`bash deploy/production/services.sh start && . /tmp/leaf_live_services/env`"
         )
-        if demanded:
-            pytest.fail(msg + " [LEAF_LIVE_PROD_TESTS=1 / CI: required]")
-        pytest.skip(msg)
+        unavailable(msg, "LEAF_LIVE_PROD_TESTS")
 
 
 @contextmanager
